@@ -1,0 +1,83 @@
+"""One queue setup for every stage (DESIGN §4): routing table, JSON only, at-least-once.
+
+Each stage's ``app.py`` calls :func:`make_app`; stages hand work on by task *name* through
+:func:`send_stage_task`, so no stage imports another.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Queue
+
+from common.settings import STAGES, Settings, get_settings
+
+TASK_NAMES: dict[str, str] = {s: f"onsei.{s}.process_shard" for s in STAGES}
+NEXT_STAGE: dict[str, str | None] = {"asr": "enhance", "enhance": "tokenize", "tokenize": None}
+ROUTES: dict[str, dict[str, str]] = {TASK_NAMES[s]: {"queue": s, "routing_key": s} for s in STAGES}
+
+
+def celery_config(settings: Settings) -> dict:
+    broker = settings.broker_url.get_secret_value()
+    return {
+        "broker_url": broker,
+        "result_backend": None,
+        "task_ignore_result": True,  # no result-backend growth
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],  # a pickled message is refused
+        "task_queues": [Queue(s, routing_key=s) for s in STAGES],
+        "task_routes": ROUTES,
+        "task_acks_late": True,  # ack after the shard is done
+        "task_reject_on_worker_lost": True,  # a killed worker's shard is re-queued
+        "task_acks_on_failure_or_timeout": True,
+        "worker_prefetch_multiplier": 1,  # one task reserved at a time per process
+        "worker_max_tasks_per_child": None,
+        "task_time_limit": settings.task_time_limit,
+        "task_soft_time_limit": max(1, settings.task_time_limit - 60),
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout,
+            "socket_keepalive": True,
+        },
+        "broker_connection_retry_on_startup": True,
+        "worker_send_task_events": True,  # Flower sees tasks
+        "task_send_sent_event": True,
+        "worker_hijack_root_logger": False,
+        "broker_use_ssl": _ssl_options(broker),
+        "redis_backend_use_ssl": _ssl_options(broker),
+    }
+
+
+def _ssl_options(url: str) -> dict | None:
+    if url.startswith("rediss://"):
+        import ssl
+
+        return {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    return None
+
+
+def make_app(main: str, settings: Settings | None = None) -> Celery:
+    settings = settings or get_settings()
+    app = Celery(main)
+    cfg = celery_config(settings)
+    if cfg["broker_use_ssl"] is None:
+        cfg.pop("broker_use_ssl")
+        cfg.pop("redis_backend_use_ssl")
+    app.conf.update(cfg)
+    return app
+
+
+def send_stage_task(app: Celery, stage: str, shard_id: int, until: str) -> None:
+    """Hand ``shard_id`` to ``stage`` by task name on its own queue."""
+    app.send_task(
+        TASK_NAMES[stage], args=[shard_id], kwargs={"until": until}, queue=stage,
+        routing_key=stage, serializer="json",
+    )
+
+
+def next_stage(stage: str, until: str) -> str | None:
+    if stage == until:
+        return None
+    nxt = NEXT_STAGE[stage]
+    if nxt is None or STAGES.index(nxt) > STAGES.index(until):
+        return None
+    return nxt

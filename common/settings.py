@@ -1,0 +1,151 @@
+"""One typed settings object, from ``ONSEI_*`` environment variables and an optional YAML file.
+
+Precedence (highest first): explicit keyword arguments, environment, the YAML file named by
+``ONSEI_CONFIG``, the defaults below. Names are the contract of DESIGN §6.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+STAGES: tuple[str, ...] = ("asr", "enhance", "tokenize")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="ignore", validate_default=True)
+
+    # --- locations -------------------------------------------------------------------------
+    input_url: str = Field("./data/raw", description="where the raw shards are")
+    output_url: str = Field("./data/out", description="output root (stage outputs + _ledger/)")
+    shard_pattern: str = Field("shard-{id:06d}.tar", description="shard id -> shard name")
+    scratch_dir: str = Field(tempfile.gettempdir(), description="local scratch for downloads")
+    s3_endpoint_url: str | None = Field(
+        None, description="S3-compatible endpoint; falls back to AWS_ENDPOINT_URL"
+    )
+    s3_max_attempts: int = Field(8, description="attempts per S3 call on transient errors")
+    s3_part_size_mb: int = Field(64, description="multipart / ranged-download part size")
+    s3_concurrency: int = Field(8, description="parallel parts per transfer")
+
+    # --- queue ---------------------------------------------------------------------------------
+    broker_url: SecretStr = Field(
+        SecretStr("redis://127.0.0.1:6379/0"), description="Celery broker (Redis or RabbitMQ)"
+    )
+    visibility_timeout: int = Field(6 * 3600, description="seconds before an unacked task returns")
+    max_task_failures: int = Field(3, description="tries before a shard is dead-lettered")
+    task_time_limit: int = Field(4 * 3600, description="hard per-shard limit, seconds")
+    shutdown_timeout: int = Field(90, description="SIGTERM: seconds to finish the shard in hand")
+    until: str = Field("tokenize", description="last stage of the chain")
+    metrics_port: int = Field(0, description="Prometheus port of a worker (0: off)")
+    metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
+    flower_host: str = Field("127.0.0.1", description="bind address of Flower")
+    flower_port: int = Field(5555, description="Flower port")
+    flower_basic_auth: SecretStr = Field(
+        SecretStr("onsei:change-me"), description="user:password for Flower"
+    )
+
+    # --- shard limits ------------------------------------------------------------------------
+    max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
+    max_member_seconds: float = Field(4 * 3600.0, description="longer audio is an error record")
+    min_member_seconds: float = Field(0.3, description="shorter audio is an error record")
+    max_sidecar_bytes: int = Field(1024 * 1024, description="largest .json sidecar read")
+
+    # --- asr ------------------------------------------------------------------------------------
+    languages: list[str] = Field(["ja", "en"], description="languages kept after language ID")
+    language_threshold: float = Field(0.5, description="min language probability to keep")
+    lid_windows: int = Field(3, description="30 s windows spread over a file for language ID")
+    asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")
+    asr_device: str = Field("auto", description="auto, cuda, cpu")
+    asr_compute_type: str = Field("auto", description="auto: float16 on GPU, int8 on CPU")
+    asr_batch_size: int = Field(16, description="batched inference")
+    asr_chunk_seconds: float = Field(1800.0, description="long audio is transcribed in windows")
+    asr_beam_size: int = Field(1, description="beam size (1 = greedy, fastest)")
+    segment_min_seconds: float = Field(1.0, description="shortest kept segment")
+    segment_max_seconds: float = Field(30.0, description="longest kept segment")
+    max_compression_ratio: float = Field(2.4, description="above: repetition loop")
+    min_avg_logprob: float = Field(-1.0, description="below: low confidence")
+    max_no_speech_prob: float = Field(0.6, description="above (with low logprob): non-speech")
+
+    # --- enhance -------------------------------------------------------------------------------
+    enhancer: str = Field("sidon", description="sidon, rnnoise, nsnet2 or none")
+    sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
+    enhance_device: str = Field("auto", description="auto, cuda, cpu")
+    enhance_chunk_seconds: float = Field(10.0, description="fixed chunk length for restoration")
+    enhance_context_seconds: float = Field(0.5, description="context each side of a chunk")
+    enhance_batch_size: int = Field(16, description="chunks per model call")
+
+    # --- tokenize ------------------------------------------------------------------------------
+    tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
+    neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
+    tokenize_device: str = Field("auto", description="auto, cuda, cpu")
+    tokenize_batch_seconds: float = Field(240.0, description="audio seconds per model call")
+
+    # --- models ---------------------------------------------------------------------------------
+    model_cache: str = Field(
+        str(Path("~/.cache/onsei/models").expanduser()), description="weights looked up first"
+    )
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _split_languages(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return v
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        cfg = os.environ.get("ONSEI_CONFIG")
+        if cfg:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=cfg))
+        return tuple(sources)
+
+    # --- helpers ----------------------------------------------------------------------------------
+    def shard_name(self, shard_id: int) -> str:
+        return self.shard_pattern.format(id=shard_id)
+
+    def shard_stem(self, shard_id: int) -> str:
+        """``shard-000123``: the name without its ``.tar``; outputs are named after it."""
+        name = self.shard_name(shard_id)
+        return name[: -len(".tar")] if name.endswith(".tar") else name
+
+    def redacted(self) -> dict[str, Any]:
+        """Effective settings with secrets (URL passwords, keys) hidden: safe to print or log."""
+        from common.redact import redact_value
+
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = redact_value(value.get_secret_value(), secret=True)
+            else:
+                value = redact_value(value)
+            out[f"ONSEI_{name.upper()}"] = value
+        return out
+
+
+Stage = Literal["asr", "enhance", "tokenize"]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (read once). Tests build ``Settings(...)`` directly."""
+    return Settings()

@@ -1,0 +1,75 @@
+"""The contract between a stage's pure processing and whoever drives it.
+
+A stage (``services/<stage>/stage.py``) is a class implementing :class:`Stage`. The Celery task
+of the stage and the one-process runner both drive it through :func:`common.executor.run_shard`,
+which downloads the inputs, calls :meth:`Stage.process`, publishes the outputs whole, then
+writes the done record last.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from common.settings import Settings
+
+Root = Literal["input", "output"]
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """One object a stage reads for a shard: which root (raw input or output) and which key."""
+
+    root: Root
+    key: str
+
+
+@dataclass
+class StageResult:
+    """What :meth:`Stage.process` produced for one shard."""
+
+    outputs: dict[str, Path]  # output key (relative to the output root) -> local file
+    counts: dict[str, int] = field(default_factory=dict)  # e.g. files, kept, dropped, errors
+    audio_seconds_in: float = 0.0
+    audio_seconds_out: float = 0.0
+    model_seconds: float = 0.0  # time spent inside model calls (busy fraction = this / wall)
+    extra: dict[str, Any] = field(default_factory=dict)  # stage-specific (e.g. padded_fraction)
+
+
+class Stage(abc.ABC):
+    """Pure processing of one shard by one stage. Holds its model; loads it once per process."""
+
+    name: ClassVar[str]
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @abc.abstractmethod
+    def load(self) -> None:
+        """Load the model (idempotent). Called after fork, never in a Celery parent."""
+
+    @abc.abstractmethod
+    def model_info(self) -> dict[str, Any]:
+        """``{"model": name, "version": ..., ...}`` for the done record."""
+
+    @abc.abstractmethod
+    def inputs(self, shard_id: int) -> dict[str, InputRef]:
+        """The objects to fetch before :meth:`process`, by name."""
+
+    @abc.abstractmethod
+    def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        """Turn the local input files into local output files under ``workdir``."""
+
+    # Output keys, shared with readers of the next stage.
+    @staticmethod
+    def output_key(settings: Settings, stage: str, shard_id: int) -> str:
+        stem = settings.shard_stem(shard_id)
+        if stage == "asr":
+            return f"asr/{stem}.jsonl"
+        if stage == "enhance":
+            return f"enhanced/{stem}.tar"
+        if stage == "tokenize":
+            return f"tokens/{settings.tokenizer}/{stem}.jsonl"
+        raise ValueError(f"unknown stage {stage!r}")

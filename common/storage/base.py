@@ -1,0 +1,56 @@
+"""The storage contract every backend implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class StorageError(RuntimeError):
+    """A storage operation failed for good (after retries where retrying made sense)."""
+
+
+class NotFound(StorageError, FileNotFoundError):
+    """The object does not exist."""
+
+
+class Store(abc.ABC):
+    """A root location; keys are relative, ``/``-separated."""
+
+    url: str
+
+    @abc.abstractmethod
+    def get_file(self, key: str, dest: Path) -> Path:
+        """Download ``key`` to ``dest`` (whole or not at all; resumes a partial ``dest.part``)."""
+
+    @abc.abstractmethod
+    def put_file(self, src: Path, key: str) -> None:
+        """Upload ``src`` as ``key``; readers see the old object or the new one, never a part."""
+
+    @abc.abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abc.abstractmethod
+    def size(self, key: str) -> int: ...
+
+    @abc.abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Keys under ``prefix`` (relative to the root), paginated, in lexical order."""
+
+    @abc.abstractmethod
+    def read_bytes(self, key: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Atomic small write."""
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key``; no error when it is absent."""
+
+    def child_url(self, key: str) -> str:
+        return f"{self.url.rstrip('/')}/{key}"
+
+    def __repr__(self) -> str:  # never shows credentials: urls hold none
+        return f"{type(self).__name__}({self.url!r})"

@@ -1,0 +1,34 @@
+"""URL -> Store."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from common.storage.base import Store
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b"); ``file:///x`` / ``x`` -> ("file", "", path)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        return "s3", parsed.netloc, parsed.path.lstrip("/")
+    if parsed.scheme == "file":
+        return "file", "", parsed.path
+    if parsed.scheme in ("", ) or len(parsed.scheme) == 1:  # plain path (or a Windows drive)
+        return "file", "", url
+    raise ValueError(f"unsupported storage URL scheme {parsed.scheme!r} in {url!r}")
+
+
+def open_store(url: str, settings=None) -> Store:  # noqa: ANN001 - Settings, imported lazily
+    scheme, bucket, path = split_url(url)
+    if scheme == "s3":
+        from common.storage.s3 import S3Store
+
+        if settings is None:
+            from common.settings import get_settings
+
+            settings = get_settings()
+        return S3Store(bucket, path, settings=settings)
+    from common.storage.local import LocalStore
+
+    return LocalStore(path, url=url)
