@@ -1,0 +1,1 @@
+"""onsei benchmarks: every row is a ratio measured side by side in one run."""

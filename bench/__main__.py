@@ -1,0 +1,54 @@
+"""``python -m bench`` / ``onsei bench``: run the bench rows and print a table of ratios."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import traceback
+
+import click
+
+from bench.registry import MODULES
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return "" if v is None else str(v)
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="smaller inputs (CI smoke run)")
+@click.option("--only", multiple=True, help="run only these modules (e.g. --only storage)")
+@click.option("--json", "as_json", is_flag=True, help="print rows as JSON lines")
+def bench(quick: bool, only: tuple[str, ...], as_json: bool) -> None:
+    """Run the benchmarks and print named ratios (ours vs baseline, measured in one run)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    rows: list[dict] = []
+    for mod_name in MODULES:
+        if only and mod_name not in only:
+            continue
+        try:
+            mod = importlib.import_module(f"bench.{mod_name}")
+            for fn in mod.ROWS:
+                rows.extend(fn(quick))
+        except Exception as e:  # one broken row must not hide the others
+            traceback.print_exc()
+            rows.append({"name": f"{mod_name}: FAILED", "ours": None, "baseline": None,
+                         "ratio": None, "goal": str(e)[:80], "unit": ""})
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps(r, default=str))
+        return
+    table = Table(title="onsei bench (ratios measured side by side)")
+    for col in ("name", "ours", "baseline", "unit", "ratio", "goal"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*(_fmt(r.get(c)) for c in ("name", "ours", "baseline", "unit", "ratio", "goal")))
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    bench()

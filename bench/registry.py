@@ -1,0 +1,6 @@
+"""Bench modules, each exposing ``ROWS``: callables ``(quick: bool) -> list[dict]``.
+
+A row dict: ``{"name", "ours", "baseline", "ratio", "goal", "unit"}``.
+"""
+
+MODULES: list[str] = []

@@ -1,0 +1,128 @@
+"""Shared fixtures: real services on loopback (Redis, moto's S3 server), settings, data dirs.
+
+.ci/run exports ONSEI_TEST_REDIS_URL / ONSEI_TEST_S3_ENDPOINT for services it started; when run
+directly, the fixtures find or start their own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(host: str, port: int, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> str:
+    """URL of a real S3-compatible server over HTTP (moto server mode on loopback)."""
+    url = os.environ.get("ONSEI_TEST_S3_ENDPOINT")
+    if url:
+        yield url
+        return
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    if not _wait_port("127.0.0.1", port):
+        proc.kill()
+        pytest.fail("moto server did not start")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket; AWS_ENDPOINT_URL points at the test server for this test."""
+    import boto3
+
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    monkeypatch.setenv("ONSEI_S3_ENDPOINT_URL", s3_endpoint)
+    return name
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A real Redis: ONSEI_TEST_REDIS_URL, else 127.0.0.1:6379, else one started here."""
+    url = os.environ.get("ONSEI_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    if _wait_port("127.0.0.1", 6379, timeout=0.5):
+        yield "redis://127.0.0.1:6379/0"
+        return
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("no Redis available (install redis-server)")
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    _wait_port("127.0.0.1", port)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def isolated_redis_url(redis_url: str) -> str:
+    """A Redis DB of its own for one test (flushed before): queues never leak between tests."""
+    import redis
+
+    base = redis_url.rsplit("/", 1)[0]
+    db = 1 + (os.getpid() + int(uuid.uuid4().int % 1000)) % 14
+    url = f"{base}/{db}"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path):
+    """Settings rooted in tmp dirs; keyword overrides win."""
+    from common.settings import Settings
+
+    def _make(**overrides):
+        base = {
+            "input_url": str(tmp_path / "raw"),
+            "output_url": str(tmp_path / "out"),
+            "scratch_dir": str(tmp_path / "scratch"),
+            "model_cache": str(Path(os.environ.get("ONSEI_TEST_MODEL_CACHE",
+                                                   Path.home() / ".cache/onsei/models"))),
+        }
+        base.update(overrides)
+        return Settings(**base)
+
+    return _make
