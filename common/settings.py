@@ -10,11 +10,12 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
@@ -62,7 +63,7 @@ class Settings(BaseSettings):
     max_sidecar_bytes: int = Field(1024 * 1024, description="largest .json sidecar read")
 
     # --- asr ------------------------------------------------------------------------------------
-    languages: list[str] = Field(["ja", "en"], description="languages kept after language ID")
+    languages: Annotated[list[str], NoDecode] = Field(["ja", "en"], description="languages kept after language ID")
     language_threshold: float = Field(0.5, description="min language probability to keep")
     lid_windows: int = Field(3, description="30 s windows spread over a file for language ID")
     asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")

@@ -1,0 +1,78 @@
+"""Settings: env + YAML + defaults, the DESIGN §6 names, redaction."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from common.settings import Settings
+
+
+def test_defaults_match_design(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(__import__("os").environ):
+        if k.startswith("ONSEI_"):
+            monkeypatch.delenv(k)
+    s = Settings()
+    assert s.input_url == "./data/raw"
+    assert s.output_url == "./data/out"
+    assert s.shard_pattern == "shard-{id:06d}.tar"
+    assert s.broker_url.get_secret_value() == "redis://127.0.0.1:6379/0"
+    assert s.languages == ["ja", "en"]
+    assert s.asr_model == "large-v3-turbo"
+    assert (s.asr_device, s.asr_compute_type) == ("auto", "auto")
+    assert s.asr_batch_size == 16
+    assert s.asr_chunk_seconds == 1800
+    assert s.enhancer == "sidon"
+    assert s.sidon_model == "sarulab-speech/sidon-v0.1"
+    assert s.enhance_chunk_seconds == 10
+    assert s.tokenizer == "neucodec"
+    assert s.neucodec_model == "neuphonic/neucodec"
+    assert s.model_cache.endswith(".cache/onsei/models")
+
+
+def test_env_overrides_yaml_overrides_defaults(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "onsei.yaml"
+    cfg.write_text("asr_batch_size: 4\nlanguages: en\ntokenizer: distill-neucodec\n")
+    monkeypatch.setenv("ONSEI_CONFIG", str(cfg))
+    monkeypatch.setenv("ONSEI_ASR_BATCH_SIZE", "32")
+    s = Settings()
+    assert s.asr_batch_size == 32  # env wins over YAML
+    assert s.languages == ["en"]  # comma list parsed from YAML string
+    assert s.tokenizer == "distill-neucodec"  # YAML wins over the default
+
+
+def test_languages_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ONSEI_LANGUAGES", "ja, en ,zh")
+    assert Settings().languages == ["ja", "en", "zh"]
+
+
+def test_shard_names() -> None:
+    s = Settings(shard_pattern="part-{id:05d}.tar")
+    assert s.shard_name(12) == "part-00012.tar"
+    assert s.shard_stem(12) == "part-00012"
+
+
+def test_redacted_hides_passwords(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Settings(
+        broker_url="rediss://user:s3cr3t@redis.example:6380/0",
+        flower_basic_auth="admin:pa55word",
+        output_url="s3://bucket/out",
+    )
+    out = s.redacted()
+    text = json.dumps(out)
+    assert "s3cr3t" not in text and "pa55word" not in text
+    assert out["ONSEI_BROKER_URL"] == "rediss://user:***@redis.example:6380/0"
+    assert out["ONSEI_OUTPUT_URL"] == "s3://bucket/out"
+
+
+def test_onsei_config_command_redacts(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = dict(__import__("os").environ, ONSEI_BROKER_URL="redis://:hunter2@127.0.0.1:6379/0")
+    out = subprocess.run([sys.executable, "-m", "services.cli", "config", "--json"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    values = json.loads(out)
+    assert values["ONSEI_BROKER_URL"] == "redis://:***@127.0.0.1:6379/0"
+    assert "hunter2" not in out
+    assert "ONSEI_LANGUAGES" in values
