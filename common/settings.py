@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     max_compression_ratio: float = Field(2.4, description="above: repetition loop")
     min_avg_logprob: float = Field(-1.0, description="below: low confidence")
     max_no_speech_prob: float = Field(0.6, description="above (with low logprob): non-speech")
+    asr_cpu_threads: int = Field(0, description="CTranslate2 CPU threads (0: its default)")
+    asr_vad_threshold: float = Field(0.5, description="Silero VAD speech probability threshold")
+    asr_vad_min_silence_ms: int = Field(
+        500, description="a pause at least this long may end a segment")
+    asr_merge_gap_seconds: float = Field(
+        1.5, description="short segments merge with neighbours across pauses up to this")
 
     # --- enhance -------------------------------------------------------------------------------
     enhancer: str = Field("sidon", description="sidon, rnnoise, nsnet2 or none")
