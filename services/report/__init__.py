@@ -1,0 +1,1 @@
+"""``onsei report``: a run summary and a self-contained HTML report."""

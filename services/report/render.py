@@ -1,0 +1,196 @@
+"""ReportData -> one self-contained HTML page (charts are matplotlib PNGs inlined as base64).
+
+No external resource of any kind (no script, font or stylesheet link): the file can be mailed,
+archived, or opened offline. Every string that came from data is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from collections import Counter
+from html import escape
+
+from services.report.collect import ReportData
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
+color:#222;padding:0 1em}
+h1{margin-bottom:.2em}.meta{color:#666;margin-top:0}
+table{border-collapse:collapse;margin:1em 0;font-size:14px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+.charts figure{margin:0;border:1px solid #eee;padding:6px}
+figcaption{font-size:13px;color:#555;text-align:center}
+.bad{color:#b00020}
+"""
+
+
+def _png(fig) -> str:  # noqa: ANN001 - matplotlib Figure
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(title: str):  # noqa: ANN202
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)  # headless: never needs a display
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.set_title(title, fontsize=11)
+    return fig, ax
+
+
+def _no_data(ax) -> None:  # noqa: ANN001
+    ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="#999",
+            transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _barh(title: str, counts: dict[str, float], xlabel: str, color: str = "#4c72b0") -> str:
+    fig, ax = _figure(title)
+    items = sorted(counts.items(), key=lambda kv: kv[1])[-15:]
+    if items:
+        ax.barh([k[:40] for k, _ in items], [v for _, v in items], color=color)
+        ax.set_xlabel(xlabel)
+        ax.tick_params(axis="y", labelsize=8)
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def chart_hours(data: ReportData) -> str:
+    fig, ax = _figure("Audio hours through the pipeline")
+    labels = ["asr in", "asr kept", "enhance out", "tokens out"]
+    values = [data.seconds_asr_in or data.stages["asr"].seconds_in, data.seconds_kept,
+              data.stages["enhance"].seconds_out,
+              data.token_seconds or data.stages["tokenize"].seconds_out]
+    hours = [v / 3600 for v in values]
+    bars = ax.bar(labels, hours, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
+    ax.bar_label(bars, labels=[f"{h:.3g}" for h in hours], fontsize=8)
+    ax.set_ylabel("hours")
+    return _png(fig)
+
+
+def chart_languages(data: ReportData) -> str:
+    hours = {k: v / 3600 for k, v in data.language_seconds.items()}
+    if not any(hours.values()):
+        hours = dict(data.languages)
+        return _barh("Files per detected language", hours, "files", "#dd8452")
+    return _barh("Hours per detected language", hours, "hours", "#dd8452")
+
+
+def chart_durations(data: ReportData) -> str:
+    fig, ax = _figure(f"Kept segment durations (n={len(data.segment_durations)})")
+    if data.segment_durations:
+        ax.hist(data.segment_durations, bins=30, color="#55a868")
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("segments")
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def chart_reasons(data: ReportData) -> str:
+    merged: Counter = Counter()
+    for k, v in data.drop_reasons.items():
+        merged[f"file dropped: {k}"] += v
+    for k, v in data.error_reasons.items():
+        merged[f"file error: {k}"] += v
+    for k, v in data.segment_reasons.items():
+        merged[f"segment: {k}"] += v
+    return _barh("Drop and error reasons", dict(merged), "count", "#c44e52")
+
+
+def chart_throughput(data: ReportData) -> str:
+    fig, ax = _figure("Per-stage speed (audio s per shard wall s)")
+    names = [s for s, st in data.stages.items() if st.done]
+    if names:
+        rtf = [data.stages[s].realtime_factor for s in names]
+        bars = ax.bar(names, rtf, color="#8172b2")
+        ax.bar_label(bars, labels=[f"{v:.3g}x" for v in rtf], fontsize=8)
+        ax.set_ylabel("x real time (one worker)")
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def chart_walltimes(data: ReportData) -> str:
+    fig, ax = _figure("Shard wall times per stage")
+    names = [s for s, st in data.stages.items() if st.wall_times]
+    if names:
+        ax.boxplot([data.stages[s].wall_times for s in names], showfliers=True)
+        ax.set_xticks(range(1, len(names) + 1), names)
+        ax.set_ylabel("seconds per shard")
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def _table(headers: list[str], rows: list[list[object]], left: int = 1) -> str:
+    def cell(tag: str, i: int, v: object) -> str:
+        cls = ' class="l"' if i < left else ""
+        text = f"{v:.3g}" if isinstance(v, float) else str(v)
+        return f"<{tag}{cls}>{escape(text)}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render_html(data: ReportData) -> str:
+    charts = [
+        ("hours", "Hours in / kept / out", chart_hours(data)),
+        ("languages", "Language distribution", chart_languages(data)),
+        ("durations", "Segment duration histogram", chart_durations(data)),
+        ("reasons", "Drop and error reasons", chart_reasons(data)),
+        ("throughput", "Per-stage throughput", chart_throughput(data)),
+        ("walltimes", "Shard wall times", chart_walltimes(data)),
+    ]
+    figs = "".join(
+        f'<figure><img id="chart-{cid}" class="chart" alt="{escape(cap)}" '
+        f'src="data:image/png;base64,{b64}"><figcaption>{escape(cap)}</figcaption></figure>'
+        for cid, cap, b64 in charts
+    )
+    stage_rows = [
+        [s, st.done, st.failed, st.dead_lettered, st.seconds_in / 3600, st.seconds_out / 3600,
+         st.realtime_factor, st.fleet_hours_per_hour, ", ".join(st.models)]
+        for s, st in data.stages.items()
+    ]
+    stages = _table(["stage", "done", "failed", "dead-lettered", "hours in", "hours out",
+                     "x real time / worker", "x real time / fleet", "model"], stage_rows)
+    slow = _table(["stage", "shard", "wall s", "audio s in", "host"],
+                  [[r["stage"], r["shard"], r["wall_seconds"], r["audio_seconds_in"], r["host"]]
+                   for r in data.slowest], left=2)
+    failed = _table(["stage", "shard", "attempts", "dead-lettered", "reason"],
+                    [[r["stage"], r["shard"], r["attempts"], r["dead_lettered"], r["reason"]]
+                     for r in data.failed], left=2) if data.failed else "<p>none</p>"
+    unreadable = ("<h2 class=bad>Unreadable outputs</h2><ul>" + "".join(
+        f"<li>{escape(u)}</li>" for u in data.unreadable) + "</ul>") if data.unreadable else ""
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data.generated_at))
+    kept_pct = 100 * data.seconds_kept / data.seconds_asr_in if data.seconds_asr_in else 0.0
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>onsei run report</title>
+<style>{_CSS}</style></head><body>
+<h1>onsei run report</h1>
+<p class="meta">{escape(data.output_url)} &middot; tokenizer {escape(data.tokenizer)}
+ &middot; generated {escape(when)}</p>
+<p id="summary">{data.files} source files, {data.files_ok} kept ({data.seconds_asr_in / 3600:.3g} h
+ in, {data.seconds_kept / 3600:.3g} h kept = {kept_pct:.3g}%); {len(data.segment_durations)} kept
+ segments; {data.token_lines} tokenized utterances ({data.token_seconds / 3600:.3g} h).</p>
+<h2>Stages</h2>{stages}
+<h2>Charts</h2><div class="charts">{figs}</div>
+<h2>Slowest shards</h2>{slow}
+<h2>Failed shards</h2>{failed}
+{unreadable}
+</body></html>
+"""
