@@ -28,7 +28,7 @@ figcaption{font-size:13px;color:#555;text-align:center}
 """
 
 
-def _png(fig) -> str:  # noqa: ANN001 - matplotlib Figure
+def _png(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -37,7 +37,7 @@ def _png(fig) -> str:  # noqa: ANN001 - matplotlib Figure
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _figure(title: str):  # noqa: ANN202
+def _figure(title: str):
     import matplotlib
 
     matplotlib.use("Agg", force=True)  # headless: never needs a display
@@ -48,7 +48,7 @@ def _figure(title: str):  # noqa: ANN202
     return fig, ax
 
 
-def _no_data(ax) -> None:  # noqa: ANN001
+def _no_data(ax) -> None:
     ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="#999",
             transform=ax.transAxes)
     ax.set_xticks([])

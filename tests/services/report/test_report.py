@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from services.report.collect import collect, to_json
+from services.report.collect import collect
 from services.report.render import render_html
 from tests.services.report.synth import write_garbage, write_run
 
@@ -121,7 +121,7 @@ def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={tmp / 'profile'}",
          "--virtual-time-budget=3000", *args],
-        capture_output=True, text=True, timeout=120)
+        check=False, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
