@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     )
 
     # --- shard limits ------------------------------------------------------------------------
+    worker_concurrency: int = Field(1, description="processes per worker; each loads its model")
+    prefetch_shards: int = Field(
+        1, description="shards reserved and downloaded ahead while one is computed (0: off)"
+    )
+    retry_backoff_seconds: float = Field(2.0, description="first retry delay; doubles, jittered")
+    retry_backoff_max_seconds: float = Field(600.0, description="longest retry delay")
     max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
     max_member_seconds: float = Field(4 * 3600.0, description="longer audio is an error record")
     min_member_seconds: float = Field(0.3, description="shorter audio is an error record")
