@@ -1,24 +1,41 @@
 """WebDataset tar shards: read as samples, write whole.
 
-Reading streams the tar once (no extraction to disk, never by member name). A member that is
-unsafe (absolute path, ``..``, link, device), too large, or unreadable becomes a
-:class:`MemberError` and the rest of the shard goes on. A truncated or non-tar shard raises
-one :class:`ShardError`.
+Conventions are WebDataset's (``webdataset.tariterators``): a member ``dir/abc.flac`` belongs to
+key ``dir/abc`` with extension ``flac`` (split at the first dot of the basename), consecutive
+members with one key form one sample, ``__*__`` meta members are skipped. Tests check that
+webdataset's own reader and writer agree with ours.
+
+Why we do not call webdataset at run time: ``import webdataset`` imports torch (~3 s, and the ASR
+worker must not load torch), and its reader (``tar_file_iterator``) silently drops links,
+devices and other non-regular members and cannot report a bad member on its own. So reading is
+one forward pass of :mod:`tarfile` (never extracting anything to disk, never by member name):
+a member that is unsafe (absolute path, ``..``, link, device), too large, badly named or a
+duplicate becomes a :class:`MemberError` and the rest of the shard goes on. A shard that is
+not a tar, truncated, or corrupt part-way raises ONE :class:`ShardError`.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import tarfile
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+_BLOCK = tarfile.BLOCKSIZE
+# Compressed shards (.tar.gz etc.) can only be read through tarfile's stream layer.
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+_META = re.compile(r"__[^/]*__($|/)")  # webdataset's skip_meta
 
 
 class ShardError(RuntimeError):
-    """The shard as a whole cannot be read (not a tar, truncated, unreadable)."""
+    """The shard as a whole cannot be read (not a tar, truncated, corrupt, unreadable)."""
 
 
 @dataclass
@@ -29,6 +46,8 @@ class Sample:
 
 @dataclass
 class MemberError:
+    """One bad member. ``key`` is None when the name itself is unsafe (never trust it)."""
+
     key: str | None
     name: str
     reason: str
@@ -36,97 +55,209 @@ class MemberError:
 
 def split_member_name(name: str) -> tuple[str, str]:
     """WebDataset convention: key = path up to the first dot of the basename, ext = the rest."""
-    p = PurePosixPath(name)
-    base = p.name
-    if "." not in base:
+    parent, _, base = name.rpartition("/")
+    stem, dot, ext = base.partition(".")
+    if not dot:
         return name, ""
-    stem, ext = base.split(".", 1)
-    key = str(p.parent / stem) if str(p.parent) not in ("", ".") else stem
-    return key, ext.lower()
+    return (f"{parent}/{stem}" if parent else stem), ext.lower()
+
+
+def printable_name(name: str) -> str:
+    """A member name safe to log / put in JSON (undecodable bytes shown as \\xNN)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def unsafe_reason(member: tarfile.TarInfo) -> str | None:
+    """Why a member must never be trusted, or None. Checked before anything else."""
     name = member.name
     if member.issym() or member.islnk():
         return "unsafe_member:link"
-    if member.isdev() or member.isfifo() or member.ischr() or member.isblk():
+    if member.isdev():  # chr, blk, fifo
         return "unsafe_member:device"
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+    if not (member.isfile() or member.isdir()):
+        return "unsafe_member:not_a_regular_file"
+    if name.startswith("/") or _DRIVE.match(name):
         return "unsafe_member:absolute_path"
-    if ".." in PurePosixPath(name).parts:
+    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
         return "unsafe_member:parent_traversal"
     if "\x00" in name:
         return "unsafe_member:nul_in_name"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate-escaped bytes: the name is not UTF-8
+        return "unsafe_member:non_utf8_name"
     return None
 
 
-def iter_shard(path: str | Path, max_member_bytes: int | None = None) -> Iterator[Sample | MemberError]:
-    """Yield samples grouped by key (consecutive members), and errors for bad members."""
+def _open(path: Path) -> tuple[BinaryIO, tarfile.TarFile, bool]:
+    """Open ``path`` as a tar; returns (raw file, tar, random_access)."""
     try:
-        tf = tarfile.open(path, mode="r|*")  # streaming: one pass, bounded memory
-    except (tarfile.TarError, OSError, EOFError) as e:
+        f = open(path, "rb")  # noqa: SIM115 - closed by iter_shard
+    except OSError as e:
+        raise ShardError(f"cannot open shard {path}: {e}") from e
+    try:
+        head = f.read(6)
+        f.seek(0)
+        if not head:
+            raise ShardError(f"not a tar shard (empty file): {path}")
+        # Plain tars (the norm) are read from a real file so that a member's bytes come in one
+        # read() instead of tarfile's stream layer re-joining 10 KiB blocks.
+        random_access = not head.startswith(_COMPRESSED_MAGIC)
+        mode = "r:" if random_access else "r|*"
+        tf = tarfile.open(fileobj=f, mode=mode, encoding="utf-8", errors="surrogateescape")
+        return f, tf, random_access
+    except ShardError:
+        f.close()
+        raise
+    except (tarfile.TarError, OSError, EOFError, ValueError) as e:
+        f.close()
         raise ShardError(f"not a readable tar shard: {path}: {e}") from e
+
+
+def iter_shard(
+    path: str | Path,
+    max_member_bytes: int | None = None,
+    *,
+    max_sidecar_bytes: int | None = None,
+) -> Iterator[Sample | MemberError]:
+    """Yield samples grouped by key (consecutive members) and errors for bad members.
+
+    A key's member errors are yielded before its sample. ``max_member_bytes`` bounds every
+    member; ``max_sidecar_bytes`` bounds ``.json``/``.txt`` members (read whole into memory).
+    """
+    path = Path(path)
+    f, tf, random_access = _open(path)
     current: Sample | None = None
-    seen_keys: set[str] = set()
+    seen: set[str] = set()
     try:
-        with tf:
-            for member in tf:
-                if member.isdir():
-                    continue
-                reason = unsafe_reason(member)
-                key, ext = split_member_name(member.name)
-                if reason is None and not member.isfile():
-                    reason = "unsafe_member:not_a_regular_file"
-                if reason is None and max_member_bytes is not None and member.size > max_member_bytes:
-                    reason = f"member_too_large:{member.size}"
-                if reason is not None:
-                    yield MemberError(key=None if reason.startswith("unsafe") else key,
-                                      name=member.name, reason=reason)
-                    continue
-                if current is None or current.key != key:
-                    if current is not None:
-                        yield current
-                    if key in seen_keys:
-                        yield MemberError(key=key, name=member.name, reason="duplicate_key")
-                        current = None
-                        continue
-                    seen_keys.add(key)
+        while True:
+            member = tf.next()
+            tf.members = []  # tarfile keeps every header otherwise: unbounded for huge shards
+            if member is None:
+                break
+            if member.isdir():
+                continue
+            reason = unsafe_reason(member)
+            if reason is not None:
+                yield MemberError(None, printable_name(member.name), reason)
+                continue
+            name = member.name
+            if _META.match(name):
+                continue
+            key, ext = split_member_name(name)
+            if not ext or not PurePosixPath(key).name:
+                yield MemberError(None, name, "bad_name:no_key_or_extension")
+                continue
+            if current is None or current.key != key:
+                if current is not None and current.files:
+                    yield current
+                current = None
+                if key not in seen:  # else: the key came back after another one
+                    seen.add(key)
                     current = Sample(key=key)
-                if current is None:
-                    continue
-                f = tf.extractfile(member)
-                data = f.read() if f is not None else b""
-                if len(data) != member.size:
-                    raise ShardError(f"truncated shard: member {member.name!r} is short")
-                if ext in current.files:
-                    yield MemberError(key=key, name=member.name, reason="duplicate_member")
-                    continue
-                current.files[ext] = data
-    except (tarfile.TarError, EOFError, OSError) as e:
+            if current is None:  # a key that already appeared earlier in the shard
+                yield MemberError(key, name, "duplicate_key")
+                continue
+            limit = max_member_bytes
+            if max_sidecar_bytes is not None and ext in ("json", "txt"):
+                limit = max_sidecar_bytes if limit is None else min(limit, max_sidecar_bytes)
+            if limit is not None and member.size > limit:
+                yield MemberError(key, name, f"member_too_large:{member.size}>{limit}")
+                continue
+            if ext in current.files:
+                yield MemberError(key, name, "duplicate_member")
+                continue
+            data = _read_member(f, tf, member, random_access)
+            if len(data) != member.size:
+                raise ShardError(
+                    f"truncated shard {path}: member {name!r} has {len(data)} of {member.size} bytes"
+                )
+            current.files[ext] = data
+        if random_access:
+            _check_end(f, tf.offset, path)
+    except ShardError:
+        raise
+    except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise ShardError(f"truncated or corrupt shard {path}: {e}") from e
-    if current is not None:
+    finally:
+        f.close()
+    if current is not None and current.files:  # a key whose members all failed: errors only
         yield current
 
 
-class ShardWriter:
-    """Write a tar to a temp name beside ``path``; rename into place on success only."""
+def _read_member(f: BinaryIO, tf: tarfile.TarFile, member: tarfile.TarInfo, random_access: bool) -> bytes:
+    if random_access and member.sparse is None:
+        f.seek(member.offset_data)
+        return f.read(member.size)
+    ex = tf.extractfile(member)
+    return ex.read() if ex is not None else b""
 
-    def __init__(self, path: str | Path) -> None:
+
+def _check_end(f: BinaryIO, offset: int, path: Path) -> None:
+    """tarfile ends quietly on a bad header or at EOF after the first member; a sound tar has
+    an end-of-archive (zero) block where the headers stop."""
+    f.seek(offset)
+    block = f.read(_BLOCK)
+    if len(block) < _BLOCK:
+        raise ShardError(f"truncated shard {path}: no end-of-archive block at offset {offset}")
+    if block.count(0) != _BLOCK:
+        raise ShardError(f"corrupt shard {path}: invalid tar header at offset {offset}")
+
+
+def check_key(key: str) -> None:
+    """A key a WebDataset reader splits back the same way, and that is safe as a path."""
+    if not key or "." in PurePosixPath(key).name or key.startswith("/") or "\x00" in key:
+        raise ValueError(f"bad shard key {key!r}: non-empty, no dot in the basename, relative")
+    if ".." in PurePosixPath(key).parts:
+        raise ValueError(f"bad shard key {key!r}: '..' is not allowed")
+
+
+class ShardWriter:
+    """Write a tar to a temp name beside ``path``; rename into place on success only.
+
+    PAX format (long and non-ASCII names), one member per ``key.ext``, like webdataset's
+    ``TarWriter`` with ``encoder=False``.
+    """
+
+    def __init__(self, path: str | Path, *, mtime: float | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.part")
-        self._tar = tarfile.open(self._tmp, mode="w", format=tarfile.PAX_FORMAT)
-        self.count = 0
+        self._tar = tarfile.open(self._tmp, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8")
+        self._mtime = mtime
+        self.count = 0  # samples written
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far (headers and padding included)."""
+        return self._tar.offset
+
+    def _info(self, key: str, ext: str, size: int, mtime: float | None) -> tarfile.TarInfo:
+        if not ext or "/" in ext:
+            raise ValueError(f"bad extension {ext!r} for key {key!r}")
+        info = tarfile.TarInfo(f"{key}.{ext}")
+        info.size = size
+        info.mtime = int(mtime if mtime is not None else (self._mtime or time.time()))
+        info.mode = 0o644
+        return info
 
     def write(self, key: str, files: dict[str, bytes]) -> None:
+        """One sample: ``{ext: bytes}`` written as ``key.ext`` members."""
+        check_key(key)
         for ext, data in files.items():
-            info = tarfile.TarInfo(f"{key}.{ext}")
-            info.size = len(data)
-            info.mtime = int(time.time())
-            info.mode = 0o644
-            import io
+            self._tar.addfile(self._info(key, ext, len(data), None), io.BytesIO(data))
+        self.count += 1
 
-            self._tar.addfile(info, io.BytesIO(data))
+    def write_files(self, key: str, files: dict[str, Path | bytes]) -> None:
+        """Like :meth:`write`, but paths are streamed from disk instead of held in memory."""
+        check_key(key)
+        for ext, src in files.items():
+            if isinstance(src, bytes):
+                self._tar.addfile(self._info(key, ext, len(src), None), io.BytesIO(src))
+                continue
+            st = os.stat(src)
+            with open(src, "rb") as fh:
+                self._tar.addfile(self._info(key, ext, st.st_size, st.st_mtime), fh)
         self.count += 1
 
     def close(self) -> None:
@@ -137,7 +268,7 @@ class ShardWriter:
         self._tar.close()
         self._tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "ShardWriter":
+    def __enter__(self) -> ShardWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
