@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     s3_max_attempts: int = Field(8, description="attempts per S3 call on transient errors")
     s3_part_size_mb: int = Field(64, description="multipart / ranged-download part size")
     s3_concurrency: int = Field(8, description="parallel parts per transfer")
+    s3_connect_timeout: float = Field(10.0, description="seconds to open an S3 connection")
+    s3_read_timeout: float = Field(60.0, description="seconds without a byte before retrying")
 
     # --- queue ---------------------------------------------------------------------------------
     broker_url: SecretStr = Field(
@@ -55,14 +57,14 @@ class Settings(BaseSettings):
     flower_basic_auth: SecretStr = Field(
         SecretStr("onsei:change-me"), description="user:password for Flower"
     )
-
-    # --- shard limits ------------------------------------------------------------------------
     worker_concurrency: int = Field(1, description="processes per worker; each loads its model")
     prefetch_shards: int = Field(
         1, description="shards reserved and downloaded ahead while one is computed (0: off)"
     )
     retry_backoff_seconds: float = Field(2.0, description="first retry delay; doubles, jittered")
     retry_backoff_max_seconds: float = Field(600.0, description="longest retry delay")
+
+    # --- shard limits ------------------------------------------------------------------------
     max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
     max_member_seconds: float = Field(4 * 3600.0, description="longer audio is an error record")
     min_member_seconds: float = Field(0.3, description="shorter audio is an error record")

@@ -8,7 +8,15 @@ from pathlib import Path
 
 
 class StorageError(RuntimeError):
-    """A storage operation failed for good (after retries where retrying made sense)."""
+    """A storage operation failed for good (after retries where retrying made sense).
+
+    ``transient`` is true when the cause was a network blip, throttling or a 5xx that outlasted
+    our retries: a caller (the task queue) may try again later.
+    """
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class NotFound(StorageError, FileNotFoundError):
