@@ -93,12 +93,16 @@ class Settings(BaseSettings):
         1.5, description="short segments merge with neighbours across pauses up to this")
 
     # --- enhance -------------------------------------------------------------------------------
-    enhancer: str = Field("sidon", description="sidon, rnnoise, nsnet2 or none")
+    enhancer: str = Field("sidon", description="sidon, rnnoise or none")
     sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
     enhance_device: str = Field("auto", description="auto, cuda, cpu")
     enhance_chunk_seconds: float = Field(10.0, description="fixed chunk length for restoration")
     enhance_context_seconds: float = Field(0.5, description="context each side of a chunk")
     enhance_batch_size: int = Field(16, description="chunks per model call")
+    enhance_crossfade_seconds: float = Field(
+        0.04, description="raised-cosine crossfade across chunk seams (<= 2 x context)")
+    enhance_pack_rounds: int = Field(
+        4, description="batches' worth of chunks pooled before packing (more: less padding)")
 
     # --- tokenize ------------------------------------------------------------------------------
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
