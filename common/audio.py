@@ -3,19 +3,29 @@
 Errors are typed: :class:`AudioError` carries a short machine-readable ``reason``
 (``empty``, ``undecodable``, ``no_audio_stream``, ``too_short``, ``too_long``) that stages
 record as ``error:<reason>``.
+
+Decoding: PyAV (its own ffmpeg, already a faster-whisper dependency) decodes and downmixes
+(ffmpeg's channel matrix: 5.1 to mono keeps the level, LFE handled) at the file's own rate; soxr
+then resamples in a stream, so memory stays at the *output* rate and a too-long file stops early.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 AUDIO_EXTENSIONS = frozenset(
     {"flac", "wav", "mp3", "ogg", "opus", "m4a", "aac", "webm", "mka", "mp4", "wma", "aiff",
      "aif", "au", "caf", "amr", "3gp", "spx", "ac3", "mkv", "mov"}
 )
+# A declared duration (container header) is trusted to reject a file as too long up front only
+# beyond this slack: estimates from bitrate (VBR mp3 without a Xing header) can be a little off.
+_DECLARED_SLACK = 1.05
 
 
 class AudioError(ValueError):
@@ -25,6 +35,93 @@ class AudioError(ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+def _av():
+    import av  # lazy: importing onsei.common must stay cheap
+
+    return av
+
+
+def _open(src: bytes | str | Path):
+    av = _av()
+    try:
+        file = io.BytesIO(src) if isinstance(src, (bytes, bytearray, memoryview)) else str(src)
+        return av.open(file, mode="r", metadata_errors="ignore")
+    except (av.FFmpegError, ValueError, IndexError, UnicodeDecodeError) as e:
+        raise AudioError("undecodable", _short(e)) from e
+
+
+def _declared_seconds(container, stream) -> float | None:  # noqa: ANN001 - PyAV objects
+    """Duration from headers (no decoding), or None when the container does not say."""
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    if container.duration is not None:
+        return container.duration / 1_000_000  # AV_TIME_BASE
+    return None
+
+
+def probe_seconds(src: bytes | str | Path) -> float | None:
+    """Declared duration of the first audio stream, reading headers only (cheap); None if the
+    file does not declare one. Raises :class:`AudioError` for non-audio / unreadable input."""
+    if isinstance(src, (bytes, bytearray)) and not src:
+        raise AudioError("empty", "0 bytes")
+    with _open(src) as container:
+        if not container.streams.audio:
+            raise AudioError("no_audio_stream", "the file holds no audio stream")
+        return _declared_seconds(container, container.streams.audio[0])
+
+
+class _Sink:
+    """Collects mono float32 chunks at the output rate; raises ``too_long`` past the limit."""
+
+    def __init__(self, sample_rate: int, max_seconds: float | None) -> None:
+        self.sample_rate = sample_rate
+        self.max_seconds = max_seconds
+        self.limit = None if max_seconds is None else int(max_seconds * sample_rate) + 1
+        self.chunks: list[np.ndarray] = []
+        self.total = 0
+        self._av_resampler = None
+        self._soxr = None
+        self._fmt: tuple | None = None
+
+    def frame(self, frame) -> None:  # noqa: ANN001 - av.AudioFrame
+        fmt = (frame.format.name, frame.layout.name, frame.sample_rate)
+        if fmt != self._fmt:  # first frame, or the stream changed rate / layout mid-way
+            self.flush()
+            import soxr
+
+            av = _av()
+            self._av_resampler = av.AudioResampler(format="flt", layout="mono", rate=frame.sample_rate)
+            self._soxr = (None if frame.sample_rate == self.sample_rate else
+                          soxr.ResampleStream(frame.sample_rate, self.sample_rate, 1,
+                                              dtype="float32", quality="HQ"))
+            self._fmt = fmt
+        for out in self._av_resampler.resample(frame):
+            self._push(out.to_ndarray().reshape(-1))
+
+    def _push(self, mono: np.ndarray, last: bool = False) -> None:
+        if self._soxr is not None:
+            mono = self._soxr.resample_chunk(mono, last=last)
+        if mono.size:
+            self.chunks.append(mono)
+            self.total += mono.size
+        if self.limit is not None and self.total > self.limit:
+            raise AudioError("too_long", f"longer than {self.max_seconds:g} s")
+
+    def flush(self) -> None:
+        if self._av_resampler is None:
+            return
+        for out in self._av_resampler.resample(None):
+            self._push(out.to_ndarray().reshape(-1))
+        if self._soxr is not None:
+            self._push(np.zeros(0, dtype=np.float32), last=True)
+        self._av_resampler = self._soxr = self._fmt = None
+
+    def audio(self) -> np.ndarray:
+        if not self.chunks:
+            return np.zeros(0, dtype=np.float32)
+        return np.ascontiguousarray(np.concatenate(self.chunks), dtype=np.float32)
+
+
 def decode_audio(
     data: bytes,
     sample_rate: int = 16000,
@@ -32,51 +129,36 @@ def decode_audio(
     max_seconds: float | None = None,
     min_seconds: float | None = None,
 ) -> np.ndarray:
-    """Decode ``data`` to mono float32 at ``sample_rate``.
+    """Decode ``data`` (any ffmpeg-decodable bytes) to mono float32 at ``sample_rate``.
 
-    Decoding stops (and raises ``too_long``) as soon as ``max_seconds`` is passed, so a 3-hour
-    file over the limit costs nothing like 3 hours of decoding memory.
+    Too long is found out without decoding it all: first from the declared duration, else
+    decoding stops as soon as ``max_seconds`` is passed. A file cut short keeps what decoded.
     """
-    import av  # PyAV: ships its own ffmpeg, a faster-whisper dependency already
-
     if not data:
         raise AudioError("empty", "0 bytes")
-    try:
-        container = av.open(io.BytesIO(data), mode="r", metadata_errors="ignore")
-    except (av.error.FFmpegError, ValueError, IndexError) as e:  # type: ignore[attr-defined]
-        raise AudioError("undecodable", _short(e)) from e
-    chunks: list[np.ndarray] = []
-    total = 0
-    limit = None if max_seconds is None else int(max_seconds * sample_rate) + 1
-    try:
-        with container:
-            if not container.streams.audio:
-                raise AudioError("no_audio_stream", "the file holds no audio stream")
-            stream = container.streams.audio[0]
-            stream.thread_type = "AUTO"
-            resampler = av.AudioResampler(format="flt", layout="mono", rate=sample_rate)
+    av = _av()
+    sink = _Sink(sample_rate, max_seconds)
+    with _open(data) as container:
+        if not container.streams.audio:
+            raise AudioError("no_audio_stream", "the file holds no audio stream")
+        stream = container.streams.audio[0]
+        declared = _declared_seconds(container, stream)
+        if max_seconds is not None and declared is not None and declared > max_seconds * _DECLARED_SLACK:
+            raise AudioError("too_long", f"declares {declared:.1f} s > {max_seconds:g} s")
+        try:
             for frame in container.decode(stream):
-                for out in resampler.resample(frame):
-                    arr = out.to_ndarray().reshape(-1)
-                    chunks.append(arr)
-                    total += arr.size
-                if limit is not None and total > limit:
-                    raise AudioError("too_long", f"longer than {max_seconds:g} s")
-            for out in resampler.resample(None):
-                arr = out.to_ndarray().reshape(-1)
-                chunks.append(arr)
-                total += arr.size
-    except AudioError:
-        raise
-    except (av.error.FFmpegError, ValueError, RuntimeError, OSError) as e:  # type: ignore[attr-defined]
-        if total == 0:
-            raise AudioError("undecodable", _short(e)) from e
-        # A truncated file: keep what decoded cleanly.
-    if total == 0:
+                sink.frame(frame)
+            sink.flush()
+        except AudioError:
+            raise
+        except (av.FFmpegError, ValueError, RuntimeError, OSError) as e:
+            if sink.total == 0:
+                raise AudioError("undecodable", _short(e)) from e
+            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate, _short(e))
+            sink.flush()
+    audio = sink.audio()
+    if audio.size == 0:
         raise AudioError("empty", "no audio samples decoded")
-    audio = np.concatenate(chunks).astype(np.float32, copy=False)
-    if limit is not None and audio.size > limit:
-        raise AudioError("too_long", f"longer than {max_seconds:g} s")
     if min_seconds is not None and audio.size < min_seconds * sample_rate:
         raise AudioError("too_short", f"{audio.size / sample_rate:.3f} s < {min_seconds:g} s")
     return audio
@@ -91,11 +173,12 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
     return soxr.resample(audio, sr_in, sr_out, quality="HQ").astype(np.float32, copy=False)
 
 
-def flac_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
+def flac_bytes(audio: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> bytes:
+    """Mono (or [T, C]) float audio -> FLAC bytes; samples are clipped to [-1, 1] first."""
     import soundfile as sf
 
     buf = io.BytesIO()
-    sf.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format="FLAC", subtype="PCM_16")
+    sf.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format="FLAC", subtype=subtype)
     return buf.getvalue()
 
 
@@ -107,6 +190,8 @@ def read_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
     """FLAC/WAV/OGG bytes -> (mono float32, rate), via soundfile (fast path for our own files)."""
     import soundfile as sf
 
+    if not data:
+        raise AudioError("empty", "0 bytes")
     try:
         audio, sr = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
     except Exception as e:  # soundfile raises LibsndfileError / RuntimeError
@@ -114,6 +199,11 @@ def read_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
     if audio.size == 0:
         raise AudioError("empty", "no audio samples")
     return audio.mean(axis=1).astype(np.float32), int(sr)
+
+
+def read_flac(path: str | Path) -> tuple[np.ndarray, int]:
+    """A FLAC (or WAV) file -> (mono float32, rate)."""
+    return read_audio_bytes(Path(path).read_bytes())
 
 
 def _short(e: BaseException) -> str:
