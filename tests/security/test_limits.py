@@ -1,0 +1,107 @@
+"""Limits that bound what one hostile member can cost: bytes per member, decoded duration,
+and reading tar members without ever writing them to disk by name."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from common.audio import AudioError, decode_audio
+from common.settings import Settings
+from common.shards import MemberError, Sample, iter_shard
+
+
+def _tar(path: Path, members: list[tuple[str, bytes]]) -> Path:
+    with tarfile.open(path, "w") as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_defaults_bound_members():
+    s = Settings()
+    assert 0 < s.max_member_bytes <= 4 * 1024**3
+    assert 0 < s.max_member_seconds <= 24 * 3600
+    assert 0 < s.max_sidecar_bytes <= 16 * 1024**2
+
+
+def test_member_over_byte_limit_is_an_error_and_the_rest_goes_on(tmp_path):
+    shard = _tar(tmp_path / "s.tar", [("a.wav", b"x" * 10), ("big.wav", b"y" * 5000),
+                                      ("c.wav", b"z" * 10)])
+    out = list(iter_shard(shard, max_member_bytes=1000))
+    errors = [o for o in out if isinstance(o, MemberError)]
+    samples = [o.key for o in out if isinstance(o, Sample)]
+    assert len(errors) == 1 and errors[0].reason.startswith("member_too_large:5000")
+    assert samples == ["a", "c"]
+
+
+def test_members_never_written_to_disk(tmp_path, monkeypatch):
+    """Reading a shard with hostile names creates no file anywhere (cwd or beside the tar)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    shard = _tar(tmp_path / "s.tar", [("../escape.wav", b"a"), ("/tmp/abs-onsei.wav", b"b"),
+                                      ("ok.wav", b"c")])
+    before = set(os.listdir(tmp_path))
+    out = list(iter_shard(shard))
+    assert {o.reason for o in out if isinstance(o, MemberError)} == {
+        "unsafe_member:parent_traversal", "unsafe_member:absolute_path"}
+    assert set(os.listdir(tmp_path)) == before and os.listdir(work) == []
+    assert not Path("/tmp/abs-onsei.wav").exists()
+
+
+def flac_with_declared_samples(data: bytes, total: int) -> bytes:
+    """Set STREAMINFO's total-samples field (36 bits after rate/channels/bits) of a FLAC."""
+    assert data[:4] == b"fLaC"
+    off = 8 + 10  # "fLaC" + block header, then min/max block and frame sizes
+    word = int.from_bytes(data[off:off + 8], "big")
+    word = (word & ~((1 << 36) - 1)) | total
+    return data[:off] + word.to_bytes(8, "big") + data[off + 8:]
+
+
+@pytest.fixture(scope="module")
+def three_hour_flac(tmp_path_factory) -> bytes:
+    """3 h of silence at 8 kHz, written to a pipe so the header declares no length (~2 MB)."""
+    out = subprocess.run(
+        ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
+         "anullsrc=r=8000:cl=mono", "-t", "10800", "-sample_fmt", "s16", "-c:a", "flac",
+         "-f", "flac", "pipe:1"], check=True, timeout=120, capture_output=True)
+    return out.stdout
+
+
+def test_duration_limit_stops_decoding_early(three_hour_flac):
+    """No declared length: rejected after decoding ~limit seconds, not 3 h (691 MB as 16 kHz f32)."""
+    assert len(three_hour_flac) < 8 * 1024**2
+    tracemalloc.start()
+    try:
+        with pytest.raises(AudioError) as ei:
+            decode_audio(three_hour_flac, 16000, max_seconds=300)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert ei.value.reason == "too_long"
+    assert peak < 120 * 1024**2, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_declared_duration_rejected_up_front(three_hour_flac):
+    declared = flac_with_declared_samples(three_hour_flac, 10800 * 8000)
+    from common.audio import probe_seconds
+
+    assert probe_seconds(declared) == pytest.approx(10800)
+    tracemalloc.start()
+    try:
+        with pytest.raises(AudioError) as ei:
+            decode_audio(declared, 16000, max_seconds=3600)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert ei.value.reason == "too_long"
+    assert peak < 20 * 1024**2
