@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     asr_vad_min_silence_ms: int = Field(
         500, description="a pause at least this long may end a segment")
     asr_merge_gap_seconds: float = Field(
-        1.5, description="short segments merge with neighbours across pauses up to this")
+        1.0, description="speech spans join into one segment across pauses up to this")
 
     # --- enhance -------------------------------------------------------------------------------
     enhancer: str = Field("sidon", description="sidon, rnnoise or none")
