@@ -5,7 +5,7 @@ they finish the last shards, instead of cancelling them when the list runs empty
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 # kombu's Redis transport: priority sub-queues are "<queue>\x06\x16<p>"; unacked messages sit
 # in the "unacked" hash as JSON [payload, exchange, routing_key].

@@ -38,7 +38,7 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None) -> 
         client = _NoJobs()
     f = Fleet(cfg, client, backlog)
 
-    def show(rep) -> None:  # noqa: ANN001 - CycleReport
+    def show(rep) -> None:
         verb = "would launch" if dry_run else "launched"
         click.echo(rep.summary())
         for target, name, cloud in rep.launched:

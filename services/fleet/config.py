@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Literal
 
 import yaml
 from pydantic import BaseModel, Field, model_validator
@@ -56,7 +55,7 @@ class FleetConfig(BaseModel):
     targets: dict[str, Target]
 
     @model_validator(mode="after")
-    def _names(self) -> "FleetConfig":
+    def _names(self) -> FleetConfig:
         for name in self.targets:
             if not NAME_RE.match(name):
                 raise ValueError(f"target name {name!r}: lowercase letters, digits, '-'")

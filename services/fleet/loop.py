@@ -13,8 +13,8 @@ import re
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from services.fleet.backlog import BacklogFn
 from services.fleet.config import FleetConfig, Target
@@ -79,7 +79,7 @@ class Fleet:
             mine = [j for j in active_all if owned_by(name, j.name)]
             try:
                 want = self.desired(name, target)
-            except Exception as e:  # broker away: keep what runs, launch nothing for it
+            except Exception as e:  # noqa: BLE001 - broker away: keep what runs, launch nothing for it
                 rep.errors.append(f"{name}: backlog unavailable: {e}")
                 log.warning("%s: backlog unavailable (%s); holding at %d", name, e, len(mine))
                 want = len(mine)
@@ -134,7 +134,7 @@ class Fleet:
                     try:
                         self.client.launch(target.template, jname, gpus=target.type,
                                            cloud=cloud, env=target.env)
-                    except Exception as e:  # one failed launch must not stop the loop
+                    except Exception as e:  # noqa: BLE001 - one failed launch must not stop the loop
                         rep.errors.append(f"{name}: launch failed: {e}")
                         log.error("%s: launch of %s failed: %s", name, jname, e)
                         continue

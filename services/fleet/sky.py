@@ -65,7 +65,7 @@ class SkyCliClient:
         self.timeout = timeout
 
     def _run(self, args: list[str]) -> str:
-        proc = subprocess.run([self.sky, *args], capture_output=True, text=True,
+        proc = subprocess.run([self.sky, *args], capture_output=True, text=True, check=False,
                               timeout=self.timeout, env=os.environ.copy())
         if proc.returncode != 0:
             raise RuntimeError(f"sky {args[0]} {args[1]} failed ({proc.returncode}): "

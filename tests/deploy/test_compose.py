@@ -23,7 +23,8 @@ def _config(*extra: str, env: dict[str, str] | None = None) -> subprocess.Comple
              if not k.startswith(("AWS_", "ONSEI_", "REDIS_", "FLOWER_"))}
     clean.update(env or {})
     return subprocess.run([COMPOSE, "-f", str(REPO / "docker-compose.yml"), *extra, "config"],
-                          cwd=REPO, env=clean, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, env=clean, capture_output=True, text=True, timeout=60,
+                          check=False)
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def test_template_runs_only_its_stage(stage: str) -> None:
 def test_fleet_file() -> None:
     cfg = load_config(REPO / "deploy/fleet.yaml")
     assert set(cfg.targets) == set(STAGES)
-    for name, t in cfg.targets.items():
+    for t in cfg.targets.values():
         assert Path(t.template).is_file(), t.template
         assert "ONSEI_BROKER_URL" in t.env
     assert cfg.targets["asr"].backlog is not None and cfg.targets["tokenize"].count == 8
