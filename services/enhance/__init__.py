@@ -1,0 +1,10 @@
+"""Stage enhance: Sidon speech restoration of the kept ASR segments (DESIGN §2, §7).
+
+Importing this package loads Celery and numpy only; torch / transformers load in the worker
+process when the model does.
+"""
+
+from services.enhance.app import app
+from services.enhance import tasks  # noqa: F401  (registers the task)
+
+__all__ = ["app"]

@@ -1,0 +1,214 @@
+"""What to enhance (the ASR JSONL) and the cut segments themselves, decoded ahead on a thread.
+
+Only members whose ASR line has status ``ok`` and at least one kept segment are decoded; every
+other member of the raw shard is skipped unread (its bytes pass through the tar reader only).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
+from common.shards import MemberError, iter_shard
+from services.enhance.chunking import pad_segment
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SegmentSpec:
+    key: str
+    idx: int
+    start: float
+    end: float
+    text: str
+    language: str | None
+
+
+@dataclass
+class Plan:
+    by_key: dict[str, list[SegmentSpec]] = field(default_factory=dict)
+    members: int = 0  # lines in the ASR JSONL
+    skipped_members: int = 0  # dropped / errored / nothing kept: never decoded
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def segments(self) -> int:
+        return sum(len(v) for v in self.by_key.values())
+
+
+def read_plan(asr_jsonl: Path) -> Plan:
+    """Parse the ASR JSONL; a malformed line is an error record, the rest goes on."""
+    plan = Plan()
+    with open(asr_jsonl, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            plan.members += 1
+            try:
+                rec = json.loads(line)
+                key = str(rec["key"])
+                status = str(rec.get("status", ""))
+                segs = rec.get("segments") or []
+            except (ValueError, KeyError, TypeError) as e:
+                plan.errors.append({"key": None, "reason": f"asr_line_{n}_malformed: {e}"[:200]})
+                continue
+            if status != "ok":
+                plan.skipped_members += 1
+                continue
+            kept: list[SegmentSpec] = []
+            seen: set[int] = set()
+            for s in segs:
+                try:
+                    if not s.get("kept"):
+                        continue
+                    spec = SegmentSpec(key, int(s["idx"]), float(s["start"]), float(s["end"]),
+                                       str(s.get("text", "")), rec.get("language"))
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    plan.errors.append({"key": key, "reason": f"asr_segment_malformed: {e}"[:200]})
+                    continue
+                if spec.idx in seen or spec.end <= spec.start:
+                    plan.errors.append({"key": key, "reason": f"asr_segment_invalid:{spec.idx}"})
+                    continue
+                seen.add(spec.idx)
+                kept.append(spec)
+            if kept:
+                plan.by_key[key] = sorted(kept, key=lambda s: s.start)
+            else:
+                plan.skipped_members += 1
+    return plan
+
+
+@dataclass
+class CutSegment:
+    serial: int  # consecutive over the shard's written segments: the output order
+    spec: SegmentSpec
+    seg_len: int  # samples at the backend's input rate
+    padded: np.ndarray  # the segment with ``margin`` samples of real audio (or zeros) around
+
+
+@dataclass
+class Conditioning:
+    """Per-segment input conditioning a backend asks for (Sidon: peak 0.9, 50 Hz high-pass)."""
+
+    rate: int
+    peak: float | None = None
+    highpass_hz: float | None = None
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        if self.highpass_hz:
+            from scipy.signal import butter, sosfiltfilt
+
+            sos = butter(2, self.highpass_hz, btype="highpass", fs=self.rate, output="sos")
+            if x.size > 15:
+                x = sosfiltfilt(sos, x).astype(np.float32)
+        if self.peak:
+            m = float(np.max(np.abs(x))) if x.size else 0.0
+            if m > 1e-6:
+                x = (x * (self.peak / m)).astype(np.float32)
+        return x
+
+
+_END = object()
+
+
+class SegmentReader:
+    """Streams the raw shard on a thread, decodes planned members, yields cut segments in order.
+
+    ``errors`` collects ``{key, reason}`` for planned members that are missing or undecodable.
+    A shard-level failure (truncated tar) is re-raised in the consumer.
+    """
+
+    def __init__(self, shard: Path, plan: Plan, rate: int, margin: int, cond: Conditioning,
+                 max_member_bytes: int | None = None, max_seconds: float | None = None,
+                 ahead: int = 64) -> None:
+        self.shard, self.plan, self.rate, self.margin, self.cond = shard, plan, rate, margin, cond
+        self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
+        self.errors: list[dict[str, Any]] = []
+        self.decoded_keys: list[str] = []
+        self.decode_seconds = 0.0
+        self._q: queue.Queue = queue.Queue(maxsize=ahead)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="enhance-decode", daemon=True)
+
+    def __iter__(self) -> Iterator[CutSegment]:
+        self._thread.start()
+        try:
+            while True:
+                item = self._q.get()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self._stop.set()
+            while self._thread.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    self._q.get_nowait()
+                except queue.Empty:
+                    self._thread.join(0.05)
+
+    def _put(self, item: object) -> None:
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def _work(self) -> None:
+        import time
+
+        serial = 0
+        seen: set[str] = set()
+        try:
+            for s in iter_shard(self.shard, self.max_member_bytes):
+                if self._stop.is_set():
+                    return
+                if isinstance(s, MemberError):
+                    if s.key in self.plan.by_key:
+                        self.errors.append({"key": s.key, "reason": s.reason})
+                        seen.add(s.key)
+                    continue
+                specs = self.plan.by_key.get(s.key)
+                if not specs or s.key in seen:
+                    continue  # not planned (dropped, errored, nothing kept): never decoded
+                seen.add(s.key)
+                ext = next((e for e in s.files if e in AUDIO_EXTENSIONS), None)
+                if ext is None:
+                    self.errors.append({"key": s.key, "reason": "no_audio_member"})
+                    continue
+                t0 = time.monotonic()
+                try:
+                    self.decoded_keys.append(s.key)
+                    audio = decode_audio(s.files[ext], self.rate, max_seconds=self.max_seconds)
+                except AudioError as e:
+                    self.errors.append({"key": s.key, "reason": f"error:{e.reason}"})
+                    continue
+                finally:
+                    self.decode_seconds += time.monotonic() - t0
+                for spec in specs:
+                    a = int(round(spec.start * self.rate))
+                    b = min(int(round(spec.end * self.rate)), audio.size)
+                    if b - a < self.rate // 100:  # < 10 ms left inside the file
+                        self.errors.append({"key": s.key, "reason": f"segment_outside_audio:{spec.idx}"})
+                        continue
+                    padded = self.cond.apply(pad_segment(audio, a, b, self.margin))
+                    self._put(CutSegment(serial, spec, b - a, padded))
+                    serial += 1
+            for key in self.plan.by_key:
+                if key not in seen:
+                    self.errors.append({"key": key, "reason": "missing_member"})
+            self._put(_END)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer thread
+            self._put(e)

@@ -1,0 +1,111 @@
+"""The enhance stage: the kept ASR segments of a shard, restored, as 24 kHz FLAC + JSON in a tar.
+
+Threads overlap the work: the reader decodes and cuts the next segments, a helper prepares the
+next batch's features, the model runs, and the writer resamples, encodes and appends behind.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from common.settings import Settings
+from common.stage import InputRef, Stage, StageResult
+from services.enhance.backends import Backend, make_backend
+from services.enhance.chunking import ChunkGeometry
+
+log = logging.getLogger(__name__)
+
+MAX_ERRORS_RECORDED = 100
+
+
+class EnhanceStage(Stage):
+    name = "enhance"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self._backend: Backend | None = None
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = make_backend(self.settings)
+        return self._backend
+
+    def load(self) -> None:
+        self.backend.load()
+
+    def model_info(self) -> dict[str, Any]:
+        info = self.backend.info()
+        return {"model": info.get("enhancer"), "version": info.get("enhancer_version"), **info}
+
+    def inputs(self, shard_id: int) -> dict[str, InputRef]:
+        return {
+            "shard": InputRef("input", self.settings.shard_name(shard_id)),
+            "asr": InputRef("output", Stage.output_key(self.settings, "asr", shard_id)),
+        }
+
+    def geometry(self) -> ChunkGeometry:
+        s, b = self.settings, self.backend
+        return ChunkGeometry.from_seconds(b.in_rate, s.enhance_chunk_seconds,
+                                          s.enhance_context_seconds,
+                                          s.enhance_crossfade_seconds, b.hop)
+
+    def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.enhance.pipeline import Enhancer
+        from services.enhance.segments import Conditioning, SegmentReader, read_plan
+        from services.enhance.writer import EnhancedWriter
+
+        self.load()
+        s, b = self.settings, self.backend
+        plan = read_plan(inputs["asr"])
+        geom = self.geometry()
+        reader = SegmentReader(inputs["shard"], plan, b.in_rate, geom.margin,
+                               Conditioning(b.in_rate, b.peak, b.highpass_hz),
+                               max_member_bytes=s.max_member_bytes,
+                               max_seconds=s.max_member_seconds)
+        key = Stage.output_key(s, "enhance", shard_id)
+        out_path = workdir / "out" / key
+        writer = EnhancedWriter(out_path, b.out_rate)
+        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds)
+        seconds_in = 0.0
+        try:
+            for seg, audio in engine.run(reader):
+                seconds_in += seg.seg_len / b.in_rate
+                writer.put(seg, audio)
+        except BaseException:
+            writer.abort()
+            raise
+        writer.close()
+        errors = plan.errors + reader.errors
+        st = engine.stats
+        counts = {
+            "members": plan.members,
+            "members_skipped": plan.skipped_members,  # dropped / errored / nothing kept
+            "members_decoded": len(reader.decoded_keys),
+            "segments_planned": plan.segments,
+            "segments": writer.written,
+            "errors": len(errors),
+            "chunks": engine.chunks,
+            "rows": st.rows,
+            "batches": st.batches,
+        }
+        if errors:
+            log.warning("enhance %s: %d errors, first: %s", shard_id, len(errors), errors[0])
+        return StageResult(
+            outputs={key: out_path},
+            counts=counts,
+            audio_seconds_in=seconds_in,
+            audio_seconds_out=writer.seconds_out,
+            model_seconds=engine.model_seconds,
+            extra={
+                "padded_fraction": round(st.padded_fraction, 5),
+                "overhead_fraction": round(st.overhead_fraction, 5),
+                "decode_seconds": round(reader.decode_seconds, 3),
+                "chunk_seconds": geom.chunk / b.in_rate,
+                "context_seconds": geom.context / b.in_rate,
+                "batch_size": s.enhance_batch_size,
+                "errors": errors[:MAX_ERRORS_RECORDED],
+            },
+        )

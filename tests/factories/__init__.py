@@ -1,0 +1,1 @@
+"""Builders of small real models with the contracts of the production ones (shared by tests)."""
