@@ -16,7 +16,8 @@ NEXT_STAGE: dict[str, str | None] = {"asr": "enhance", "enhance": "tokenize", "t
 ROUTES: dict[str, dict[str, str]] = {TASK_NAMES[s]: {"queue": s, "routing_key": s} for s in STAGES}
 
 
-def celery_config(settings: Settings) -> dict:
+def celery_config(settings: Settings, consume: tuple[str, ...] = STAGES) -> dict:
+    """``consume``: the queues a worker of this app reads by default (a stage app: its own)."""
     broker = settings.broker_url.get_secret_value()
     return {
         "broker_url": broker,
@@ -25,12 +26,20 @@ def celery_config(settings: Settings) -> dict:
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],  # a pickled message is refused
-        "task_queues": [Queue(s, routing_key=s) for s in STAGES],
+        "task_queues": [Queue(s, routing_key=s) for s in consume],
+        "task_create_missing_queues": True,  # hand-on to another stage's queue
         "task_routes": ROUTES,
         "task_acks_late": True,  # ack after the shard is done
         "task_reject_on_worker_lost": True,  # a killed worker's shard is re-queued
-        "task_acks_on_failure_or_timeout": True,
-        "worker_prefetch_multiplier": 1,  # one task reserved at a time per process
+        # Our task records its own failures and retries by re-publishing, so an exception acks;
+        # a hard time limit (a hung shard: the pool process is killed) re-queues instead, and
+        # the delivery count bounds it.
+        "task_acks_on_failure": True,
+        "task_acks_on_timeout": False,
+        # One task in hand per process, plus ``prefetch_shards`` reserved (unacked, so a dying
+        # worker loses none) whose inputs are downloaded while the model works (common.prefetch).
+        "worker_prefetch_multiplier": 1 + max(0, settings.prefetch_shards),
+        "worker_concurrency": settings.worker_concurrency,
         "worker_max_tasks_per_child": None,
         "task_time_limit": settings.task_time_limit,
         "task_soft_time_limit": max(1, settings.task_time_limit - 60),
@@ -56,22 +65,34 @@ def _ssl_options(url: str) -> dict | None:
 
 
 def make_app(main: str, settings: Settings | None = None) -> Celery:
+    """``make_app("services.asr")``: a worker of it reads only the ``asr`` queue, even without
+    ``-Q``; any other name (the CLI, Flower) knows all three queues."""
     settings = settings or get_settings()
     app = Celery(main)
-    cfg = celery_config(settings)
+    stage = main.rsplit(".", 1)[-1]
+    cfg = celery_config(settings, (stage,) if stage in STAGES else STAGES)
     if cfg["broker_use_ssl"] is None:
         cfg.pop("broker_use_ssl")
         cfg.pop("redis_backend_use_ssl")
     app.conf.update(cfg)
+    app.onsei_settings = settings  # type: ignore[attr-defined]  # for hand-on bookkeeping
     return app
 
 
-def send_stage_task(app: Celery, stage: str, shard_id: int, until: str) -> None:
-    """Hand ``shard_id`` to ``stage`` by task name on its own queue."""
+def app_settings(app: Celery) -> Settings:
+    return getattr(app, "onsei_settings", None) or get_settings()
+
+
+def send_stage_task(app: Celery, stage: str, shard_id: int, until: str,
+                    force: bool = False) -> None:
+    """Hand ``shard_id`` to ``stage`` by task name on its own queue (and mark it queued)."""
+    from common.tracking import Tracker
+
     app.send_task(
-        TASK_NAMES[stage], args=[shard_id], kwargs={"until": until}, queue=stage,
+        TASK_NAMES[stage], args=[shard_id], kwargs={"until": until, "force": force}, queue=stage,
         routing_key=stage, serializer="json",
     )
+    Tracker(app_settings(app)).add_queued(stage, [shard_id])
 
 
 def next_stage(stage: str, until: str) -> str | None:

@@ -1,0 +1,156 @@
+"""Redis bookkeeping beside the broker: which shards are queued, running, how often delivered.
+
+Only a mirror for speed (DESIGN §3): the ledger in the object store is the truth. Every call is
+best effort; with Redis away, or a broker that is not Redis, the methods return empty answers
+and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them too.
+
+- ``onsei:queued:<stage>``  set of shard ids with a message on the way (enqueue / hand-on add,
+  the task removes when it ends: done, skipped or dead-lettered).
+- ``onsei:running:<stage>`` hash shard id -> JSON {host, pid, started}.
+- ``onsei:attempts:<stage>:<id>`` delivery counter (counted at task start, so crashes count).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from common.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def queued_key(stage: str) -> str:
+    return f"onsei:queued:{stage}"
+
+
+def running_key(stage: str) -> str:
+    return f"onsei:running:{stage}"
+
+
+def attempts_key(stage: str, shard_id: int) -> str:
+    return f"onsei:attempts:{stage}:{shard_id}"
+
+
+def redis_client(settings: Settings, timeout: float = 2.0) -> Any | None:
+    """A redis-py client on the broker's URL, or None when the broker is not Redis."""
+    url = settings.broker_url.get_secret_value()
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    import redis
+
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+
+class Tracker:
+    """Queued / running / attempts bookkeeping for one broker."""
+
+    def __init__(self, settings: Settings, client: Any | None = None) -> None:
+        self.settings = settings
+        self._client = client
+        self._made = client is not None
+
+    @property
+    def client(self) -> Any | None:
+        if not self._made:
+            self._client = redis_client(self.settings)
+            self._made = True
+        return self._client
+
+    def _safe(self, fn, default):  # noqa: ANN001 - small local helper
+        if self.client is None:
+            return default
+        try:
+            return fn(self.client)
+        except Exception as e:  # Redis down: the ledger still holds the truth
+            log.debug("tracking unavailable: %s", e)
+            return default
+
+    def available(self) -> bool:
+        return bool(self._safe(lambda c: c.ping(), False))
+
+    # --- queued ---------------------------------------------------------------------------------
+    def add_queued(self, stage: str, ids: Iterable[int], pipe: Any | None = None) -> None:
+        ids = list(ids)
+        if not ids:
+            return
+        if pipe is not None:
+            pipe.sadd(queued_key(stage), *ids)
+            return
+        self._safe(lambda c: c.sadd(queued_key(stage), *ids), None)
+
+    def queued_ids(self, stage: str) -> set[int]:
+        return {int(x) for x in self._safe(lambda c: c.smembers(queued_key(stage)), set())}
+
+    def clear_queued(self, stage: str) -> None:
+        self._safe(lambda c: c.delete(queued_key(stage)), None)
+
+    # --- running --------------------------------------------------------------------------------
+    def start(self, stage: str, shard_id: int, ttl: int) -> int:
+        """Mark running and count this delivery; returns the attempt number (1 when unknown)."""
+        info = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()})
+
+        def go(c: Any) -> int:
+            p = c.pipeline(transaction=False)
+            p.hset(running_key(stage), str(shard_id), info)
+            p.incr(attempts_key(stage, shard_id))
+            p.expire(attempts_key(stage, shard_id), ttl)
+            return int(p.execute()[1])
+
+        return self._safe(go, 1)
+
+    def finish(self, stage: str, shard_id: int, clear_attempts: bool) -> None:
+        """The task ended for good (done, skipped, dead): it is neither running nor queued."""
+
+        def go(c: Any) -> None:
+            p = c.pipeline(transaction=False)
+            p.hdel(running_key(stage), str(shard_id))
+            p.srem(queued_key(stage), shard_id)
+            if clear_attempts:
+                p.delete(attempts_key(stage, shard_id))
+            p.execute()
+
+        self._safe(go, None)
+
+    def stop_running(self, stage: str, shard_id: int) -> None:
+        """Not running any more but still queued (a retry is on its way)."""
+        self._safe(lambda c: c.hdel(running_key(stage), str(shard_id)), None)
+
+    def running(self, stage: str) -> dict[int, dict[str, Any]]:
+        raw = self._safe(lambda c: c.hgetall(running_key(stage)), {})
+        out: dict[int, dict[str, Any]] = {}
+        for k, v in raw.items():
+            try:
+                out[int(k)] = json.loads(v)
+            except ValueError:
+                continue
+        return out
+
+    def attempts(self, stage: str, shard_id: int) -> int:
+        v = self._safe(lambda c: c.get(attempts_key(stage, shard_id)), None)
+        return int(v) if v else 0
+
+    # --- broker queues ----------------------------------------------------------------------------
+    def queue_length(self, stage: str) -> int | None:
+        """Messages waiting in the stage's Redis list (None: unknown)."""
+        return self._safe(lambda c: int(c.llen(stage)), None)
+
+    def unacked_count(self, stage: str) -> int | None:
+        """Messages reserved by workers (running or prefetched) for the stage's queue."""
+
+        def go(c: Any) -> int:
+            n = 0
+            for v in c.hvals("unacked"):
+                try:
+                    if json.loads(v)[2] == stage:  # [message, exchange, routing_key]
+                        n += 1
+                except (ValueError, IndexError, TypeError):
+                    continue
+            return n
+
+        return self._safe(go, None)

@@ -1,0 +1,105 @@
+"""Trivial stages with the real contract, for orchestration tests: no model, fast, exact.
+
+asr: raw shard -> ``asr/<stem>.jsonl`` (one line per key, two "segments" each);
+enhance: that jsonl -> ``enhanced/<stem>.tar`` (one ``{key}_{idx:04d}.json`` per segment);
+tokenize: the tar -> ``tokens/<tokenizer>/<stem>.jsonl`` (one line per segment).
+``ONSEI_DUMMY_SECONDS`` (float) sleeps inside each ``process`` (a shard in hand to kill).
+``ONSEI_DUMMY_FAIL`` (comma ids) makes those shards raise every time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from common.shards import MemberError, ShardWriter, iter_shard
+from common.stage import InputRef, Stage, StageResult
+
+
+def _pause(shard_id: int) -> None:
+    fail = {int(x) for x in os.environ.get("ONSEI_DUMMY_FAIL", "").split(",") if x.strip()}
+    if shard_id in fail:
+        raise RuntimeError(f"dummy failure for shard {shard_id}")
+    time.sleep(float(os.environ.get("ONSEI_DUMMY_SECONDS", "0")))
+
+
+class _Base(Stage):
+    def load(self) -> None:
+        pass
+
+    def model_info(self) -> dict[str, Any]:
+        return {"model": f"dummy-{self.name}", "version": "0"}
+
+    def _out(self, shard_id: int, workdir: Path) -> tuple[str, Path]:
+        key = Stage.output_key(self.settings, self.name, shard_id)
+        return key, workdir / "out" / Path(key).name
+
+
+class DummyAsr(_Base):
+    name = "asr"
+
+    def inputs(self, shard_id: int) -> dict[str, InputRef]:
+        return {"shard": InputRef("input", self.settings.shard_name(shard_id))}
+
+    def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        _pause(shard_id)
+        key, path = self._out(shard_id, workdir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for item in iter_shard(inputs["shard"]):
+            if isinstance(item, MemberError):
+                continue
+            lines.append({"key": item.key, "status": "ok", "segments": [
+                {"idx": i, "start": float(i), "end": i + 1.0, "text": f"{item.key}-{i}",
+                 "kept": True} for i in range(2)]})
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        n = 2 * len(lines)
+        return StageResult({key: path}, {"files": len(lines), "segments": n},
+                           float(n), float(n), 0.0)
+
+
+class DummyEnhance(_Base):
+    name = "enhance"
+
+    def inputs(self, shard_id: int) -> dict[str, InputRef]:
+        return {"asr": InputRef("output", Stage.output_key(self.settings, "asr", shard_id))}
+
+    def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        _pause(shard_id)
+        key, path = self._out(shard_id, workdir)
+        w = ShardWriter(path)
+        n = 0
+        for line in inputs["asr"].read_text().splitlines():
+            rec = json.loads(line)
+            for seg in rec["segments"]:
+                w.write(f"{rec['key']}_{seg['idx']:04d}",
+                        {"json": json.dumps({"text": seg["text"]}).encode()})
+                n += 1
+        w.close()
+        return StageResult({key: path}, {"segments": n}, float(n), float(n), 0.0)
+
+
+class DummyTokenize(_Base):
+    name = "tokenize"
+
+    def inputs(self, shard_id: int) -> dict[str, InputRef]:
+        return {"enhanced": InputRef("output", Stage.output_key(self.settings, "enhance",
+                                                                 shard_id))}
+
+    def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        _pause(shard_id)
+        key, path = self._out(shard_id, workdir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for item in iter_shard(inputs["enhanced"]):
+            if isinstance(item, MemberError):
+                continue
+            meta = json.loads(item.files["json"])
+            lines.append({"id": item.key, "text": meta["text"], "codes": {"neu_tokens": [1, 2]},
+                          "duration_seconds": 1.0})
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return StageResult({key: path}, {"segments": len(lines)}, float(len(lines)),
+                           float(len(lines)), 0.0)
