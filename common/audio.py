@@ -67,7 +67,14 @@ def probe_seconds(src: bytes | str | Path) -> float | None:
     with _open(src) as container:
         if not container.streams.audio:
             raise AudioError("no_audio_stream", "the file holds no audio stream")
-        return _declared_seconds(container, container.streams.audio[0])
+        stream = container.streams.audio[0]
+        if not stream.rate:  # headers told nothing (e.g. junk named .flac): try one frame
+            av = _av()
+            try:
+                next(container.decode(stream))
+            except (av.FFmpegError, ValueError, RuntimeError, OSError, StopIteration) as e:
+                raise AudioError("undecodable", _short(e)) from e
+        return _declared_seconds(container, stream)
 
 
 class _Sink:
