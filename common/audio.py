@@ -50,7 +50,7 @@ def _open(src: bytes | str | Path):
         raise AudioError("undecodable", _short(e)) from e
 
 
-def _declared_seconds(container, stream) -> float | None:  # noqa: ANN001 - PyAV objects
+def _declared_seconds(container, stream) -> float | None:
     """Duration from headers (no decoding), or None when the container does not say."""
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
@@ -90,7 +90,7 @@ class _Sink:
         self._soxr = None
         self._fmt: tuple | None = None
 
-    def frame(self, frame) -> None:  # noqa: ANN001 - av.AudioFrame
+    def frame(self, frame) -> None:
         fmt = (frame.format.name, frame.layout.name, frame.sample_rate)
         if fmt != self._fmt:  # first frame, or the stream changed rate / layout mid-way
             self.flush()

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 _BLOCK = tarfile.BLOCKSIZE
 # Compressed shards (.tar.gz etc.) can only be read through tarfile's stream layer.
@@ -104,7 +104,8 @@ def _open(path: Path) -> tuple[BinaryIO, tarfile.TarFile, bool]:
         # read() instead of tarfile's stream layer re-joining 10 KiB blocks.
         random_access = not head.startswith(_COMPRESSED_MAGIC)
         mode = "r:" if random_access else "r|*"
-        tf = tarfile.open(fileobj=f, mode=mode, encoding="utf-8", errors="surrogateescape")
+        tf = tarfile.open(  # noqa: SIM115 - closed with f by iter_shard
+            fileobj=f, mode=mode, encoding="utf-8", errors="surrogateescape")
         return f, tf, random_access
     except ShardError:
         f.close()
@@ -223,7 +224,8 @@ class ShardWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.part")
-        self._tar = tarfile.open(self._tmp, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8")
+        self._tar = tarfile.open(  # noqa: SIM115 - closed by close() / abort()
+            self._tmp, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8")
         self._mtime = mtime
         self.count = 0  # samples written
 
@@ -268,10 +270,10 @@ class ShardWriter:
         self._tar.close()
         self._tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> ShardWriter:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+    def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.close()
         else:

@@ -49,10 +49,9 @@ def test_round_trip(tmp_path: Path) -> None:
 
 def test_writer_aborts_on_error_and_rejects_bad_keys(tmp_path: Path) -> None:
     path = tmp_path / "s.tar"
-    with pytest.raises(RuntimeError):
-        with ShardWriter(path) as w:
-            w.write("a", {"flac": b"1"})
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), ShardWriter(path) as w:
+        w.write("a", {"flac": b"1"})
+        raise RuntimeError("boom")
     assert not path.exists() and not list(tmp_path.iterdir())
     with ShardWriter(tmp_path / "t.tar") as w:
         for bad in ("a.b", "../x", "/abs", ""):
