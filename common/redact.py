@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -27,3 +28,42 @@ def redact_value(value: Any, secret: bool = False) -> Any:
             return "***"
         return redact_text(value)
     return value
+
+
+class RedactingFilter(logging.Filter):
+    """A handler filter: masks secrets in every formatted message and traceback it passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except (TypeError, ValueError, KeyError):  # a broken format: the formatter reports it
+            return True
+        clean = redact_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True
+
+
+def install_log_redaction(logger: logging.Logger | None = None) -> None:
+    """Add :class:`RedactingFilter` to every handler of ``logger`` (default: root); idempotent."""
+    target = logger or logging.getLogger()
+    for handler in target.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+
+
+def _on_celery_logging(logger: logging.Logger | None = None, **_: Any) -> None:
+    install_log_redaction(logger)
+
+
+try:  # Celery workers: redact whatever their log handlers print (imported by common.worker).
+    from celery.signals import after_setup_logger, after_setup_task_logger
+
+    after_setup_logger.connect(_on_celery_logging, weak=False)
+    after_setup_task_logger.connect(_on_celery_logging, weak=False)
+except ImportError:  # pragma: no cover - celery is a core dependency
+    pass

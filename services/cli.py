@@ -47,6 +47,9 @@ def cli(verbose: bool) -> None:
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from common.redact import install_log_redaction
+
+    install_log_redaction()  # no secret reaches a log line (URL passwords, keys)
 
 
 def main() -> None:

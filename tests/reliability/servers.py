@@ -34,7 +34,7 @@ def make_tls_files(d: Path) -> dict[str, Path]:
                                                   "srv.pem"))
     ext = d / "san.ext"
     ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
+    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=onsei-test-ca",
         "-keyout", str(ca_key), "-out", str(ca))
     run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key),
@@ -66,7 +66,7 @@ class RedisServer:
         auth = f":{self.password}@" if self.password else ""
         return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         args = [self.exe, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--dir", str(self.workdir), "--protected-mode", "yes"]
         if self.tls:
@@ -103,12 +103,12 @@ class RedisServer:
         self.stop(hard=True)
         self.start()
 
-    def client(self):  # noqa: ANN201 - redis.Redis
+    def client(self):
         import redis
 
         return redis.Redis.from_url(self.url)
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:  # noqa: PYI034
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
