@@ -84,6 +84,7 @@ class PackStats:
     window_samples: int = 0  # of which item windows (core + context)
     core_samples: int = 0  # of which cores (audio we keep)
     batches: int = 0
+    chunks: int = 0
 
     def add_batch(self, rows: list[Row]) -> None:
         self.batches += 1
@@ -91,6 +92,7 @@ class PackStats:
             self.rows += 1
             self.row_samples += r.window
             for it, _ in r.placed:
+                self.chunks += 1
                 self.window_samples += it.length
                 self.core_samples += it.core_len
 

@@ -1,0 +1,121 @@
+"""The enhance stage end to end on a real shard + ASR JSONL, through the executor (local stores)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import services.enhance.segments as segments_mod
+from common.audio import resample
+from common.executor import Executor
+from services.enhance.stage import EnhanceStage
+from tests.factories.sidon import build_small_sidon
+from tests.services.enhance.helpers import asr_line, build_inputs, speech
+from tests.speechgen import have_espeak, make_shard, wav_bytes
+
+pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, Path]:
+    base = tmp_path_factory.mktemp("enh")
+    expected = build_inputs(base / "raw", base / "out")
+    model = build_small_sidon(base / "sidon")
+    return base, expected, model
+
+
+def read_tar(path: Path) -> list[tuple[str, bytes]]:
+    with tarfile.open(path) as tf:
+        return [(m.name, tf.extractfile(m).read()) for m in tf]
+
+
+def run_stage(make_settings, base: Path, tmp_path: Path, **over):  # noqa: ANN001
+    out = tmp_path / "out"
+    shutil.copytree(base / "out", out)
+    s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhance_device="cpu",
+                      enhance_batch_size=4, **over)
+    return s, out, Executor(s).run_shard(EnhanceStage(s), 0).record
+
+
+@pytest.mark.parametrize("enhancer", ["sidon", "rnnoise", "none"])
+def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monkeypatch,
+                                         enhancer: str) -> None:
+    base, expected, model = prepared
+    decoded: list[int] = []
+    real = segments_mod.decode_audio
+
+    def spy(data: bytes, *a, **k):  # noqa: ANN002, ANN003
+        decoded.append(len(data))
+        return real(data, *a, **k)
+
+    monkeypatch.setattr(segments_mod, "decode_audio", spy)
+    s, out, rec = run_stage(make_settings, base, tmp_path, enhancer=enhancer,
+                            sidon_model=str(model))
+    # Dropped (b), errored (c) and nothing-kept (d) members are never decoded: their garbage
+    # bytes would have been an error record.
+    assert len(decoded) == 2
+    assert rec["counts"]["members_decoded"] == 2 and rec["counts"]["errors"] == 0
+    assert rec["counts"]["segments"] == 3 and rec["counts"]["members_skipped"] == 3
+    assert rec["enhancer"] == enhancer and rec["model"] == enhancer
+    assert 0.0 <= rec["padded_fraction"] < 1.0
+
+    members = read_tar(out / "enhanced/shard-000000.tar")
+    names = [n for n, _ in members]
+    assert names == ["a_0000.flac", "a_0000.json", "a_0002.flac", "a_0002.json",
+                     "e_0000.flac", "e_0000.json"]
+    total = 0.0
+    for (key, idx, seconds), (fname, flac), (_, meta_b) in zip(
+            expected["kept"], members[0::2], members[1::2]):
+        audio, sr = sf.read(io.BytesIO(flac), dtype="float32")
+        assert sr == 24000 and audio.ndim == 1
+        assert abs(audio.size / sr - seconds) <= 0.02
+        assert np.isfinite(audio).all() and np.abs(audio).max() > 1e-3
+        meta = json.loads(meta_b)
+        assert meta["source_key"] == key and meta["text"] == f"hello {idx}"
+        assert meta["language"] == ("ja" if key == "e" else "en")
+        assert abs(meta["duration_seconds"] - seconds) <= 0.02
+        assert meta["end"] - meta["start"] == pytest.approx(seconds, abs=1e-3)
+        total += audio.size / sr
+    assert rec["audio_seconds_out"] == pytest.approx(total, abs=0.01)
+
+
+def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) -> None:
+    base, _, model = prepared
+    _, out, _ = run_stage(make_settings, base, tmp_path, enhancer="none")
+    members = dict(read_tar(out / "enhanced/shard-000000.tar"))
+    got, _ = sf.read(io.BytesIO(members["a_0002.flac"]), dtype="float32")
+    src = resample(speech(14.0, 1), 16000, 24000)[int(5.0 * 24000):int(13.5 * 24000)]
+    n = min(got.size, src.size)
+    corr = np.corrcoef(got[:n], src[:n])[0, 1]
+    assert corr > 0.99, corr
+
+
+def test_bad_members_are_recorded_and_the_rest_goes_on(make_settings, tmp_path) -> None:
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    make_shard(raw / "shard-000007.tar", {
+        "good": {"wav": wav_bytes(speech(4.0))},
+        "broken": {"flac": b"not audio at all" * 20},
+        "noaudio": {"json": b"{}"},
+    })
+    lines = [asr_line("good", "ok", [(0.0, 1.5, True), (2.0, 3.9, True)]),
+             asr_line("broken", "ok", [(0.0, 2.0, True)]),
+             asr_line("noaudio", "ok", [(0.0, 2.0, True)]),
+             asr_line("missing", "ok", [(0.0, 2.0, True)])]
+    (out / "asr").mkdir(parents=True)
+    (out / "asr/shard-000007.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines) + "{not json\n")
+    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
+    rec = Executor(s).run_shard(EnhanceStage(s), 7).record
+    reasons = {(e["key"], e["reason"].split(":")[0]) for e in rec["errors"]}
+    assert ("broken", "error") in reasons and ("noaudio", "no_audio_member") in reasons
+    assert ("missing", "missing_member") in reasons and (None, "asr_line_5_malformed") in reasons
+    assert rec["counts"]["segments"] == 2 and rec["counts"]["errors"] == 4
+    names = [n for n, _ in read_tar(out / "enhanced/shard-000007.tar")]
+    assert names == ["good_0000.flac", "good_0000.json", "good_0001.flac", "good_0001.json"]
