@@ -130,3 +130,19 @@ def test_keys_and_sizes() -> None:
     assert len(safe_key("x" * 500 + ".wav")) <= 150
     km = KeyMaker()
     assert [km(r) for r in ("a.wav", "a.mp3", "a-2.wav", "a.ogg")] == ["a", "a-2", "a-2-2", "a-3"]
+
+
+def test_example_shard_is_sound() -> None:
+    """The shard shipped in examples/ (made by examples/make_example.sh) reads and decodes."""
+    from common.audio import decode_audio
+
+    shard = Path(__file__).resolve().parents[2] / "examples" / "raw" / "shard-000000.tar"
+    assert shard.stat().st_size < 1_500_000
+    seconds = {}
+    for item in iter_shard(shard):
+        assert isinstance(item, Sample), item
+        ((ext, data),) = [(e, d) for e, d in item.files.items() if e != "json"]
+        seconds[item.key] = decode_audio(data, 16000).size / 16000
+    assert set(seconds) == {"en__sentence_one", "en__sentence_two", "ja__aisatsu", "es__frase",
+                            "silence"}
+    assert seconds["en__sentence_one"] >= 3 and seconds["en__sentence_two"] >= 3
