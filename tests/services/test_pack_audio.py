@@ -141,7 +141,7 @@ def test_example_shard_is_sound() -> None:
     seconds = {}
     for item in iter_shard(shard):
         assert isinstance(item, Sample), item
-        ((ext, data),) = [(e, d) for e, d in item.files.items() if e != "json"]
+        ((_ext, data),) = [(e, d) for e, d in item.files.items() if e != "json"]
         seconds[item.key] = decode_audio(data, 16000).size / 16000
     assert set(seconds) == {"en__sentence_one", "en__sentence_two", "ja__aisatsu", "es__frase",
                             "silence"}
