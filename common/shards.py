@@ -123,7 +123,8 @@ def iter_shard(
 ) -> Iterator[Sample | MemberError]:
     """Yield samples grouped by key (consecutive members) and errors for bad members.
 
-    A key's member errors are yielded before its sample. ``max_member_bytes`` bounds every
+    A key's member errors are yielded before its sample. :class:`ShardError` comes at the point
+    of damage, after the samples before it: a caller treats the whole shard as failed. ``max_member_bytes`` bounds every
     member; ``max_sidecar_bytes`` bounds ``.json``/``.txt`` members (read whole into memory).
     """
     path = Path(path)
