@@ -1,0 +1,67 @@
+"""The Sidon loader: local dir, s3 prefix (fetched once into the model cache), clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import boto3
+import numpy as np
+import pytest
+
+from services.enhance.backends import EnhancerUnavailable, make_backend
+from services.enhance.sidon import SidonBackend
+from tests.factories.sidon import build_small_sidon
+
+
+@pytest.fixture(scope="module")
+def small_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_small_sidon(tmp_path_factory.mktemp("sidon"))
+
+
+def test_front_end_is_built_offline_and_shapes_follow_the_contract(small_dir, make_settings) -> None:
+    b = make_backend(make_settings(enhancer="sidon", sidon_model=str(small_dir),
+                                   enhance_device="cpu"))
+    assert isinstance(b, SidonBackend)
+    b.load()
+    rows = (0.1 * np.random.default_rng(0).standard_normal((2, 16000))).astype(np.float32)
+    feats = b.prepare(rows)
+    assert tuple(feats.shape) == (2, 50, 160)  # w2v-BERT filterbank, 50 Hz
+    out = b.run(feats)
+    assert out.shape == (2, 48000) and out.dtype == np.float32  # 960 samples per frame at 48 kHz
+    assert np.isfinite(out).all() and out.std() > 0
+    assert b.info()["enhancer_device"] == "cpu"
+
+
+def test_loads_from_an_s3_prefix_once(small_dir, make_settings, s3_bucket, tmp_path) -> None:
+    s3 = boto3.client("s3")
+    for f in ("feature_extractor_cpu.pt", "decoder_cpu.pt"):
+        s3.upload_file(str(small_dir / f), s3_bucket, f"models/sidon/{f}")
+    cache = tmp_path / "cache"
+    s = make_settings(enhancer="sidon", sidon_model=f"s3://{s3_bucket}/models/sidon",
+                      enhance_device="cpu", model_cache=str(cache))
+    b = SidonBackend(s)
+    b.load()
+    assert b.model_dir is not None and b.model_dir.is_relative_to(cache)
+    assert sorted(p.name for p in b.model_dir.glob("*.pt")) == [
+        "decoder_cpu.pt", "feature_extractor_cpu.pt"]  # only this device's pair
+    s3.delete_object(Bucket=s3_bucket, Key="models/sidon/decoder_cpu.pt")
+    again = SidonBackend(s)  # a second process: served from the cache, no download
+    again.load()
+    assert again.model_dir == b.model_dir
+
+
+def test_missing_weights_say_what_to_do(make_settings, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    s = make_settings(enhancer="sidon", sidon_model="sarulab-speech/sidon-v0.1",
+                      enhance_device="cpu", model_cache=str(tmp_path / "empty"))
+    with pytest.raises(EnhancerUnavailable) as e:
+        SidonBackend(s).load()
+    msg = str(e.value)
+    assert "ONSEI_SIDON_MODEL" in msg and "ONSEI_ENHANCER=rnnoise" in msg and "HF_HUB_OFFLINE" in msg
+    (tmp_path / "partial").mkdir()
+    s2 = make_settings(enhancer="sidon", sidon_model=str(tmp_path / "partial"),
+                       enhance_device="cpu")
+    with pytest.raises(EnhancerUnavailable, match="lacks feature_extractor_cpu.pt"):
+        SidonBackend(s2).load()
+    with pytest.raises(EnhancerUnavailable, match="unknown ONSEI_ENHANCER"):
+        make_backend(make_settings(enhancer="magic"))
