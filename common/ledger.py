@@ -2,16 +2,18 @@
 
 ``_ledger/<stage>/shard-000123.json`` (tokenize: ``_ledger/tokenize/<tokenizer>/...``) under
 the output root. The object store is the truth; Redis only mirrors it. Failure records live
-beside them under ``_ledger/_failed/<stage>/`` and never count as done.
+beside them under ``_ledger/_failed/<stage>/`` (tokenize: ``.../tokenize/<tokenizer>/``) and
+never count as done.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from common.redact import redact_text
@@ -27,6 +29,32 @@ def stage_dir(stage: str, settings: Settings) -> str:
     return f"{LEDGER}/{stage}"
 
 
+def failed_dir(stage: str, settings: Settings) -> str:
+    # Per tokenizer too: a new tokenizer neither inherits nor erases the old one's failures.
+    return f"{LEDGER}/_failed/{stage_dir(stage, settings)[len(LEDGER) + 1:]}"
+
+
+def stem_parser(settings: Settings) -> Callable[[str], int | None]:
+    """``shard-000123`` -> 123 for the configured shard pattern (None: not one of ours).
+
+    The pattern is turned into a regex for the id and the result is checked by formatting it
+    back, so digits elsewhere in the pattern or odd format specs never yield a wrong id."""
+    stem_pat = settings.shard_pattern.removesuffix(".tar")
+    pieces = [re.escape(p.replace("{{", "{").replace("}}", "}"))
+              for p in re.split(r"\{id(?:![rsa])?(?::[^}]*)?\}", stem_pat)]
+    # the first id field is captured; any repeat of it must be digits too
+    rx = re.compile(pieces[0] + "(\\d+)" + "\\d+".join(pieces[1:]) + "$")
+
+    def parse(stem: str) -> int | None:
+        m = rx.match(stem)
+        if not m:
+            return None
+        sid = int(m.group(1))
+        return sid if settings.shard_stem(sid) == stem else None
+
+    return parse
+
+
 class Ledger:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
@@ -37,18 +65,19 @@ class Ledger:
         return f"{stage_dir(stage, self.settings)}/{self.settings.shard_stem(shard_id)}.json"
 
     def failed_key(self, stage: str, shard_id: int) -> str:
-        return f"{LEDGER}/_failed/{stage}/{self.settings.shard_stem(shard_id)}.json"
+        return f"{failed_dir(stage, self.settings)}/{self.settings.shard_stem(shard_id)}.json"
 
     # --- done records -------------------------------------------------------------------------
     def mark_done(self, stage: str, shard_id: int, record: dict[str, Any]) -> dict[str, Any]:
         """Write the done record (atomic, last). Adds shard, stage, host and finish time."""
         full = {
-            "stage": stage,
-            "shard_id": shard_id,
-            "shard": self.settings.shard_name(shard_id),
             "host": socket.gethostname(),
             "finished_at": time.time(),
             **record,
+            # who the record is about is never taken from the caller's dict
+            "stage": stage,
+            "shard_id": shard_id,
+            "shard": self.settings.shard_name(shard_id),
         }
         self.store.write_bytes(self.done_key(stage, shard_id), _dumps(full))
         # A success supersedes any older failure record of the same shard.
@@ -64,14 +93,11 @@ class Ledger:
         except NotFound:
             return None
 
-    def done_ids(self, stage: str, ids: Iterable[int] | None = None) -> set[int]:
-        """Shard ids with a done record: one LIST per page of the stage's prefix, no per-shard GET."""
-        prefix = stage_dir(stage, self.settings) + "/"
-        found = self._ids_under(prefix)
-        if ids is None:
-            return found
-        wanted = set(ids)
-        return found & wanted
+    def done_ids(self, stage: str, ids: Collection[int] | None = None) -> set[int]:
+        """Shard ids with a done record: one LIST per page of the stage's prefix, no per-shard
+        request. With ``ids`` (a range or set) the listing is narrowed to their common name
+        prefix where the names allow it."""
+        return self._ids_under(stage_dir(stage, self.settings) + "/", ids)
 
     def done_records(self, stage: str) -> list[dict[str, Any]]:
         prefix = stage_dir(stage, self.settings) + "/"
@@ -103,7 +129,7 @@ class Ledger:
         self.store.write_bytes(self.failed_key(stage, shard_id), _dumps(rec))
 
     def failures(self, stage: str) -> list[dict[str, Any]]:
-        prefix = f"{LEDGER}/_failed/{stage}/"
+        prefix = failed_dir(stage, self.settings) + "/"
         out = []
         for key in self.store.list(prefix):
             try:
@@ -112,19 +138,36 @@ class Ledger:
                 continue
         return out
 
-    def failed_ids(self, stage: str) -> set[int]:
-        return self._ids_under(f"{LEDGER}/_failed/{stage}/")
+    def failed_ids(self, stage: str, ids: Collection[int] | None = None) -> set[int]:
+        return self._ids_under(failed_dir(stage, self.settings) + "/", ids)
 
-    def _ids_under(self, prefix: str) -> set[int]:
-        ids: set[int] = set()
-        for key in self.store.list(prefix):
+    def _ids_under(self, prefix: str, ids: Collection[int] | None) -> set[int]:
+        parse = stem_parser(self.settings)
+        narrowed = prefix + _common_stem_prefix(self.settings, ids)
+        found: set[int] = set()
+        for key in self.store.list(narrowed):
             name = key[len(prefix):]
             if "/" in name or not name.endswith(".json"):
                 continue
-            m = re.search(r"(\d+)\.json$", name)
-            if m:
-                ids.add(int(m.group(1)))
-        return ids
+            sid = parse(name[: -len(".json")])
+            if sid is not None and (ids is None or sid in ids):
+                found.add(sid)
+        return found
+
+
+def _common_stem_prefix(settings: Settings, ids: Collection[int] | None) -> str:
+    """The name prefix every id in ``ids`` shares (``shard-00`` for 0..9999), or "".
+
+    Valid when the first and last stems have the same length: then every id between them has
+    the same number of digits, so its stem sorts between them and shares their prefix."""
+    if not ids:
+        return ""
+    lo, hi = (ids.start, ids[-1]) if isinstance(ids, range) and ids.step == 1 else (
+        min(ids), max(ids))
+    a, b = settings.shard_stem(lo), settings.shard_stem(hi)
+    if len(a) != len(b):
+        return ""
+    return os.path.commonprefix([a, b])
 
 
 def _dumps(obj: Any) -> bytes:

@@ -75,6 +75,27 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return name
 
 
+@pytest.fixture
+def s3_proxy(s3_endpoint: str):
+    """A fault-injecting proxy (tests/faultproxy.py) in front of the S3 server; point a store
+    at ``s3_proxy.url`` (e.g. ``make_settings(s3_endpoint_url=s3_proxy.url)``)."""
+    from tests.faultproxy import FaultProxy
+
+    with FaultProxy(s3_endpoint) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def inproc_s3():
+    """moto's S3 server inside the test process (tests/mototools.py): seed thousands of keys
+    straight into its backend, then talk to it over HTTP at ``inproc_s3.url``."""
+    from tests.mototools import InProcessS3
+
+    srv = InProcessS3().start()
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """A real Redis: ONSEI_TEST_REDIS_URL, else 127.0.0.1:6379, else one started here."""
