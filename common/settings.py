@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     asr_vad_min_silence_ms: int = Field(
         500, description="a pause at least this long may end a segment")
     asr_merge_gap_seconds: float = Field(
-        1.0, description="speech spans join into one segment across pauses up to this")
+        3.0, description="pauses up to this stay inside one transcription clip")
 
     # --- enhance -------------------------------------------------------------------------------
     enhancer: str = Field("sidon", description="sidon, rnnoise or none")
@@ -109,6 +109,14 @@ class Settings(BaseSettings):
     neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
     tokenize_device: str = Field("auto", description="auto, cuda, cpu")
     tokenize_batch_seconds: float = Field(240.0, description="audio seconds per model call")
+    tokenize_batching: str = Field(
+        "exact", description="exact (codes as each segment alone), padded, or library (one by one)"
+    )
+    tokenize_max_batch: int = Field(64, description="segments per model call at most")
+    tokenize_max_padding: float = Field(0.03, description="padding waste allowed per batch")
+    tokenize_window_seconds: float = Field(
+        1800.0, description="audio seconds read ahead and length-bucketed together"
+    )
 
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(

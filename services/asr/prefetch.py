@@ -1,0 +1,97 @@
+"""Read and decode a shard's members in a background thread, one or two ahead of the model.
+
+Decoding (PyAV/ffmpeg, resampling) releases the GIL, so the next file is ready when the model
+finishes this one. The queue is short: memory holds at most ``depth`` decoded files in waiting.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from common.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
+from common.settings import Settings
+from common.shards import MemberError, Sample, iter_shard
+
+SAMPLE_RATE = 16000
+
+
+@dataclass
+class Decoded:
+    key: str
+    audio: np.ndarray | None  # None when ``error`` is set
+    error: str | None = None  # reason, recorded as ``error:<reason>``
+    decode_seconds: float = 0.0
+
+
+def audio_ext(files: dict[str, bytes]) -> str | None:
+    """The member holding the audio: its last extension part is an audio format."""
+    for ext in sorted(files):
+        if ext.rsplit(".", 1)[-1] in AUDIO_EXTENSIONS:
+            return ext
+    return None
+
+
+def decode_item(item: Sample | MemberError, settings: Settings) -> Decoded:
+    import time
+
+    if isinstance(item, MemberError):
+        return Decoded(item.key or item.name, None, item.reason)
+    ext = audio_ext(item.files)
+    if ext is None:
+        return Decoded(item.key, None, "no_audio")
+    t0 = time.perf_counter()
+    try:
+        audio = decode_audio(item.files[ext], SAMPLE_RATE, max_seconds=settings.max_member_seconds,
+                             min_seconds=settings.min_member_seconds)
+    except AudioError as e:
+        return Decoded(item.key, None, e.reason)
+    if not np.isfinite(audio).all():
+        return Decoded(item.key, None, "non_finite_samples")
+    return Decoded(item.key, audio, None, time.perf_counter() - t0)
+
+
+_END = object()
+
+
+def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator[Decoded]:
+    """Decoded members in shard order; a shard-level error (truncated tar) is raised here."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(obj: object) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(obj, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in iter_shard(shard, settings.max_member_bytes):
+                if not put(decode_item(item, settings)):
+                    return
+            put(_END)
+        except BaseException as e:  # handed to the consumer, raised there
+            put(e)
+
+    thread = threading.Thread(target=work, name="asr-decode", daemon=True)
+    thread.start()
+    try:
+        while True:
+            obj = q.get()
+            if obj is _END:
+                return
+            if isinstance(obj, BaseException):
+                raise obj
+            yield obj
+    finally:
+        stop.set()
+        thread.join(timeout=5)
