@@ -11,6 +11,7 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,18 @@ from common.stage import Stage
 from common.storage import Store, open_store
 
 log = logging.getLogger(__name__)
+
+# Observers of shard attempts, called as (stage, shard_id, done record | None, error | None):
+# common/metrics.py registers one. An observer's failure is logged, never the shard's.
+SHARD_OBSERVERS: list[Callable[[str, int, dict | None, BaseException | None], None]] = []
+
+
+def _notify(stage: str, shard_id: int, record: dict | None, error: BaseException | None) -> None:
+    for observer in SHARD_OBSERVERS:
+        try:
+            observer(stage, shard_id, record, error)
+        except Exception:
+            log.exception("shard observer %r failed", observer)
 
 
 @dataclass
@@ -84,6 +97,10 @@ class Executor:
                 **result.extra,
             }
             full = self.ledger.mark_done(stage.name, shard_id, record)
+            _notify(stage.name, shard_id, full, None)
             return ShardOutcome(stage.name, shard_id, False, full)
+        except Exception as e:
+            _notify(stage.name, shard_id, None, e)
+            raise
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -129,7 +129,8 @@ def register_stage_task(app: Celery, stage_name: str, stage_cls: Callable[[Setti
             inputs = None
             if settings.prefetch_shards > 0:
                 inputs = fetch_into(ex.fetch_inputs, runtime.stage, shard_id, settings)
-            outcome = ex.run_shard(runtime.stage, shard_id, force=force, prefetched=inputs)
+            # done-ness was checked above: skip the executor's second round trip
+            outcome = ex.run_shard(runtime.stage, shard_id, force=True, prefetched=inputs)
         except Exception as e:
             reason = redact_text(f"{type(e).__name__}: {e}")
             dead = attempts >= settings.max_task_failures
@@ -152,7 +153,19 @@ def register_stage_task(app: Celery, stage_name: str, stage_cls: Callable[[Setti
         return {"shard_id": shard_id, "skipped": outcome.skipped}
 
     process_shard.runtime = runtime  # type: ignore[attr-defined]
+    _install_ops_hooks(app, stage_name)
     return process_shard
+
+
+# --- operations hooks (owned by operations: common/preemption.py, common/metrics.py) -----------
+def _install_ops_hooks(app: Celery, stage_name: str) -> None:
+    """SIGTERM: finish the shard in hand within settings.shutdown_timeout or requeue it;
+    Prometheus metrics on settings.metrics_port. Both install once per process."""
+    from common.metrics import install_worker_metrics
+    from common.preemption import install_preemption
+
+    install_preemption(app)
+    install_worker_metrics(app, stage_name)
 
 
 def _discard(stage: str, shard_id: int, settings: Settings) -> None:
