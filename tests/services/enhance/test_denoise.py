@@ -18,7 +18,7 @@ def si_snr(ref: np.ndarray, est: np.ndarray) -> float:
     """Scale-invariant SNR (dB) of ``est`` against the clean ``ref``."""
     a = float(np.dot(ref, est) / np.dot(ref, ref))
     noise = est - a * ref
-    return 10 * np.log10(np.sum((a * ref) ** 2) / np.sum(noise ** 2))
+    return float(10 * np.log10(np.sum((a * ref) ** 2) / np.sum(noise ** 2)))
 
 
 def noisy_speech(snr_db: float, seconds: float = 14.0) -> tuple[np.ndarray, np.ndarray]:
