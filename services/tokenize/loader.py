@@ -1,0 +1,219 @@
+"""Load a NeuCodec model from a self-sufficient directory, strictly, without touching the hub.
+
+The library's constructor downloads its semantic model (``facebook/w2v-bert-2.0`` or
+``ntu-spml/distilhubert``) and feature extractor from the hub, and ``_from_pretrained`` loads the
+checkpoint with ``strict=False``. Here the constructor's two ``from_pretrained`` names are
+replaced, for the duration of the construction, by builders from the configs in the model
+directory (or the known configs of the released models), and the checkpoint's key set is
+compared with the model's: a missing or unexpected key is an error naming the keys.
+
+A model directory holds ``pytorch_model.bin`` (or ``model.safetensors``), optionally
+``semantic_config.json`` and ``preprocessor_config.json``; when the checkpoint carries no
+semantic weights, ``semantic_model/`` (a ``save_pretrained`` directory) must hold them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.tokenize.known_configs import (
+    HUB_IDS,
+    SEMANTIC_HUB_IDS,
+    known_preprocessor_config,
+    known_semantic_config,
+)
+
+# Keys the library itself drops from the released checkpoints (decoder-side extras).
+IGNORED_KEY_PARTS: dict[str, tuple[str, ...]] = {
+    "neucodec": ("fc_post_s", "SemanticDecoder"),
+    "distill-neucodec": (),
+}
+SEMANTIC_LAYERS_USED = 16  # encode_code reads hidden_states[16] of w2v-BERT 2.0
+_construct_lock = threading.Lock()
+
+
+class ModelLoadError(RuntimeError):
+    """The model cannot be loaded as configured; the message says what to do."""
+
+
+class CheckpointError(ModelLoadError):
+    """The checkpoint does not cover the model exactly (partial or wrong checkpoint)."""
+
+    def __init__(self, missing: list[str], unexpected: list[str], path: Path) -> None:
+        self.missing = missing
+        self.unexpected = unexpected
+
+        def show(keys: list[str]) -> str:
+            head = ", ".join(keys[:12])
+            return head + (f", ... ({len(keys)} in all)" if len(keys) > 12 else "")
+
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} keys: {show(missing)}")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)} keys: {show(unexpected)}")
+        super().__init__(f"checkpoint {path} does not match the model: " + "; ".join(parts))
+
+
+@dataclass
+class LoadedCodec:
+    model: Any  # NeuCodec | DistillNeuCodec, eval mode, on ``device``
+    variant: str  # neucodec | distill-neucodec
+    directory: Path
+    device: str
+    checkpoint_bytes: int
+    semantic_layers: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def checkpoint_file(directory: Path) -> Path:
+    for name in ("pytorch_model.bin", "model.safetensors"):
+        p = directory / name
+        if p.is_file():
+            return p
+    raise ModelLoadError(
+        f"no pytorch_model.bin or model.safetensors in {directory}: point ONSEI_NEUCODEC_MODEL "
+        "at a NeuCodec model directory, an s3:// prefix holding one, or a hub id")
+
+
+def read_state_dict(path: Path) -> dict[str, Any]:
+    import torch
+
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    try:
+        sd = torch.load(path, map_location="cpu", weights_only=True)  # no pickled code
+    except Exception as e:
+        raise ModelLoadError(f"cannot read checkpoint {path}: {type(e).__name__}: {e}") from e
+    if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
+        sd = sd["state_dict"]
+    if not isinstance(sd, dict):
+        raise ModelLoadError(f"checkpoint {path} is not a state dict")
+    return sd
+
+
+def _read_json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _semantic_builder(directory: Path, variant: str, carries_semantic: bool):  # noqa: ANN202
+    """A stand-in for ``<SemanticModel>.from_pretrained`` that never reaches the hub."""
+    from transformers import AutoConfig, AutoModel
+
+    def build(_name: str, **kwargs: Any):  # noqa: ANN202
+        if not carries_semantic:
+            sub = directory / "semantic_model"
+            if not sub.is_dir():
+                raise ModelLoadError(
+                    f"the checkpoint in {directory} carries no semantic model weights and "
+                    f"{sub} is absent: save {SEMANTIC_HUB_IDS[variant]} there "
+                    "(save_pretrained) or use a checkpoint that includes them")
+            return AutoModel.from_pretrained(str(sub), local_files_only=True, **kwargs)
+        cfg_dict = _read_json(directory / "semantic_config.json") or known_semantic_config(variant)
+        cfg = AutoConfig.for_model(**cfg_dict)
+        for k, v in kwargs.items():
+            setattr(cfg, k, v)
+        return AutoModel.from_config(cfg)
+
+    return build
+
+
+def _feature_extractor_builder(directory: Path, variant: str):  # noqa: ANN202
+    import transformers
+
+    def build(_name: str, **_kwargs: Any):  # noqa: ANN202
+        cfg = _read_json(directory / "preprocessor_config.json") or known_preprocessor_config(variant)
+        cfg = dict(cfg)
+        cls = getattr(transformers, cfg.pop("feature_extractor_type"))
+        cfg.pop("processor_class", None)
+        return cls(**cfg)
+
+    return build
+
+
+class _Shim:
+    """Replaces a class name in ``neucodec.model`` during construction: only from_pretrained."""
+
+    def __init__(self, build) -> None:  # noqa: ANN001
+        self.from_pretrained = build
+
+
+def construct(directory: Path, variant: str, carries_semantic: bool) -> Any:
+    """The library's model class, built offline (weights uninitialised: the checkpoint fills them)."""
+    from unittest import mock
+
+    import neucodec.model as nm
+    from transformers.initialization import no_init_weights
+
+    sem_name = "Wav2Vec2BertModel" if variant == "neucodec" else "HubertModel"
+    cls = nm.NeuCodec if variant == "neucodec" else nm.DistillNeuCodec
+    with _construct_lock, \
+            mock.patch.object(nm, sem_name, _Shim(_semantic_builder(directory, variant,
+                                                                     carries_semantic))), \
+            mock.patch.object(nm, "AutoFeatureExtractor",
+                              _Shim(_feature_extractor_builder(directory, variant))):
+        if carries_semantic:
+            with no_init_weights():  # random init is wasted work: every weight is loaded next
+                return cls(24_000, 480)
+        return cls(24_000, 480)
+
+
+def check_keys(model: Any, state: dict[str, Any], path: Path, carries_semantic: bool) -> None:
+    expected = set(model.state_dict().keys())
+    if not carries_semantic:  # those came from semantic_model/ through from_pretrained
+        expected = {k for k in expected if not k.startswith("semantic_model.")}
+    got = set(state)
+    missing = sorted(expected - got)
+    unexpected = sorted(got - expected)
+    if missing or unexpected:
+        raise CheckpointError(missing, unexpected, path)
+
+
+def trim_semantic_layers(model: Any, variant: str) -> int:
+    """Drop w2v-BERT layers past the 16th: encode_code reads hidden_states[16] only."""
+    if variant != "neucodec":
+        return len(model.semantic_model.encoder.layers)
+    layers = model.semantic_model.encoder.layers
+    if len(layers) < SEMANTIC_LAYERS_USED:
+        raise ModelLoadError(f"semantic model has {len(layers)} layers; "
+                             f"NeuCodec needs at least {SEMANTIC_LAYERS_USED}")
+    model.semantic_model.encoder.layers = layers[:SEMANTIC_LAYERS_USED]
+    model.semantic_model.config.num_hidden_layers = SEMANTIC_LAYERS_USED
+    return SEMANTIC_LAYERS_USED
+
+
+def resolve_device(spec: str) -> str:
+    import torch
+
+    if spec == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return spec
+
+
+def load_codec(directory: Path, variant: str, device: str = "auto",
+               trim: bool = True) -> LoadedCodec:
+    """Build, load strictly, check keys, move to ``device``, eval mode."""
+    if variant not in IGNORED_KEY_PARTS:
+        raise ModelLoadError(f"unknown tokenizer {variant!r}: use neucodec or distill-neucodec")
+    path = checkpoint_file(directory)
+    state = read_state_dict(path)
+    drop = IGNORED_KEY_PARTS[variant]
+    state = {k: v for k, v in state.items() if not any(p in k for p in drop)}
+    carries_semantic = any(k.startswith("semantic_model.") for k in state)
+    model = construct(directory, variant, carries_semantic)
+    check_keys(model, state, path, carries_semantic)
+    model.load_state_dict(state, strict=carries_semantic)
+    del state
+    layers = trim_semantic_layers(model, variant) if trim else len(
+        model.semantic_model.encoder.layers)
+    dev = resolve_device(device)
+    model = model.to(dev).eval()
+    return LoadedCodec(model=model, variant=variant, directory=directory, device=dev,
+                       checkpoint_bytes=path.stat().st_size, semantic_layers=layers,
+                       info={"hub_id": HUB_IDS.get(variant)})

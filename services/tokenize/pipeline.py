@@ -1,0 +1,250 @@
+"""One shard through the codec: read + resample + features ahead (thread), encode in
+length-bucketed batches, write JSONL behind (thread).
+
+Segments are taken in windows of ``window_seconds`` of audio; each window is bucketed by
+length, encoded, and written back in the tar's own order. A bad segment (unreadable audio,
+bad sidecar, too short) is counted and recorded with its reason; the rest go on.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.audio import AudioError, read_audio_bytes, resample
+from common.shards import MemberError, iter_shard
+from services.tokenize.batching import plan_batches
+from services.tokenize.encode import HOP, Prepared, encode_batch
+
+SR = 16_000
+FRAME_RATE = SR // HOP  # 50 codes per second
+_END = object()
+
+
+@dataclass
+class Segment:
+    index: int
+    key: str
+    text: str = ""
+    duration: float = 0.0  # seconds of the enhanced audio at its own rate
+    prepared: Prepared | None = None
+    error: str | None = None
+
+
+@dataclass
+class RunStats:
+    segments: int = 0
+    tokenized: int = 0
+    errors: int = 0
+    tokens: int = 0
+    seconds_in: float = 0.0
+    seconds_out: float = 0.0
+    model_seconds: float = 0.0
+    batches: int = 0
+    frames: int = 0
+    padded_frames: int = 0
+    error_samples: list[dict] = field(default_factory=list)
+
+    def add_error(self, key: str | None, reason: str) -> None:
+        self.errors += 1
+        if len(self.error_samples) < 50:  # the record stays small; counts are complete
+            self.error_samples.append({"key": key, "reason": reason})
+
+
+def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
+                  max_member_bytes: int | None) -> Iterator[Segment | MemberError]:
+    index = 0
+    for item in iter_shard(path, max_member_bytes):
+        if isinstance(item, MemberError):
+            yield item
+            continue
+        seg = Segment(index=index, key=item.key)
+        index += 1
+        try:
+            meta = json.loads(item.files["json"]) if "json" in item.files else None
+            if not isinstance(meta, dict):
+                raise ValueError("missing_json" if meta is None else "bad_json")
+            seg.text = str(meta.get("text", ""))
+            audio_bytes = item.files.get("flac") or item.files.get("wav")
+            if audio_bytes is None:
+                raise ValueError("missing_audio")
+            audio, sr = read_audio_bytes(audio_bytes)
+            seg.duration = audio.shape[0] / sr
+            audio16 = resample(audio, sr, SR)
+            if audio16.shape[0] < HOP:
+                raise ValueError("too_short")
+            seg.prepared = prepare(audio16)
+        except AudioError as e:
+            seg.error = f"audio:{e.reason}"
+        except (ValueError, UnicodeDecodeError) as e:
+            seg.error = str(e) if str(e) in ("missing_json", "bad_json", "missing_audio",
+                                             "too_short") else f"bad_json:{str(e)[:100]}"
+        yield seg
+
+
+def _threaded(it: Iterator[Any], maxsize: int) -> Iterator[Any]:
+    """Run ``it`` in a thread, ``maxsize`` items ahead; its exception surfaces here."""
+    q: queue.Queue = queue.Queue(maxsize=maxsize)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for x in it:
+                while not stop.is_set():
+                    try:
+                        q.put(x, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(_END)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            q.put(e)
+
+    t = threading.Thread(target=run, name="tokenize-reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            x = q.get()
+            if x is _END:
+                return
+            if isinstance(x, BaseException):
+                raise x
+            yield x
+    finally:
+        stop.set()
+
+
+class JsonlWriter:
+    """Writes lines in a thread so encoding never waits on the disk."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(path, "w", encoding="utf-8")
+        self._q: queue.Queue = queue.Queue(maxsize=64)
+        self._err: BaseException | None = None
+        self._t = threading.Thread(target=self._run, name="tokenize-writer", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while True:
+            lines = self._q.get()
+            if lines is _END:
+                return
+            try:
+                self._fh.writelines(lines)
+            except BaseException as e:  # noqa: BLE001
+                self._err = e
+
+    def put(self, lines: list[str]) -> None:
+        if self._err is not None:
+            raise self._err
+        self._q.put(lines)
+
+    def close(self) -> None:
+        self._q.put(_END)
+        self._t.join()
+        self._fh.close()
+        if self._err is not None:
+            raise self._err
+
+
+def token_line(seg: Segment, codes: np.ndarray) -> str:
+    rec = {"id": seg.key, "text": seg.text, "codes": {"neu_tokens": codes.tolist()},
+           "duration_seconds": round(float(seg.duration), 2)}
+    return json.dumps(rec, ensure_ascii=False) + "\n"
+
+
+@dataclass
+class PipelineConfig:
+    policy: str = "exact"
+    batch_seconds: float = 240.0
+    max_batch: int = 64
+    max_waste: float = 0.03
+    window_seconds: float = 1800.0
+    read_ahead: int = 256  # segments prepared ahead of the model
+    max_member_bytes: int | None = None
+
+
+def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineConfig,
+                 prepare: Callable[[np.ndarray], Prepared]) -> RunStats:
+    stats = RunStats()
+    writer = JsonlWriter(out)
+    window: list[Segment] = []
+    window_seconds = 0.0
+    try:
+        for item in _threaded(read_segments(tar, prepare, cfg.max_member_bytes), cfg.read_ahead):
+            if isinstance(item, MemberError):
+                stats.add_error(item.key, f"member:{item.reason}")
+                continue
+            stats.segments += 1
+            stats.seconds_in += item.duration
+            window.append(item)
+            window_seconds += item.duration
+            if window_seconds >= cfg.window_seconds:
+                writer.put(_encode_window(model, window, cfg, stats))
+                window, window_seconds = [], 0.0
+        if window:
+            writer.put(_encode_window(model, window, cfg, stats))
+    finally:
+        writer.close()
+    return stats
+
+
+def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
+                   stats: RunStats) -> list[str]:
+    good = [s for s in window if s.prepared is not None]
+    for s in window:
+        if s.error is not None:
+            stats.add_error(s.key, s.error)
+    lengths = [s.prepared.frames for s in good]  # type: ignore[union-attr]
+    plan = plan_batches(lengths, max_frames=int(cfg.batch_seconds * FRAME_RATE),
+                        max_items=cfg.max_batch, max_waste=cfg.max_waste)
+    stats.frames += plan.frames
+    stats.padded_frames += plan.padded_frames
+    codes: dict[int, np.ndarray] = {}
+    for batch in plan.batches:
+        segs = [good[i] for i in batch]
+        for seg, c in _encode_split(model, segs, cfg.policy, stats):
+            codes[seg.index] = c
+    lines = []
+    for s in window:
+        c = codes.get(s.index)
+        if c is None:
+            continue
+        stats.tokenized += 1
+        stats.tokens += int(c.shape[0])
+        stats.seconds_out += s.duration
+        lines.append(token_line(s, c))
+    return lines
+
+
+def _encode_split(model: Any, segs: list[Segment], policy: str,
+                  stats: RunStats) -> list[tuple[Segment, np.ndarray]]:
+    """Encode a batch; on out-of-memory, halve it (a lone segment that still fails is an error)."""
+    import torch
+
+    try:
+        t0 = time.perf_counter()
+        out = encode_batch(model, [s.prepared for s in segs], policy)  # type: ignore[misc]
+        stats.model_seconds += time.perf_counter() - t0
+        stats.batches += 1
+        return list(zip(segs, out))
+    except torch.OutOfMemoryError:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if len(segs) == 1:
+            stats.add_error(segs[0].key, "out_of_memory")
+            return []
+        mid = len(segs) // 2
+        return (_encode_split(model, segs[:mid], policy, stats)
+                + _encode_split(model, segs[mid:], policy, stats))

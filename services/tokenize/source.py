@@ -1,0 +1,130 @@
+"""``ONSEI_NEUCODEC_MODEL`` -> a local, self-sufficient model directory.
+
+A local dir is used as is; an ``s3://`` prefix is downloaded once into the model cache; a hub id
+is looked up in ``ONSEI_MODEL_CACHE`` first (dir or s3 prefix), then fetched from the hub
+into the cache with the semantic model's configs beside it, so later loads never need the hub.
+Processes of one node share the cache under a file lock; a ``.complete`` marker is written
+last, so a half-downloaded directory is never used.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlparse
+
+from common.settings import Settings
+from services.tokenize.known_configs import SEMANTIC_HUB_IDS
+from services.tokenize.loader import ModelLoadError, checkpoint_file
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+MARKER = ".complete"
+
+
+def local_cache_root(settings: Settings) -> Path:
+    if settings.model_cache.startswith("s3://"):
+        return Path(settings.scratch_dir) / "onsei-models"
+    return Path(settings.model_cache.removeprefix("file://")).expanduser()
+
+
+@contextmanager
+def _locked(dest: Path) -> Iterator[None]:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f".{dest.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def fetch_prefix(url: str, dest: Path, settings: Settings) -> Path:
+    """Download every object under an s3 prefix into ``dest`` (once)."""
+    from common.storage import open_store
+
+    with _locked(dest):
+        if (dest / MARKER).is_file():
+            return dest
+        store = open_store(url, settings)
+        keys = list(store.list(""))
+        if not keys:
+            raise ModelLoadError(f"no objects under {url}: upload the model directory there")
+        for key in keys:
+            store.get_file(key, dest / key)
+        (dest / MARKER).write_text(url)
+    return dest
+
+
+def _s3_has(url: str, settings: Settings) -> bool:
+    from common.storage import open_store
+
+    try:
+        return any(True for _ in open_store(url, settings).list(""))
+    except Exception:
+        return False
+
+
+def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
+    """Checkpoint + the semantic model's configs (and weights, if the checkpoint lacks them)."""
+    try:
+        from huggingface_hub import hf_hub_download, snapshot_download
+
+        with _locked(dest):
+            if (dest / MARKER).is_file():
+                return dest
+            dest.mkdir(parents=True, exist_ok=True)
+            ckpt = Path(hf_hub_download(repo_id, "pytorch_model.bin"))
+            shutil.copyfile(ckpt, dest / "pytorch_model.bin")
+            sem = SEMANTIC_HUB_IDS[variant]
+            shutil.copyfile(hf_hub_download(sem, "config.json"), dest / "semantic_config.json")
+            shutil.copyfile(hf_hub_download(sem, "preprocessor_config.json"),
+                            dest / "preprocessor_config.json")
+            if not _carries_semantic(dest / "pytorch_model.bin"):
+                snapshot_download(sem, local_dir=str(dest / "semantic_model"))
+            (dest / MARKER).write_text(repo_id)
+            return dest
+    except ModelLoadError:
+        raise
+    except Exception as e:
+        raise ModelLoadError(
+            f"cannot fetch {repo_id} from the Hugging Face hub ({type(e).__name__}: "
+            f"{str(e)[:200]}). Offline? Download it elsewhere (pytorch_model.bin, plus "
+            f"{SEMANTIC_HUB_IDS[variant]}'s config.json as semantic_config.json and "
+            "preprocessor_config.json) and set ONSEI_NEUCODEC_MODEL to that directory or to an "
+            f"s3:// prefix holding it, or place it at ONSEI_MODEL_CACHE/{repo_id}") from e
+
+
+def _carries_semantic(path: Path) -> bool:
+    import torch
+
+    sd = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    return any(k.startswith("semantic_model.") for k in sd)
+
+
+def resolve_model_dir(spec: str, variant: str, settings: Settings) -> Path:
+    if spec.startswith("file://"):
+        spec = urlparse(spec).path
+    local = Path(spec).expanduser()
+    if local.is_dir():
+        checkpoint_file(local)  # a clear error now if it is not a model directory
+        return local
+    cache = local_cache_root(settings)
+    if spec.startswith("s3://"):
+        parsed = urlparse(spec)
+        return fetch_prefix(spec, cache / "s3" / parsed.netloc / parsed.path.strip("/"), settings)
+    if HUB_ID.match(spec):
+        cached = cache / spec
+        if (cached / MARKER).is_file() or any((cached / n).is_file() for n in
+                                               ("pytorch_model.bin", "model.safetensors")):
+            return cached
+        if settings.model_cache.startswith("s3://"):
+            url = f"{settings.model_cache.rstrip('/')}/{spec}"
+            if _s3_has(url, settings):
+                return fetch_prefix(url, cached, settings)
+        return fetch_from_hub(spec, variant, cached)
+    raise ModelLoadError(f"ONSEI_NEUCODEC_MODEL={spec!r} is not a directory, an s3:// prefix "
+                         "or a hub id (owner/name)")

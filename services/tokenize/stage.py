@@ -1,0 +1,93 @@
+"""The tokenize stage: ``enhanced/<shard>.tar`` -> ``tokens/<tokenizer>/<shard>.jsonl``.
+
+torch and neucodec are imported inside :meth:`TokenizeStage.load`, which the worker calls once
+per process after the fork; importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from common.settings import Settings
+from common.stage import InputRef, Stage, StageResult
+from services.tokenize.loader import LoadedCodec
+
+log = logging.getLogger(__name__)
+
+
+class TokenizeStage(Stage):
+    name = "tokenize"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.codec: LoadedCodec | None = None
+        self.load_seconds = 0.0
+
+    def load(self) -> None:
+        if self.codec is not None:
+            return
+        from services.tokenize.encode import POLICIES
+        from services.tokenize.loader import load_codec
+        from services.tokenize.source import resolve_model_dir
+
+        s = self.settings
+        if s.tokenize_batching not in POLICIES:
+            raise ValueError(f"ONSEI_TOKENIZE_BATCHING={s.tokenize_batching!r}: one of {POLICIES}")
+        t0 = time.monotonic()
+        directory = resolve_model_dir(s.neucodec_model, s.tokenizer, s)
+        self.codec = load_codec(directory, s.tokenizer, s.tokenize_device)
+        self.load_seconds = time.monotonic() - t0
+        log.info("tokenize: %s loaded from %s on %s in %.1f s", s.tokenizer, directory,
+                 self.codec.device, self.load_seconds)
+
+    def model_info(self) -> dict[str, Any]:
+        import importlib.metadata as md
+
+        c = self.codec
+        return {
+            "model": self.settings.neucodec_model,
+            "tokenizer": self.settings.tokenizer,
+            "version": md.version("neucodec"),
+            "device": c.device if c else None,
+            "checkpoint_bytes": c.checkpoint_bytes if c else None,
+            "semantic_layers": c.semantic_layers if c else None,
+            "batching": self.settings.tokenize_batching,
+        }
+
+    def inputs(self, shard_id: int) -> dict[str, InputRef]:
+        return {"enhanced": InputRef("output", Stage.output_key(self.settings, "enhance",
+                                                                  shard_id))}
+
+    def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.tokenize.encode import prepare
+        from services.tokenize.pipeline import PipelineConfig, run_pipeline
+
+        self.load()
+        assert self.codec is not None
+        s = self.settings
+        key = Stage.output_key(s, "tokenize", shard_id)
+        out = workdir / "out" / Path(key).name
+        cfg = PipelineConfig(policy=s.tokenize_batching, batch_seconds=s.tokenize_batch_seconds,
+                             max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,
+                             window_seconds=s.tokenize_window_seconds,
+                             max_member_bytes=s.max_member_bytes)
+        st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
+                          partial(prepare, self.codec.model, self.codec.variant))
+        waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
+        return StageResult(
+            outputs={key: out},
+            counts={"segments": st.segments, "tokenized": st.tokenized, "errors": st.errors,
+                    "tokens": st.tokens},
+            audio_seconds_in=st.seconds_in,
+            audio_seconds_out=st.seconds_out,
+            model_seconds=st.model_seconds,
+            extra={"batches": st.batches,
+                   "mean_batch": round(st.tokenized / st.batches, 2) if st.batches else 0.0,
+                   "padding_waste": round(waste, 4),
+                   "load_seconds": round(self.load_seconds, 2),
+                   "errors_sample": st.error_samples},
+        )

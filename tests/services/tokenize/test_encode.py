@@ -1,0 +1,55 @@
+"""Token counts and batched-vs-alone agreement on the real NeuCodec classes (small, random)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.tokenize.encode import encode_batch, expected_frames, prepare
+from tests.services.tokenize.conftest import tone
+
+# Many lengths, including T % 320 == 0 (the library then pads a whole extra hop).
+LENGTHS = [320, 639, 640, 959, 960, 3200, 3201, 3519, 6400, 8000, 9617]
+
+
+def test_token_counts_exact_for_many_lengths(codec) -> None:
+    m = codec.model
+    items = [prepare(m, "neucodec", tone(n, 16_000, seed=i)) for i, n in enumerate(LENGTHS)]
+    assert [it.frames for it in items] == [n // 320 for n in LENGTHS]
+    batched = encode_batch(m, items, "exact")
+    alone = encode_batch(m, items, "library")  # the library's encode_code, one at a time
+    for n, b, a in zip(LENGTHS, batched, alone):
+        assert b.shape == (n // 320,) == a.shape == (expected_frames(n, "neucodec"),)
+        assert b.dtype == np.int64 and b.min() >= 0 and b.max() < 65_536
+
+
+def test_exact_policy_matches_library_alone(codec) -> None:
+    """Same pre-quantiser embeddings as encode_code on each item alone (random weights make
+    codes near-constant, so the continuous embeddings are what can tell a difference)."""
+    m = codec.model
+    lengths = [8_000, 7_321, 6_400, 4_500]
+    items = [prepare(m, "neucodec", tone(n, 16_000, seed=i)) for i, n in enumerate(lengths)]
+    codes_b, emb_b = encode_batch(m, items, "exact", return_embeddings=True)
+    codes_a, emb_a = encode_batch(m, items, "library", return_embeddings=True)
+    for cb, ca, eb, ea in zip(codes_b, codes_a, emb_b, emb_a):
+        assert eb.shape == ea.shape
+        np.testing.assert_allclose(eb, ea, atol=1e-4, rtol=0)
+        assert (cb == ca).all()
+
+
+def test_padded_policy_differs_only_at_the_tail(codec) -> None:
+    """Padding the audio changes only the last frames of shorter items (acoustic receptive
+    field); the agreement of codes is measured and reported, not assumed."""
+    m = codec.model
+    lengths = [8_000, 7_000, 6_321]
+    items = [prepare(m, "neucodec", tone(n, 16_000, seed=i)) for i, n in enumerate(lengths)]
+    codes_p, emb_p = encode_batch(m, items, "padded", return_embeddings=True)
+    codes_a, emb_a = encode_batch(m, items, "library", return_embeddings=True)
+    total = same = 0
+    for it, cp, ca, ep, ea in zip(items, codes_p, codes_a, emb_p, emb_a):
+        assert cp.shape == ca.shape == (it.frames,)
+        differing = np.nonzero(np.abs(ep - ea).max(axis=0) > 1e-4)[0]
+        assert all(f >= it.frames - 12 for f in differing), differing  # receptive field
+        total += ca.size
+        same += int((cp == ca).sum())
+    print(f"padded policy code agreement (random weights): {same / total:.4f}")
+    assert total == sum(n // 320 for n in lengths)

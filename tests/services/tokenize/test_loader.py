@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.tokenize.loader import CheckpointError, ModelLoadError, check_keys, load_codec
+from services.tokenize.source import MARKER, resolve_model_dir
+
+
+def test_loaded_through_our_loader(codec, neucodec_dir: Path) -> None:
+    assert codec.variant == "neucodec" and codec.device == "cpu"
+    assert codec.semantic_layers == 16  # the small model has 17: the 17th is never read
+    assert len(codec.model.semantic_model.encoder.layers) == 16
+    assert not codec.model.training
+
+
+def test_key_check_names_missing_and_unexpected(codec) -> None:
+    state = dict.fromkeys(codec.model.state_dict())  # no trim on this copy of the names
+    full = {k: None for k in state}
+    with pytest.raises(CheckpointError) as e:
+        partial = {k: v for k, v in full.items() if not k.startswith("fc_prior.")}
+        partial["something.else"] = None
+        check_keys(codec.model, partial, Path("x.bin"), carries_semantic=True)
+    assert e.value.missing == ["fc_prior.bias", "fc_prior.weight"]
+    assert e.value.unexpected == ["something.else"]
+    assert "fc_prior.weight" in str(e.value) and "something.else" in str(e.value)
+
+
+def test_partial_checkpoint_file_rejected(tmp_path: Path, codec) -> None:
+    import shutil
+
+    import torch
+
+    sd = codec.model.state_dict()
+    keep = {k: v for k, v in sd.items() if k.startswith(("fc_prior.", "semantic_model."))}
+    d = tmp_path / "partial"
+    d.mkdir()
+    torch.save(keep, d / "pytorch_model.bin")
+    for n in ("semantic_config.json", "preprocessor_config.json"):
+        shutil.copyfile(codec.directory / n, d / n)
+    with pytest.raises(CheckpointError) as e:
+        load_codec(d, "neucodec", "cpu")
+    assert any(k.startswith("CodecEnc.") for k in e.value.missing)
+    # the 17th layer, trimmed from the in-memory model, is expected from the checkpoint
+    assert any(k.startswith("semantic_model.encoder.layers.16.") for k in e.value.missing)
+    assert "CodecEnc." in str(e.value)
+
+
+def test_not_a_model_dir(tmp_path: Path, make_settings) -> None:
+    with pytest.raises(ModelLoadError, match="pytorch_model.bin"):
+        resolve_model_dir(str(tmp_path), "neucodec", make_settings())
+
+
+def test_hub_id_offline_says_what_to_do(tmp_path: Path, make_settings, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    s = make_settings(model_cache=str(tmp_path / "cache"))
+    with pytest.raises(ModelLoadError) as e:
+        resolve_model_dir("neuphonic/neucodec", "neucodec", s)
+    assert "ONSEI_NEUCODEC_MODEL" in str(e.value) and "neuphonic/neucodec" in str(e.value)
+
+
+def test_hub_id_found_in_model_cache(tmp_path: Path, make_settings, neucodec_dir: Path) -> None:
+    cache = tmp_path / "cache"
+    (cache / "neuphonic").mkdir(parents=True)
+    (cache / "neuphonic" / "neucodec").symlink_to(neucodec_dir)
+    s = make_settings(model_cache=str(cache))
+    assert resolve_model_dir("neuphonic/neucodec", "neucodec", s) == cache / "neuphonic/neucodec"
+
+
+def test_s3_prefix_downloaded_once(s3_bucket: str, tmp_path: Path, make_settings) -> None:
+    import boto3
+
+    s3 = boto3.client("s3")
+    for name, body in (("pytorch_model.bin", b"w" * 1000), ("semantic_config.json", b"{}")):
+        s3.put_object(Bucket=s3_bucket, Key=f"models/nc/{name}", Body=body)
+    s = make_settings(model_cache=str(tmp_path / "cache"))
+    d = resolve_model_dir(f"s3://{s3_bucket}/models/nc", "neucodec", s)
+    assert (d / "pytorch_model.bin").read_bytes() == b"w" * 1000
+    assert (d / MARKER).is_file()
+    s3.delete_object(Bucket=s3_bucket, Key="models/nc/pytorch_model.bin")
+    assert resolve_model_dir(f"s3://{s3_bucket}/models/nc", "neucodec", s) == d  # cached
