@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     enhance_batch_size: int = Field(16, description="chunks per model call")
     enhance_crossfade_seconds: float = Field(
         0.04, description="raised-cosine crossfade across chunk seams (<= 2 x context)")
+    enhance_frontend: str = Field(
+        "torch", description="Sidon filterbank: torch (batched, on the device) or transformers")
     enhance_pack_rounds: int = Field(
         4, description="batches' worth of chunks pooled before packing (more: less padding)")
 
