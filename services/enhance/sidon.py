@@ -75,15 +75,23 @@ class SidonBackend(Backend):
                 d = resolve_model_dir(self.settings.sidon_model, files, self.settings, _hint)
             except WeightsUnavailable as e:
                 raise EnhancerUnavailable(str(e)) from e
+            if self.device.startswith("cuda"):  # TF32 matmuls: Hopper/Ampere speed, fp32 weights
+                torch.backends.cuda.matmul.allow_tf32 = True
+                torch.backends.cudnn.allow_tf32 = True
             fe = torch.jit.load(str(d / files[0]), map_location=self.device).eval()
             dec = torch.jit.load(str(d / files[1]), map_location=self.device).eval()
             cfg = d / FRONTEND_FILE
             self._frontend_type = json.loads(cfg.read_text())["type"] if cfg.is_file() else "fbank"
-            if self._frontend_type == "fbank":
+            if self._frontend_type == "fbank" and self.settings.enhance_frontend == "transformers":
                 from transformers import SeamlessM4TFeatureExtractor
 
                 # Every other default already matches w2v-BERT 2.0's preprocessor config.
                 self._frontend = SeamlessM4TFeatureExtractor(padding_value=1.0)
+                self._frontend_type = "fbank-transformers"
+            elif self._frontend_type == "fbank":
+                from services.enhance.fbank import TorchFbank
+
+                self._frontend = TorchFbank(self.device)  # same features, batched, on device
             elif self._frontend_type != "frames":
                 raise EnhancerUnavailable(f"{cfg}: unknown front-end {self._frontend_type!r}")
             self.model_dir = d
@@ -91,33 +99,42 @@ class SidonBackend(Backend):
             log.info("sidon loaded from %s on %s (front-end %s)", d, self.device,
                      self._frontend_type)
 
-    def features(self, rows: np.ndarray) -> np.ndarray:
-        """[B, W] 16 kHz -> [B, W / 320, D] float32 (D = 160 filterbank, or 320 raw frames)."""
+    def features(self, rows: np.ndarray) -> Any:
+        """[B, W] 16 kHz -> [B, W / 320, D] float32 tensor (D = 160 filterbank, or 320 raw
+        frames), on the model's device."""
+        return self._features(self.prepare(rows))
+
+    def prepare(self, rows: np.ndarray) -> Any:
+        """Helper-thread work: the CPU front-ends run here; for the device filterbank only the
+        padded rows are staged (pinned) and the features are computed in :meth:`run`."""
+        import torch
+
         b, w = rows.shape
         if w % FRAME:
             raise ValueError(f"row length {w} is not a multiple of {FRAME}")
-        t = w // FRAME
         if self._frontend_type == "frames":
-            return np.ascontiguousarray(rows.reshape(b, t, FRAME), dtype=np.float32)
+            return torch.from_numpy(np.ascontiguousarray(rows.reshape(b, w // FRAME, FRAME)))
         padded = np.pad(rows, ((0, 0), (EDGE, EDGE)))
-        out = self._frontend(list(padded), sampling_rate=16000, return_tensors="np",
-                             return_attention_mask=False)["input_features"]
-        if out.shape[1] != t:  # never expected: the 160-sample edges make it exact
-            raise RuntimeError(f"front-end gave {out.shape[1]} frames for {t}")
-        return out.astype(np.float32, copy=False)
+        if self._frontend_type == "fbank-transformers":
+            out = self._frontend(list(padded), sampling_rate=16000, return_tensors="np",
+                                 return_attention_mask=False)["input_features"]
+            return torch.from_numpy(out.astype(np.float32, copy=False))
+        x = torch.from_numpy(padded)
+        if self.device.startswith("cuda"):
+            return ("rows", x.pin_memory())
+        return self._frontend(x)  # CPU: torch releases the GIL, this overlaps the model
 
-    def prepare(self, rows: np.ndarray) -> Any:
-        import torch
-
-        x = torch.from_numpy(self.features(rows))
-        return x.pin_memory() if self.device.startswith("cuda") else x
+    def _features(self, prepared: Any) -> Any:
+        if isinstance(prepared, tuple):  # staged rows: the filterbank on the device
+            return self._frontend(prepared[1].to(self.device, non_blocking=True))
+        return prepared.to(self.device, non_blocking=True)
 
     def run(self, prepared: Any) -> np.ndarray:
         import torch
 
-        b, t, _ = prepared.shape
         with torch.inference_mode():
-            x = prepared.to(self.device, non_blocking=True)
+            x = self._features(prepared)
+            b, t, _ = x.shape
             h = self._fe(x)["last_hidden_state"]
             wav = self._decoder(h.transpose(1, 2))
             out = wav.reshape(b, -1).float().cpu().numpy()
