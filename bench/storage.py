@@ -80,8 +80,7 @@ def transfers(quick: bool) -> list[dict]:
     with _bench_env(), _moto_server() as url, tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src.bin"
         with open(src, "wb") as f:
-            for _ in range(size_mb):
-                f.write(os.urandom(1024 * 1024))
+            f.writelines(os.urandom(1024 * 1024) for _ in range(size_mb))
         client = boto3.client("s3", endpoint_url=url)
         client.create_bucket(Bucket="bench")
         store = S3Store("bench", "ours", Settings(s3_endpoint_url=url))
@@ -99,10 +98,10 @@ def transfers(quick: bool) -> list[dict]:
             for side in order:
                 dest = Path(tmp) / f"dl-{side}.bin"
                 if side == "ours":
-                    down[side].append(_timed(lambda: store.get_file("obj", dest)))
+                    down[side].append(_timed(lambda d=dest: store.get_file("obj", d)))
                 else:
-                    down[side].append(_timed(lambda: client.download_file(
-                        "bench", "base/obj", str(dest))))
+                    down[side].append(_timed(lambda d=dest: client.download_file(
+                        "bench", "base/obj", str(d))))
                 if dest.stat().st_size != src.stat().st_size:
                     raise RuntimeError(f"{side}: downloaded size differs")
                 dest.unlink()
