@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from common.settings import Settings
-from services.asr.clips import Clip
+from services.asr.clips import Window
 from services.asr.vad import SAMPLE_RATE
 
 
@@ -55,13 +55,11 @@ class ClipTranscriber:
         self._proxy = _CachingModel(model)
         self.pipeline = BatchedInferencePipeline(self._proxy)
 
-    def features(self, audio: np.ndarray, clips: list[Clip]) -> np.ndarray:
+    def features(self, audio: np.ndarray, windows: list[Window]) -> np.ndarray:
         from faster_whisper.audio import pad_or_trim
 
         fe = self.model.feature_extractor
-        return np.stack([
-            pad_or_trim(fe(audio[int(c.start * SAMPLE_RATE):int(c.end * SAMPLE_RATE)])[..., :-1])
-            for c in clips])
+        return np.stack([pad_or_trim(fe(w.audio(audio))[..., :-1]) for w in windows])
 
     def encode(self, features: np.ndarray) -> Any:
         return self.model.encode(features)
@@ -84,24 +82,32 @@ class ClipTranscriber:
             multilingual=False, max_new_tokens=None, clip_timestamps="0",
             hallucination_silence_threshold=None, hotwords=None)
 
-    def transcribe(self, features: np.ndarray, clips: list[Clip], language: str,
-                   encoded: Any = None) -> list[ClipResult]:
-        """One batched forward over ``features`` (one row per clip)."""
+    def transcribe(self, features: np.ndarray, windows: list[Window], language: str,
+                   encoded: Any = None) -> dict[int, ClipResult]:
+        """One batched forward over ``features`` (one row per window): results by clip index."""
         from faster_whisper.tokenizer import Tokenizer
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                               task="transcribe", language=language)
-        meta = [{"offset": c.start, "duration": c.duration,
-                 "segments": [{"start": int(c.start * SAMPLE_RATE),
-                               "end": int(c.end * SAMPLE_RATE)}]} for c in clips]
+        meta = []
+        for w in windows:
+            length = w.offsets[-1] + w.clips[-1].duration
+            meta.append({"offset": 0.0, "duration": length,
+                         "segments": [{"start": 0, "end": int(length * SAMPLE_RATE)}]})
         if encoded is not None:
             self._proxy.prime(features, encoded)
         outputs = self.pipeline.forward(features, tokenizer, meta, self._options(tokenizer))
-        results: list[ClipResult] = []
-        for clip, subs in zip(clips, outputs):
-            phrases = [(max(clip.start, min(clip.end, float(s["start"]))),
-                        max(clip.start, min(clip.end, float(s["end"]))), s["text"]) for s in subs]
+        results: dict[int, ClipResult] = {}
+        for w, subs in zip(windows, outputs):
             lp = float(subs[0]["avg_logprob"]) if subs else -10.0
             ns = float(subs[0]["no_speech_prob"]) if subs else 1.0
-            results.append(ClipResult(phrases, lp, ns))
+            per_clip: list[list[tuple[float, float, str]]] = [[] for _ in w.clips]
+            for sub in subs:
+                start, end = float(sub["start"]), float(sub["end"])
+                k, _ = w.to_file_time((start + end) / 2)  # a phrase belongs where its middle is
+                c, off = w.clips[k], w.offsets[k]
+                per_clip[k].append((min(c.end, max(c.start, c.start + start - off)),
+                                    min(c.end, max(c.start, c.start + end - off)), sub["text"]))
+            for idx, phrases in zip(w.indices, per_clip):
+                results[idx] = ClipResult(phrases, lp, ns)
         return results

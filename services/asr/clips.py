@@ -76,3 +76,61 @@ def join_spans(spans: list[tuple[float, float]], max_seconds: float, join_gap: f
 def plan_clips(audio: np.ndarray, settings: Settings) -> list[Clip]:
     return join_spans(file_spans(audio, settings), max_clip_seconds(settings),
                       settings.asr_merge_gap_seconds)
+
+
+SEPARATOR_SECONDS = 1.0  # silence put between clips packed into one window: a phrase boundary
+
+
+@dataclass
+class Window:
+    """Clips packed (in time order) into one encoder window, separated by silence."""
+
+    clips: list[Clip]
+    indices: list[int]  # the clips' indices in the file's clip list
+
+    @property
+    def offsets(self) -> list[float]:
+        """Where each clip starts inside the window."""
+        out, t = [], 0.0
+        for c in self.clips:
+            out.append(t)
+            t += c.duration + SEPARATOR_SECONDS
+        return out
+
+    @property
+    def speech_seconds(self) -> float:
+        return sum(c.speech_seconds for c in self.clips)
+
+    def audio(self, audio: np.ndarray) -> np.ndarray:
+        gap = np.zeros(int(SEPARATOR_SECONDS * SAMPLE_RATE), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        for i, c in enumerate(self.clips):
+            if i:
+                parts.append(gap)
+            parts.append(audio[int(c.start * SAMPLE_RATE):int(c.end * SAMPLE_RATE)])
+        return np.concatenate(parts)
+
+    def to_file_time(self, t: float) -> tuple[int, float]:
+        """(position of the clip within the window, file time) of window time ``t``."""
+        offsets = self.offsets
+        k = 0
+        for j, off in enumerate(offsets):
+            if t >= off - SEPARATOR_SECONDS / 2:
+                k = j
+        c = self.clips[k]
+        return k, min(c.end, max(c.start, c.start + t - offsets[k]))
+
+
+def pack_windows(clips: list[Clip], max_seconds: float = WHISPER_WINDOW_SECONDS) -> list[Window]:
+    """Greedy, in time order: short clips share an encoder pass instead of each padding to 30 s."""
+    windows: list[Window] = []
+    length = 0.0
+    for i, c in enumerate(clips):
+        if windows and length + SEPARATOR_SECONDS + c.duration <= max_seconds:
+            windows[-1].clips.append(c)
+            windows[-1].indices.append(i)
+            length += SEPARATOR_SECONDS + c.duration
+        else:
+            windows.append(Window([c], [i]))
+            length = c.duration
+    return windows

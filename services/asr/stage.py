@@ -108,7 +108,7 @@ class AsrStage(Stage):
 
     def transcribe_file(self, key: str, audio: np.ndarray) -> FileOutcome:
         """Language ID, then (if kept) transcription and segment flags: one JSONL line."""
-        from services.asr.clips import plan_clips
+        from services.asr.clips import Window, pack_windows, plan_clips
         from services.asr.langid import aggregate, pick_windows
 
         s = self.settings
@@ -117,12 +117,14 @@ class AsrStage(Stage):
         clips = plan_clips(audio, s)
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
+        windows = pack_windows(clips)
         t0 = time.perf_counter()
-        lid_idx = pick_windows(len(clips), s.lid_windows)
-        lid_clips = [clips[i] for i in lid_idx]
-        lid_feats = tr.features(audio, lid_clips)
+        lid_idx = pick_windows(len(windows), s.lid_windows)
+        lid_windows = [windows[i] for i in lid_idx]
+        lid_feats = tr.features(audio, lid_windows)
         lid_encoded = tr.encode(lid_feats)
-        guess = aggregate(tr.detect_language(lid_encoded), [c.speech_seconds for c in lid_clips])
+        guess = aggregate(tr.detect_language(lid_encoded),
+                          [w.speech_seconds for w in lid_windows])
         model_seconds = time.perf_counter() - t0
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
@@ -131,12 +133,18 @@ class AsrStage(Stage):
         language = guess.language
         assert language is not None
         t1 = time.perf_counter()
-        results = dict(zip(lid_idx, tr.transcribe(lid_feats, lid_clips, language, lid_encoded)))
-        rest = [i for i in range(len(clips)) if i not in results]
+        results = tr.transcribe(lid_feats, lid_windows, language, lid_encoded)
+        rest = [w for i, w in enumerate(windows) if i not in set(lid_idx)]
         for b in range(0, len(rest), s.asr_batch_size):
-            idx = rest[b:b + s.asr_batch_size]
-            batch = [clips[i] for i in idx]
-            results.update(zip(idx, tr.transcribe(tr.features(audio, batch), batch, language)))
+            batch = rest[b:b + s.asr_batch_size]
+            results.update(tr.transcribe(tr.features(audio, batch), batch, language))
+        # Whisper may end a packed window early and leave a clip without text: give such clips
+        # a window of their own (costs encoder passes only when it happens).
+        alone = [Window([clips[i]], [i]) for w in windows if len(w.clips) > 1 for i in w.indices
+                 if not any(t.strip() for _, _, t in results[i].phrases)]
+        for b in range(0, len(alone), s.asr_batch_size):
+            batch = alone[b:b + s.asr_batch_size]
+            results.update(tr.transcribe(tr.features(audio, batch), batch, language))
         model_seconds += time.perf_counter() - t1
         return self._segments(key, clips, results, common, language, model_seconds)
 
