@@ -19,7 +19,7 @@ STAGES = ("asr", "enhance", "tokenize")
 @pytest.mark.parametrize("stage", STAGES)
 def test_dockerfile(stage: str) -> None:
     text = (REPO / f"deploy/docker/Dockerfile.{stage}").read_text()
-    assert re.search(r"^FROM nvidia/cuda:\S+-runtime-ubuntu", text, re.M)
+    assert re.search(r"^FROM nvidia/cuda:\S+-runtime-ubuntu", text, re.MULTILINE)
     extras = set(re.findall(r'"\.\[([\w,-]+)\]"', text))
     assert extras == {stage}, extras  # only its own model stack
     assert f'"celery", "-A", "services.{stage}", "worker", "-Q", "{stage}"' in text
