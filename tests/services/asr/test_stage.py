@@ -1,0 +1,151 @@
+"""The ASR stage on one real shard (bundled Whisper base, int8, CPU): language ID, transcription,
+segment policy, error lines, JSONL schema, done record."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.services.asr.conftest import SR, Corpus, ShardRun
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    try:
+        import jiwer
+
+        return float(jiwer.wer(" ".join(_words(reference)), " ".join(_words(hypothesis))))
+    except ImportError:
+        pass
+    r, h = _words(reference), _words(hypothesis)
+    prev = list(range(len(h) + 1))
+    for i, rw in enumerate(r, 1):
+        cur = [i] + [0] * len(h)
+        for j, hw in enumerate(h, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rw != hw))
+        prev = cur
+    return prev[-1] / max(1, len(r))
+
+
+def test_wer_helper() -> None:
+    assert wer("a b c d", "a b c d") == 0.0
+    assert wer("a b c d", "a x c") == 0.5
+
+
+def test_english_transcribed_with_low_wer(shard_run: ShardRun, corpus: Corpus) -> None:
+    line = shard_run.by_key["en"]
+    assert line["status"] == "ok" and line["language"] == "en"
+    assert line["language_probability"] >= 0.8
+    kept = [s for s in line["segments"] if s["kept"]]
+    assert len(kept) >= 3  # split at the pauses between sentences
+    hyp = " ".join(s["text"] for s in kept)
+    score = wer(corpus.en_reference, hyp)
+    print(f"English WER {score:.3f}: {hyp!r}")
+    assert score <= 0.15, hyp
+
+
+def test_japanese_kept_as_ja(shard_run: ShardRun) -> None:
+    line = shard_run.by_key["ja"]
+    print("ja:", line["language"], line["language_probability"],
+          [s["text"] for s in line["segments"]])
+    assert line["status"] == "ok" and line["language"] == "ja"
+    assert any(s["kept"] and s["text"] for s in line["segments"])
+
+
+def test_spanish_dropped_by_language(shard_run: ShardRun) -> None:
+    line = shard_run.by_key["es"]
+    print("es:", line["language"], line["language_probability"])
+    assert line["status"] == "dropped:language"
+    assert line["language"] not in ("ja", "en") or line["language_probability"] < 0.5
+    assert line["language_probability"] is not None and line["segments"] == []
+
+
+@pytest.mark.parametrize("key", ["silence", "noise", "chord"])
+def test_non_speech_gives_no_kept_segment(shard_run: ShardRun, key: str) -> None:
+    line = shard_run.by_key[key]
+    print(key, line["status"], line["segments"])
+    assert not line["status"].startswith("error")
+    assert abs(line["duration"] - 10.0) < 0.05
+    assert not any(s["kept"] for s in line["segments"])
+
+
+def test_long_file_timestamps(shard_run: ShardRun, corpus: Corpus) -> None:
+    line = shard_run.by_key["long"]
+    segs = line["segments"]
+    assert line["status"] == "ok" and line["language"] == "en"
+    assert abs(line["duration"] - corpus.long.audio.size / SR) < 0.05
+    assert [s["idx"] for s in segs] == list(range(len(segs)))
+    for s in segs:
+        assert 0.0 <= s["start"] < s["end"] <= line["duration"] + 1e-3
+    for a, b in zip(segs, segs[1:]):
+        assert a["end"] <= b["start"] + 1e-6, (a, b)  # monotonic, non-overlapping
+    kept = [s for s in segs if s["kept"]]
+    assert all(1.0 <= s["end"] - s["start"] <= 30.0 for s in kept)
+    # Every sentence spoken is (mostly) inside kept segments.
+    for start, end in corpus.long.speech:
+        covered = sum(max(0.0, min(end, s["end"]) - max(start, s["start"])) for s in kept)
+        assert covered >= 0.8 * (end - start), (start, end)
+
+
+def test_error_lines_and_shard_goes_on(shard_run: ShardRun) -> None:
+    by = shard_run.by_key
+    assert by["corrupt"]["status"] == "error:undecodable"
+    assert by["empty"]["status"] == "error:empty"
+    assert by["textonly"]["status"] == "error:no_audio"
+    assert by["tiny"]["status"] == "error:too_short"
+    for k in ("corrupt", "empty", "textonly", "tiny"):
+        assert by[k]["segments"] == [] and by[k]["language"] is None
+
+
+def test_exactly_one_line_per_member_in_order(shard_run: ShardRun, corpus: Corpus) -> None:
+    assert [x["key"] for x in shard_run.lines] == list(corpus.members)
+    assert shard_run.raw.endswith("\n") and len(shard_run.raw.splitlines()) == len(corpus.members)
+
+
+def test_jsonl_schema(shard_run: ShardRun) -> None:
+    from services.asr.records import LINE_FIELDS, SEGMENT_FIELDS
+
+    for line in shard_run.lines:
+        assert tuple(line) == LINE_FIELDS
+        assert isinstance(line["key"], str)
+        st = line["status"]
+        assert st == "ok" or re.fullmatch(r"(dropped|error):[a-z_]+[a-z0-9_:]*", st), st
+        assert line["language"] is None or isinstance(line["language"], str)
+        assert line["language_probability"] is None or 0.0 <= line["language_probability"] <= 1.0
+        assert line["duration"] is None or line["duration"] > 0
+        for s in line["segments"]:
+            assert tuple(s) == SEGMENT_FIELDS
+            assert isinstance(s["idx"], int) and isinstance(s["text"], str)
+            for f in ("start", "end", "avg_logprob", "no_speech_prob", "compression_ratio"):
+                assert isinstance(s[f], float | int)
+            assert isinstance(s["kept"], bool)
+            assert (s["reason"] is None) == s["kept"]
+            if s["reason"]:
+                allowed = {"empty_text", "non_speech", "low_confidence", "repetition",
+                           "too_short", "too_long"}
+                assert set(s["reason"].split(",")) <= allowed
+        if st != "ok":
+            assert line["segments"] == []
+
+
+def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
+    rec = shard_run.record
+    c = rec["counts"]
+    assert c["files"] == len(corpus.members)
+    assert c["errors"] == 4 and c["files"] == c["ok"] + c["dropped"] + c["errors"]
+    kept = sum(s["kept"] for x in shard_run.lines for s in x["segments"])
+    assert c["kept_segments"] == kept > 0
+    assert rec["model"] == shard_run.settings.asr_model and rec["version"]
+    assert rec["compute_type"] == "int8" and rec["device"] == "cpu"
+    durations = sum(x["duration"] for x in shard_run.lines if x["duration"])
+    assert rec["audio_seconds_in"] == pytest.approx(durations, abs=0.05)
+    kept_s = sum(s["end"] - s["start"] for x in shard_run.lines for s in x["segments"] if s["kept"])
+    assert rec["audio_seconds_out"] == pytest.approx(kept_s, abs=0.05)
+    assert rec["languages"].get("en", 0) >= 2 and rec["languages"].get("ja") == 1
+    assert shard_run.record["outputs"] == ["asr/shard-000007.jsonl"]
