@@ -1,0 +1,78 @@
+"""The three real stages as three real Celery workers, on Redis and an S3 server.
+
+ASR: the offline Whisper base (CTranslate2, int8 on CPU); enhance: a small Sidon-contract
+TorchScript pair; tokenize: a small random NeuCodec built from the real classes. Input: short
+espeak-ng speech. `enqueue-shards --range 0-3` -> every output and done record; again -> 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+
+from tests.harness import (enqueue, ledger_for, pipeline_env, run_cli, settings_from,
+                           start_worker, wait_done, worker_logs)
+from tests.speechgen import have_espeak, make_shard, synth, wav_bytes
+
+pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+N = 3
+TEXTS = [("en", "the quick brown fox jumps over the lazy dog"),
+         ("ja", "きょう は とても いい てんき です ね")]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    from tests.factories.neucodec import build_small_neucodec
+    from tests.factories.sidon import build_small_sidon
+
+    root = tmp_path_factory.mktemp("models")
+    return {"sidon": str(build_small_sidon(root / "sidon")),
+            "neucodec": str(build_small_neucodec(root / "neucodec"))}
+
+
+@pytest.fixture
+def env(tmp_path: Path, s3_bucket: str, isolated_redis_url: str, models) -> dict[str, str]:
+    s3 = boto3.client("s3")
+    speech = {lang: wav_bytes(synth(text, voice=lang)) for lang, text in TEXTS}
+    for i in range(N):
+        p = make_shard(tmp_path / f"shard-{i:06d}.tar",
+                       {f"{i:03d}_{lang}": {"wav": speech[lang]} for lang, _ in TEXTS})
+        s3.upload_file(str(p), s3_bucket, f"raw/{p.name}")
+    return pipeline_env(
+        isolated_redis_url, f"s3://{s3_bucket}/raw", f"s3://{s3_bucket}/out", tmp_path / "scratch",
+        ONSEI_VISIBILITY_TIMEOUT="600", ONSEI_ASR_MODEL="bundled:whisper-base",
+        ONSEI_ASR_DEVICE="cpu", ONSEI_ENHANCER="sidon", ONSEI_SIDON_MODEL=models["sidon"],
+        ONSEI_ENHANCE_DEVICE="cpu", ONSEI_NEUCODEC_MODEL=models["neucodec"],
+        ONSEI_TOKENIZE_DEVICE="cpu", ONSEI_TOKENIZE_BATCH_SECONDS="20")
+
+
+def test_three_fleets_end_to_end(env, request) -> None:
+    workers = [start_worker(f"services.{st}", st, env) for st in ("asr", "enhance", "tokenize")]
+    for w in workers:
+        request.addfinalizer(w.stop)
+    out = enqueue(["--range", f"0-{N}"], env).stdout
+    assert f"enqueued {N} (asr={N})" in out
+    assert not wait_done(env, "tokenize", range(N), 420), worker_logs(workers)
+    led, s = ledger_for(env), settings_from(env)
+    for i in range(N):
+        asr = [json.loads(x) for x in
+               led.store.read_bytes(f"asr/{s.shard_stem(i)}.jsonl").decode().splitlines()]
+        assert sorted(r["key"] for r in asr) == sorted(f"{i:03d}_{lang}" for lang, _ in TEXTS)
+        kept = sum(1 for r in asr for seg in r.get("segments", []) if seg.get("kept"))
+        assert kept >= 1, asr
+        tokens = [json.loads(x) for x in led.store.read_bytes(
+            f"tokens/{s.tokenizer}/{s.shard_stem(i)}.jsonl").decode().splitlines()]
+        assert len(tokens) == kept and len({t["id"] for t in tokens}) == kept  # each once
+        assert all(t["codes"]["neu_tokens"] and t["text"] for t in tokens)
+        assert led.store.exists(f"enhanced/{s.shard_stem(i)}.tar")
+        for st in ("asr", "enhance", "tokenize"):
+            rec = led.read_done(st, i)
+            assert rec and rec["host"] and "wall_seconds" in rec, (st, i)
+    assert "enqueued 0" in enqueue(["--range", f"0-{N}"], env).stdout
+    status = run_cli(["services.cli", "status", "--json"], env)
+    data = json.loads(status.stdout)
+    assert all(data["stages"][st]["done"] == N for st in ("asr", "enhance", "tokenize"))
+    assert data["stages"]["asr"]["audio_hours_in"] > 0
