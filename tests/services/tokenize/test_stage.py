@@ -1,0 +1,57 @@
+"""The stage through the real executor: enhanced tar in, exact JSONL out, done record last."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from common.audio import resample
+from common.executor import Executor
+from common.stage import Stage
+from services.tokenize.stage import TokenizeStage
+from tests.services.tokenize.conftest import tone, write_enhanced_tar
+
+SEGMENTS = [("000000051649_0000", 0.6, "hello there"), ("000000051649_0001", 1.0, "こんにちは"),
+            ("000000051649_0002", 0.4, "short"), ("000000051650_0000", 0.85, "again"),
+            ("000000051650_0001", 0.6, "same length")]
+
+
+def _setup(make_settings, tmp_path: Path, codec, **kw) -> tuple:
+    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu",
+                      tokenize_batch_seconds=2.0, **kw)
+    tar = Path(s.output_url) / Stage.output_key(s, "enhance", 7)
+    bad = {"000000051651_0000": {"flac": b"not audio", "json": b'{"text": "x"}'},
+           "000000051651_0001": {"flac": (tmp_path / "none").as_posix().encode()}}
+    write_enhanced_tar(tar, SEGMENTS, extra=bad)
+    stage = TokenizeStage(s)
+    stage.codec = codec  # loaded once per session (the loader has its own tests)
+    return s, stage
+
+
+def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec) -> None:
+    s, stage = _setup(make_settings, tmp_path, codec)
+    outcome = Executor(s).run_shard(stage, 7)
+    out = Path(s.output_url) / "tokens" / "neucodec" / "shard-000007.jsonl"
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in lines] == [k for k, _, _ in SEGMENTS]  # the tar's keys, its order
+    for rec, (key, seconds, text) in zip(lines, SEGMENTS):
+        assert set(rec) == {"id", "text", "codes", "duration_seconds"}
+        assert set(rec["codes"]) == {"neu_tokens"}
+        assert rec["text"] == text
+        assert type(rec["duration_seconds"]) is float
+        assert rec["duration_seconds"] == round(seconds, 2)
+        toks = rec["codes"]["neu_tokens"]
+        assert all(type(t) is int for t in toks)
+        n16 = resample(tone(seconds, 24_000), 24_000, 16_000).shape[0]
+        assert len(toks) == n16 // 320
+    rec = outcome.record
+    assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2,
+                             "tokens": sum(len(r["codes"]["neu_tokens"]) for r in lines)}
+    assert {e["reason"] for e in rec["errors_sample"]} == {"audio:undecodable", "missing_json"}
+    assert rec["tokenizer"] == "neucodec" and rec["batching"] == "exact"
+    assert rec["padding_waste"] <= 0.03
+    assert rec["batches"] < 5  # equal-length segments shared a batch
+    assert abs(rec["audio_seconds_out"] - sum(x[1] for x in SEGMENTS)) < 0.01
+    ledger = Path(s.output_url) / "_ledger" / "tokenize" / "neucodec" / "shard-000007.json"
+    assert ledger.is_file()
+    assert Executor(s).run_shard(stage, 7).skipped
