@@ -1,0 +1,26 @@
+"""A worker of one stage imports nothing of another stage's model stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("module, banned", [
+    ("services.asr", ("torch", "transformers", "neucodec")),
+    ("services.tokenize", ("ctranslate2", "faster_whisper")),
+    ("services.enhance", ("ctranslate2", "faster_whisper", "neucodec")),
+    ("common.worker", ("torch", "ctranslate2", "faster_whisper")),
+])
+def test_import_does_not_pull_other_stacks(module: str, banned: tuple[str, ...]) -> None:
+    code = (f"import sys, {module}; "
+            f"print([m for m in {banned!r} if m in sys.modules])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]", f"{module} imported {res.stdout.strip()}"
