@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 import tarfile
 import tracemalloc
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from common.audio import AudioError, decode_audio
 from common.settings import Settings
 from common.shards import MemberError, Sample, iter_shard
+from tests.reliability.flacgen import silent_flac
 
 
 def _tar(path: Path, members: list[tuple[str, bytes]]) -> Path:
@@ -68,13 +68,9 @@ def flac_with_declared_samples(data: bytes, total: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def three_hour_flac(tmp_path_factory) -> bytes:
-    """3 h of silence at 8 kHz, written to a pipe so the header declares no length (~2 MB)."""
-    out = subprocess.run(
-        ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
-         "anullsrc=r=8000:cl=mono", "-t", "10800", "-sample_fmt", "s16", "-c:a", "flac",
-         "-f", "flac", "pipe:1"], check=True, timeout=120, capture_output=True)
-    return out.stdout
+def three_hour_flac() -> bytes:
+    """3 h of 8 kHz silence, no declared length (like a streamed encode): ~0.24 MB."""
+    return silent_flac(3 * 3600)
 
 
 def test_duration_limit_stops_decoding_early(three_hour_flac):
