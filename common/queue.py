@@ -42,7 +42,10 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = STAGES) -> dict
         "worker_concurrency": settings.worker_concurrency,
         "worker_max_tasks_per_child": None,
         "task_time_limit": settings.task_time_limit,
-        "task_soft_time_limit": max(1, settings.task_time_limit - 60),
+        # The soft limit warns a minute before the hard one; for short limits a quarter of it
+        # (limit - 60 would leave a 1 s soft limit for a 30 s shard).
+        "task_soft_time_limit": max(
+            1, settings.task_time_limit - min(60, settings.task_time_limit // 4)),
         "broker_transport_options": {
             "visibility_timeout": settings.visibility_timeout,
             # look for expired unacked messages (a dead worker's) every 10 s, not every 100 s
