@@ -15,6 +15,7 @@ from common.queue import make_app, send_stage_task
 from common.settings import Settings
 from tests.common.ops_worker import start_worker, stop, wait_for
 from tests.conftest import free_port
+from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,16 +29,16 @@ def _samples(text: str) -> dict[tuple[str, str], float]:
     return out
 
 
-def test_worker_serves_shard_metrics(tmp_path: Path, isolated_redis_url: str) -> None:
+def test_worker_serves_shard_metrics(tmp_path: Path, private_redis_url: str) -> None:  # noqa: F811
     raw, out = tmp_path / "raw", tmp_path / "out"
     raw.mkdir()
     for i in (1, 2):
         (raw / f"shard-{i:06d}.tar").write_text("0.3")
     port = free_port()
     env = {"ONSEI_INPUT_URL": str(raw), "ONSEI_OUTPUT_URL": str(out),
-           "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_BROKER_URL": isolated_redis_url,
+           "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_BROKER_URL": private_redis_url,
            "ONSEI_METRICS_PORT": str(port), "ONSEI_METRICS_HOST": "127.0.0.1"}
-    app = make_app("test-sender", Settings(broker_url=isolated_redis_url))
+    app = make_app("test-sender", Settings(broker_url=private_redis_url))
     for i in (1, 2):
         send_stage_task(app, "asr", i, "asr")
     log = tmp_path / "worker.log"

@@ -17,21 +17,22 @@ from common.queue import make_app, send_stage_task
 from common.settings import Settings
 from common.tracking import attempts_key, running_key
 from tests.common.ops_worker import start_worker, stop, wait_for
+from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def setup(tmp_path: Path, isolated_redis_url: str):
+def setup(tmp_path: Path, private_redis_url: str):  # noqa: F811
     raw, out, started = tmp_path / "raw", tmp_path / "out", tmp_path / "started"
     for d in (raw, out, started):
         d.mkdir()
     env = {"ONSEI_INPUT_URL": str(raw), "ONSEI_OUTPUT_URL": str(out),
-           "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_BROKER_URL": isolated_redis_url,
+           "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_BROKER_URL": private_redis_url,
            "ONSEI_METRICS_PORT": "0", "OPS_TEST_STARTED_DIR": str(started)}
-    app = make_app("test-sender", Settings(broker_url=isolated_redis_url))
+    app = make_app("test-sender", Settings(broker_url=private_redis_url))
     return {"raw": raw, "out": out, "started": started, "env": env, "app": app,
-            "r": redis.Redis.from_url(isolated_redis_url), "log": tmp_path / "worker.log"}
+            "r": redis.Redis.from_url(private_redis_url), "log": tmp_path / "worker.log"}
 
 
 def _done(out: Path, shard_id: int) -> Path:

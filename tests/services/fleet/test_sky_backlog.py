@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from services.fleet.backlog import redis_backlog
 from services.fleet.sky import SkyCliClient, parse_queue_table
+from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 
 QUEUE_OUT = """Fetching managed job statuses...
 Managed jobs
@@ -67,26 +68,26 @@ def test_cli_client_argument_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert calls[2]["argv"] == ["jobs", "cancel", "--yes", "7", "6"]
 
 
-def test_redis_backlog_counts_waiting_and_in_flight(isolated_redis_url: str) -> None:
+def test_redis_backlog_counts_waiting_and_in_flight(private_redis_url: str) -> None:  # noqa: F811
     import redis
 
-    r = redis.Redis.from_url(isolated_redis_url)
+    r = redis.Redis.from_url(private_redis_url)
     r.rpush("asr", *[b"m"] * 5)
     r.rpush("asr\x06\x163", b"m")  # a priority sub-queue
     r.rpush("tokenize", b"m")
     r.hset("unacked", "tag1", json.dumps([{"body": "x"}, "asr", "asr"]))
     r.hset("unacked", "tag2", json.dumps([{"body": "x"}, "tokenize", "tokenize"]))
-    backlog = redis_backlog(isolated_redis_url)
+    backlog = redis_backlog(private_redis_url)
     assert backlog("asr") == 7 and backlog("tokenize") == 2 and backlog("enhance") == 0
 
 
-def test_fleet_cli_dry_run(tmp_path: Path, isolated_redis_url: str,
+def test_fleet_cli_dry_run(tmp_path: Path, private_redis_url: str,  # noqa: F811
                            monkeypatch: pytest.MonkeyPatch) -> None:
     import redis
 
-    redis.Redis.from_url(isolated_redis_url).rpush("asr", *[b"m"] * 45)
+    redis.Redis.from_url(private_redis_url).rpush("asr", *[b"m"] * 45)
     exe, log = _fake_sky(tmp_path)
-    monkeypatch.setenv("ONSEI_BROKER_URL", isolated_redis_url)
+    monkeypatch.setenv("ONSEI_BROKER_URL", private_redis_url)
     from services.cli import cli
 
     repo = Path(__file__).resolve().parents[3]
