@@ -72,6 +72,10 @@ def hand_back(requests: list[Any], on_handback: Callable[[Any], None] | None = N
     (reject_on_worker_lost). Returns how many were handed back."""
     n = 0
     for req in requests:
+        if req.worker_pid == os.getpid():  # solo/threads pool: killing would kill the worker
+            log.warning("preemption: %s runs in the main process (solo pool): it returns to the "
+                        "queue only after the visibility timeout if the worker dies", req.id)
+            continue
         if on_handback is not None:
             try:
                 on_handback(req)

@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     flower_basic_auth: SecretStr = Field(
         SecretStr("onsei:change-me"), description="user:password for Flower"
     )
+    cuda_mps: bool = Field(False, description="worker image entrypoint starts the CUDA MPS "
+                           "daemon so a worker's processes share the GPU's SMs")
     worker_concurrency: int = Field(1, description="processes per worker; each loads its model")
     prefetch_shards: int = Field(
         1, description="shards reserved and downloaded ahead while one is computed (0: off)"
