@@ -119,3 +119,16 @@ def test_bad_members_are_recorded_and_the_rest_goes_on(make_settings, tmp_path) 
     assert rec["counts"]["segments"] == 2 and rec["counts"]["errors"] == 4
     names = [n for n, _ in read_tar(out / "enhanced/shard-000007.tar")]
     assert names == ["good_0000.flac", "good_0000.json", "good_0001.flac", "good_0001.json"]
+
+
+def test_shard_with_nothing_kept_gives_an_empty_tar(make_settings, tmp_path) -> None:
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    make_shard(raw / "shard-000003.tar", {"x": {"wav": wav_bytes(speech(2.0))}})
+    (out / "asr").mkdir(parents=True)
+    (out / "asr/shard-000003.jsonl").write_text(
+        json.dumps(asr_line("x", "dropped:language", [], language="de")) + "\n")
+    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
+    rec = Executor(s).run_shard(EnhanceStage(s), 3).record
+    assert rec["counts"]["segments"] == 0 and rec["counts"]["members_decoded"] == 0
+    assert rec["padded_fraction"] == 0.0 and rec["audio_seconds_out"] == 0.0
+    assert read_tar(out / "enhanced/shard-000003.tar") == []
