@@ -132,6 +132,22 @@ class SidonBackend(Backend):
     def run(self, prepared: Any) -> np.ndarray:
         import torch
 
+        try:
+            return self._run(prepared)
+        except torch.cuda.OutOfMemoryError:
+            # A GPU shared with other processes (MPS) can run short: halve the batch, not fail.
+            n = (prepared[1] if isinstance(prepared, tuple) else prepared).shape[0]
+            if n <= 1:
+                raise
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            log.warning("sidon: out of GPU memory at batch %d, running halves", n)
+            halves = [_slice(prepared, 0, n // 2), _slice(prepared, n // 2, n)]
+            return np.concatenate([self.run(h) for h in halves])
+
+    def _run(self, prepared: Any) -> np.ndarray:
+        import torch
+
         with torch.inference_mode():
             x = self._features(prepared)
             b, t, _ = x.shape
@@ -146,3 +162,9 @@ class SidonBackend(Backend):
     def info(self) -> dict[str, Any]:
         return {"enhancer": "sidon", "enhancer_version": self.settings.sidon_model,
                 "enhancer_device": self.device}
+
+
+def _slice(prepared: Any, a: int, b: int) -> Any:
+    if isinstance(prepared, tuple):
+        return (prepared[0], prepared[1][a:b])
+    return prepared[a:b]

@@ -91,3 +91,25 @@ def test_torch_filterbank_matches_transformers(small_dir, make_settings) -> None
         b.load()
         outs.append(b.run(b.prepare(rows[:, :32000])))
     assert np.abs(outs[0] - outs[1]).max() < 1e-3
+
+
+def test_out_of_gpu_memory_halves_the_batch(small_dir, make_settings) -> None:
+    import torch
+
+    b = SidonBackend(make_settings(sidon_model=str(small_dir), enhance_device="cpu"))
+    b.load()
+    rows = (0.1 * np.random.default_rng(2).standard_normal((4, 16000))).astype(np.float32)
+    expected = b.run(b.prepare(rows))
+    real_fe = b._fe
+    sizes: list[int] = []
+
+    def tight(x):  # noqa: ANN001, ANN202 - a GPU that holds at most one row
+        sizes.append(x.shape[0])
+        if x.shape[0] > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")
+        return real_fe(x)
+
+    b._fe = tight
+    got = b.run(b.prepare(rows))
+    assert sizes[0] == 4 and sizes.count(1) == 4
+    np.testing.assert_allclose(got, expected, atol=1e-5)
