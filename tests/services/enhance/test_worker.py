@@ -21,7 +21,10 @@ def test_import_loads_no_model_stack() -> None:
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
-def test_worker_answers_ping(isolated_redis_url: str, tmp_path) -> None:  # noqa: ANN001
+def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_path) -> None:  # noqa: ANN001
+    from tests.services.enhance.helpers import build_inputs
+
+    build_inputs(tmp_path / "raw", tmp_path / "out")
     env = {**os.environ, "ONSEI_BROKER_URL": isolated_redis_url, "ONSEI_ENHANCER": "none",
            "ONSEI_OUTPUT_URL": str(tmp_path / "out"), "ONSEI_INPUT_URL": str(tmp_path / "raw"),
            "OMP_NUM_THREADS": "1"}
@@ -43,6 +46,18 @@ def test_worker_answers_ping(isolated_redis_url: str, tmp_path) -> None:  # noqa
         assert replies, "no worker answered ping"
         assert any(k.startswith("enhance-test-") for k in replies)
         assert all(v == {"ok": "pong"} for v in replies.values())
+        # And it does the work: one shard through the queue, done record last.
+        from common.queue import send_stage_task
+
+        send_stage_task(app, "enhance", 0, until="enhance")
+        done = tmp_path / "out/_ledger/enhance/shard-000000.json"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not done.exists():
+            assert proc.poll() is None, "worker exited"
+            time.sleep(0.5)
+        record = json.loads(done.read_text())
+        assert record["counts"]["segments"] == 3 and record["enhancer"] == "none"
+        assert (tmp_path / "out/enhanced/shard-000000.tar").is_file()
     finally:
         proc.terminate()
         try:
