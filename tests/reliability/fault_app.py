@@ -1,0 +1,64 @@
+"""A Celery app for the fault campaign: the stages of one pipeline, with fault hooks.
+
+    celery -A tests.reliability.fault_app worker -Q asr,enhance,tokenize
+
+``ONSEI_FAULT_PIPELINE``: ``dummy`` (tests/dummy: the real Stage contract, no model, exact and
+fast) or ``real`` (services.asr with ``bundled:whisper-base`` and services.enhance, typically with
+``ONSEI_ENHANCER=none``; tokenize is left out of fault runs: a NeuCodec per worker process is
+~1.5 GB). ``ONSEI_FAULT_HANG=asr:3,enhance:5`` makes the first attempt of those shards hang in a
+way that the soft time limit cannot interrupt (SIGUSR1 blocked, like a stuck GPU call): only the
+hard time limit frees them. ``ONSEI_FAULT_DIR`` holds the per-shard "already hung once" markers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from common.queue import make_app
+from common.stage import Stage
+from common.worker import register_stage_task
+
+
+def _hang_once(stage: str, shard_id: int) -> None:
+    wanted = {x.strip() for x in os.environ.get("ONSEI_FAULT_HANG", "").split(",") if x.strip()}
+    if f"{stage}:{shard_id}" not in wanted:
+        return
+    marker = Path(os.environ.get("ONSEI_FAULT_DIR", "/tmp")) / f"hung-{stage}-{shard_id}"
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # first attempt only
+    except FileExistsError:
+        return
+    os.close(fd)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # no soft time limit either
+    while True:
+        time.sleep(3600)
+
+
+def with_faults(cls: type[Stage]) -> type[Stage]:
+    class Faulty(cls):  # type: ignore[misc, valid-type]
+        def process(self, shard_id, inputs, workdir):
+            _hang_once(self.name, shard_id)
+            return super().process(shard_id, inputs, workdir)
+
+    Faulty.__name__ = f"Faulty{cls.__name__}"
+    return Faulty
+
+
+def stage_classes(pipeline: str) -> list[type[Stage]]:
+    if pipeline == "real":
+        from services.asr.stage import AsrStage
+        from services.enhance.stage import EnhanceStage
+
+        return [AsrStage, EnhanceStage]
+    from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
+
+    return [DummyAsr, DummyEnhance, DummyTokenize]
+
+
+PIPELINE = os.environ.get("ONSEI_FAULT_PIPELINE", "dummy")
+app = make_app("tests.reliability.fault_app")
+tasks = {cls.name: register_stage_task(app, cls.name, with_faults(cls))
+         for cls in stage_classes(PIPELINE)}

@@ -1,0 +1,198 @@
+"""Fault campaign: real Redis (a private redis-server), the moto S3 server (behind a
+fault-injecting proxy where the fault is S3), real Celery worker processes; each test ends with
+the same audit: every shard of the range done exactly once (one version of its done record in a
+versioned bucket), every output holds each segment exactly once, the ledger agrees with the
+outputs, nothing dead-lettered.
+
+Default run: the dummy pipeline (tests/dummy: the real Stage contract, executor, task body,
+queues and storage; no model), about 2-3 minutes. ``-m slow`` adds the same faults on the real
+stages (asr with bundled:whisper-base, enhance with ONSEI_ENHANCER=none) and longer kill series:
+
+    pytest tests/reliability/test_faults.py -m "slow or not slow"
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Self
+
+import pytest
+
+from tests.faultproxy import FaultProxy
+from tests.harness import wait_until
+from tests.reliability.rig import Rig
+
+REAL = pytest.param("real", marks=pytest.mark.slow, id="real")
+DUMMY = pytest.param("dummy", id="dummy")
+
+
+def _timeouts(pipeline: str) -> float:
+    return 150 if pipeline == "dummy" else 600
+
+
+@pytest.fixture
+def rigs(tmp_path):
+    made: list[Rig] = []
+    yield made
+    for r in made:
+        r.close()
+
+
+def _make(rigs: list[Rig], tmp_path: Path, s3_endpoint: str, pipeline: str, **kw) -> Rig:
+    rig = Rig.create(tmp_path / "rig", s3_endpoint, pipeline=pipeline, **kw)
+    rigs.append(rig)
+    return rig
+
+
+def _finish(rig: Rig, timeout: float, allow_redone: bool = False) -> None:
+    missing = rig.wait_all(timeout)
+    assert not missing, f"not done: {sorted(missing)}\n{rig.logs()[-6000:]}"
+    rig.audit().assert_exactly_once(allow_redone=allow_redone)
+
+
+# --- kill -9 -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pipeline,kills", [
+    pytest.param("dummy", 4, id="dummy"),
+    pytest.param("dummy", 12, marks=pytest.mark.slow, id="dummy-long"),
+    pytest.param("real", 4, marks=pytest.mark.slow, id="real")])
+def test_kill9_random_workers_repeatedly(pipeline, kills, rigs, tmp_path, s3_endpoint):
+    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=12,
+                ONSEI_DUMMY_SECONDS="0.6")
+    rig.start_workers(3)
+    rig.enqueue()
+    rng = random.Random(8)
+    led = rig._ledger()
+    done_at_kill = []
+    for _ in range(kills):
+        time.sleep(rng.uniform(2.0, 4.0) if pipeline == "dummy" else rng.uniform(8, 15))
+        victim = rng.choice(rig.workers)
+        rig.kill9(victim)
+        done_at_kill.append(len(led.done_ids(rig.chain[-1], rig.ids)))
+        rig.start_workers(1)
+    assert done_at_kill[0] < len(rig.ids), "the run ended before the first kill"
+    _finish(rig, _timeouts(pipeline))
+
+
+# --- Redis lost ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pipeline", [DUMMY, REAL])
+def test_redis_restarted_and_wiped_then_enqueue_again(pipeline, rigs, tmp_path, s3_endpoint):
+    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=6, ONSEI_DUMMY_SECONDS="0.5")
+    rig.start_workers(2)
+    rig.enqueue()
+    led = rig._ledger()
+    assert wait_until(lambda: len(led.done_ids("asr", rig.ids)) >= 2, _timeouts(pipeline)), \
+        rig.logs()[-4000:]
+    assert len(led.done_ids(rig.chain[-1], rig.ids)) < len(rig.ids)
+    rig.redis.restart_wiped()  # queues, unacked messages, counters, tracking sets: all gone
+    assert rig.redis.client().dbsize() == 0
+    time.sleep(2)
+    out = rig.enqueue()  # the ledger says what is missing
+    assert "enqueued" in out
+    # A shard in hand during the wipe cannot be known as running any more: re-enqueueing it
+    # may redo it once (idempotent outputs, same result). Lost and duplicated stay 0.
+    _finish(rig, _timeouts(pipeline), allow_redone=True)
+
+
+# --- S3 failing ------------------------------------------------------------------------------------
+class Chaos:
+    """Cycles the proxy through faults: 500s, connection resets, and reads slower than the
+    client's read timeout (GET only: a timed-out write could land twice)."""
+
+    PLAN = ({"mode": "status", "status": 500, "rate": 0.2}, {"mode": "reset", "rate": 0.1},
+            {"mode": "delay", "delay": 2.5, "rate": 0.25, "methods": {"GET"}},
+            {"mode": "status", "status": 503, "rate": 0.2})
+
+    def __init__(self, proxy: FaultProxy, period: float = 1.5) -> None:
+        self.proxy, self.period = proxy, period
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            f = dict(self.PLAN[i % len(self.PLAN)])
+            self.proxy.set_fault(f.pop("mode"), **f)
+            i += 1
+            self._stop.wait(self.period)
+        self.proxy.clear()
+
+    def __enter__(self) -> Self:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join(5)
+
+
+@pytest.mark.parametrize("pipeline", [DUMMY, REAL])
+def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
+    with FaultProxy(s3_endpoint) as proxy:
+        rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=6, member_bytes=200_000,
+                    s3_for_workers=proxy.url, ONSEI_S3_READ_TIMEOUT="1",
+                    ONSEI_S3_CONNECT_TIMEOUT="1", ONSEI_MAX_TASK_FAILURES="6")
+        rig.start_workers(2)
+        with Chaos(proxy):
+            rig.enqueue()
+            missing = rig.wait_all(_timeouts(pipeline))
+        assert sum(proxy.injected.values()) >= 10, proxy.injected
+        assert not missing, f"not done: {sorted(missing)}\n{rig.logs()[-6000:]}"
+        rig.audit().assert_exactly_once()
+
+
+# --- scratch disk full -------------------------------------------------------------------------------
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 3 MiB tmpfs as the workers' scratch dir (root + mount needed; else skipped)."""
+    mnt = tmp_path / "scratch-tmpfs"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("pipeline", [DUMMY, REAL])
+def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
+    filler = small_tmpfs / "filler"
+    with open(filler, "wb") as f:  # leave ~256 KiB: every shard (~1.2 MB) fails mid-download
+        f.write(b"\0" * (3 * 1024**2 - 256 * 1024))
+    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=4, member_bytes=400_000,
+                scratch=small_tmpfs / "work", ONSEI_MAX_TASK_FAILURES="1000",
+                ONSEI_RETRY_BACKOFF_SECONDS="0.5", ONSEI_RETRY_BACKOFF_MAX_SECONDS="2")
+    if pipeline == "real":  # real shards are small: fill up to what they cannot fit
+        os.truncate(filler, 3 * 1024**2 - 64 * 1024)
+    rig.start_workers(2)
+    rig.enqueue()
+    led = rig._ledger()
+
+    def disk_full_recorded() -> bool:
+        return any("No space left" in r.get("reason", "") + r.get("traceback", "")
+                   for r in led.failures("asr"))
+
+    assert wait_until(disk_full_recorded, 90), rig.logs()[-5000:]
+    assert not led.done_ids("asr", rig.ids)  # nothing half-done was published
+    assert list(led.store.list("asr/")) == []
+    filler.unlink()  # the operator frees space; the retries then go through
+    _finish(rig, _timeouts(pipeline))
+
+
+# --- a hung worker -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("pipeline", [DUMMY, REAL])
+def test_hung_shard_freed_by_hard_time_limit(pipeline, rigs, tmp_path, s3_endpoint):
+    limit = "8" if pipeline == "dummy" else "90"
+    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=3, ONSEI_TASK_TIME_LIMIT=limit,
+                ONSEI_FAULT_HANG="asr:1,enhance:2")
+    rig.start_workers(1)
+    rig.enqueue()
+    _finish(rig, _timeouts(pipeline) + 2 * int(limit))
+    assert (rig.root / "hung-asr-1").exists() and (rig.root / "hung-enhance-2").exists()
+    logs = rig.logs(tail=10**7)
+    assert logs.count("Hard time limit") >= 2, logs[-5000:]  # freed by the hard limit
