@@ -67,27 +67,37 @@ def stage_vs_plain_loop(quick: bool) -> list[dict]:
         list(model.transcribe(warm, beam_size=settings.asr_beam_size, temperature=0.0)[0])
         stage.transcribe_file("warm", warm)
 
-        t0 = time.perf_counter()
-        for b in files:  # the plain loop: decode, transcribe, consume the segments
-            audio = decode_audio(b, 16000)
-            segments, _info = model.transcribe(audio, beam_size=settings.asr_beam_size,
-                                               temperature=0.0)
-            list(segments)
-        baseline = time.perf_counter() - t0
+        def plain_loop() -> float:
+            t0 = time.perf_counter()
+            for b in files:  # decode, transcribe, consume the segments
+                audio = decode_audio(b, 16000)
+                segments, _info = model.transcribe(audio, beam_size=settings.asr_beam_size,
+                                                   temperature=0.0)
+                list(segments)
+            return time.perf_counter() - t0
 
-        work = tmp / "work"
-        work.mkdir()
-        t0 = time.perf_counter()
-        result = stage.process(0, {"shard": shard}, work)
-        ours = time.perf_counter() - t0
+        def our_stage(n: int) -> tuple[float, object]:
+            work = tmp / f"work{n}"
+            work.mkdir()
+            t0 = time.perf_counter()
+            res = stage.process(0, {"shard": shard}, work)
+            return time.perf_counter() - t0, res
+
+        # A-B-B-A on a shared machine: load drift hits both sides alike.
+        baseline = plain_loop()
+        ours, result = our_stage(1)
+        ours2, _ = our_stage(2)
+        baseline += plain_loop()
+        ours += ours2
     tag = f"{loaded.resolved.name} {loaded.compute_type} {loaded.device}"
     return [
         {"name": f"asr stage vs plain transcribe loop ({audio_seconds / 60:.1f} min, {tag})",
-         "ours": round(ours, 2), "baseline": round(baseline, 2), "unit": "s wall",
+         "ours": round(ours, 2), "baseline": round(baseline, 2), "unit": "s wall (x2, ABBA)",
          "ratio": round(ours / baseline, 3), "goal": "<= 0.8"},
-        {"name": "asr stage real-time factor (wall / audio)", "ours": round(ours / audio_seconds, 4),
-         "baseline": round(baseline / audio_seconds, 4), "unit": "x",
-         "ratio": round(ours / baseline, 3), "goal": f"kept {result.counts.get('kept_segments')}"},
+        {"name": "asr stage real-time factor (wall / audio)",
+         "ours": round(ours / 2 / audio_seconds, 4),
+         "baseline": round(baseline / 2 / audio_seconds, 4), "unit": "x",
+         "ratio": round(ours / baseline, 3), "goal": f"kept {result.counts.get('kept_segments')} segs"},
     ]
 
 
