@@ -122,7 +122,7 @@ def snr(quick: bool) -> list[dict]:
                      "ours": round(after, 1), "baseline": round(before, 1),
                      "ratio": round(after - before, 1), "goal": "gain >= 3 dB (ratio = gain)",
                      "unit": "dB"})
-    rows.append({"name": "enhance: RNNoise CPU speed (one thread)",
+    rows.append({"name": "enhance: RNNoise CPU speed (rows on threads, one per core)",
                  "ours": round(clean.size / 48000 / wall, 1), "baseline": None, "ratio": None,
                  "goal": "info", "unit": "x realtime"})
     return rows
