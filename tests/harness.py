@@ -7,6 +7,9 @@
     w.kill9()                                           # the whole process group, SIGKILL
     w.stop()                                            # SIGTERM, then SIGKILL after a grace
 
+Fixtures (import them into a test module to use them): ``private_redis_url``, a redis-server of
+the module's own (flushed per test), so no other test run's worker can take these messages.
+
 Each worker runs in its own session (process group) so ``kill9`` takes its pool processes too,
 like a preempted node. Logs go to a file per worker (``w.log_text()``) for failure messages.
 """
@@ -19,11 +22,52 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def private_redis_server() -> Iterator[str]:
+    """A redis-server of this test module's own on a free port (else the shared one's DB).
+
+    Workers of other test runs on the same machine can never consume these queues.
+    """
+    import shutil
+    import socket
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        yield os.environ.get("ONSEI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def private_redis_url(private_redis_server: str) -> str:
+    """The module's private Redis, flushed before each test."""
+    import redis
+
+    redis.Redis.from_url(private_redis_server).flushdb()
+    return private_redis_server
 
 
 def pipeline_env(redis_url: str, input_url: str, output_url: str, scratch: str | Path,

@@ -13,6 +13,7 @@ from common.queue import TASK_NAMES, celery_config, make_app, next_stage
 from common.settings import Settings
 from common.tracking import Tracker, queued_key
 from common.worker import backoff_seconds
+from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 
 def test_config_is_json_only_and_at_least_once() -> None:
@@ -50,10 +51,10 @@ def test_backoff_grows_with_jitter_and_cap() -> None:
     assert backoff_seconds(s, 1, ValueError()) >= 5  # non-transient: 5x the transient base
 
 
-def test_fast_publish_equals_celery_message(isolated_redis_url: str) -> None:
-    s = Settings(broker_url=isolated_redis_url)
+def test_fast_publish_equals_celery_message(private_redis_url: str) -> None:
+    s = Settings(broker_url=private_redis_url)
     app = make_app("onsei", s)
-    r = redis.Redis.from_url(isolated_redis_url)
+    r = redis.Redis.from_url(private_redis_url)
     assert publish_shards(app, "enhance", [5, 6, 7], "enhance", force=True) == 3
     plain_publish(app, "enhance", [8], "enhance")
     raw = [json.loads(x) for x in r.lrange("enhance", 0, -1)][::-1]  # BRPOP pops the tail

@@ -13,6 +13,7 @@ from common.publish import publish_shards
 from common.storage import open_store
 from common.tracking import Tracker
 from services.enqueue import enqueue, main, parse_range
+from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 
 def _ledger(s) -> Ledger:  # noqa: ANN001
@@ -31,8 +32,8 @@ def test_parse_range() -> None:
     assert parse_range("0-3") == range(0, 3) and parse_range("7") == range(7, 8)
 
 
-def test_resumes_each_shard_at_its_first_missing_stage(make_settings, isolated_redis_url) -> None:
-    s = make_settings(broker_url=isolated_redis_url)
+def test_resumes_each_shard_at_its_first_missing_stage(make_settings, private_redis_url) -> None:
+    s = make_settings(broker_url=private_redis_url)
     led = _ledger(s)
     for st in ("asr", "enhance", "tokenize"):
         led.mark_done(st, 0, {})  # shard 0: all done
@@ -41,36 +42,36 @@ def test_resumes_each_shard_at_its_first_missing_stage(make_settings, isolated_r
     p = enqueue(s, range(0, 5), "asr", "tokenize")
     assert p.to_enqueue == {"asr": [2, 4], "enhance": [1], "tokenize": []}
     assert (p.done, p.failed, p.enqueued) == (1, 1, 3)
-    assert _queued_args(isolated_redis_url, "asr") == [2, 4]
-    assert _queued_args(isolated_redis_url, "enhance") == [1]
+    assert _queued_args(private_redis_url, "asr") == [2, 4]
+    assert _queued_args(private_redis_url, "enhance") == [1]
     again = enqueue(s, range(0, 5), "asr", "tokenize")  # messages on their way: nothing new
     assert again.enqueued == 0 and again.queued == 3
     retry = enqueue(s, range(3, 4), "asr", "tokenize", retry_failed=True)
     assert retry.to_enqueue["asr"] == [3]
 
 
-def test_stale_queued_set_is_cleared_when_queue_is_empty(make_settings, isolated_redis_url) -> None:
-    s = make_settings(broker_url=isolated_redis_url)
+def test_stale_queued_set_is_cleared_when_queue_is_empty(make_settings, private_redis_url) -> None:
+    s = make_settings(broker_url=private_redis_url)
     publish_shards(make_app("onsei", s), "asr", [0, 1], "tokenize")
-    redis.Redis.from_url(isolated_redis_url).delete("asr")  # e.g. `celery purge`
+    redis.Redis.from_url(private_redis_url).delete("asr")  # e.g. `celery purge`
     assert Tracker(s).queued_ids("asr") == {0, 1}
     p = enqueue(s, range(0, 2), "asr", "tokenize")
     assert p.to_enqueue["asr"] == [0, 1]
 
 
-def test_force_and_dry_run(make_settings, isolated_redis_url) -> None:
-    s = make_settings(broker_url=isolated_redis_url)
+def test_force_and_dry_run(make_settings, private_redis_url) -> None:
+    s = make_settings(broker_url=private_redis_url)
     _ledger(s).mark_done("asr", 0, {})
     dry = enqueue(s, range(0, 3), "asr", "asr", dry_run=True)
     assert dry.to_enqueue["asr"] == [1, 2]
-    assert redis.Redis.from_url(isolated_redis_url).llen("asr") == 0
+    assert redis.Redis.from_url(private_redis_url).llen("asr") == 0
     forced = enqueue(s, range(0, 3), "asr", "asr", force=True)
     assert forced.to_enqueue["asr"] == [0, 1, 2]
-    assert _queued_args(isolated_redis_url, "asr") == [0, 1, 2]
+    assert _queued_args(private_redis_url, "asr") == [0, 1, 2]
 
 
-def test_cli_prints_counts(make_settings, isolated_redis_url, monkeypatch) -> None:
-    s = make_settings(broker_url=isolated_redis_url)
+def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url)
     _ledger(s).mark_done("asr", 1, {})
     monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
     res = CliRunner().invoke(main, ["--range", "0-4", "--until", "asr"])

@@ -12,6 +12,7 @@ from base64 import b64encode
 from pathlib import Path
 
 from tests.conftest import _wait_port, free_port
+from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,9 +28,9 @@ def _get(url: str, auth: str | None = None) -> tuple[int, str]:
         return e.code, ""
 
 
-def test_flower_behind_auth_on_loopback(isolated_redis_url: str) -> None:
+def test_flower_behind_auth_on_loopback(private_redis_url: str) -> None:
     port = free_port()
-    env = {**os.environ, "ONSEI_BROKER_URL": isolated_redis_url, "ONSEI_FLOWER_PORT": str(port),
+    env = {**os.environ, "ONSEI_BROKER_URL": private_redis_url, "ONSEI_FLOWER_PORT": str(port),
            "ONSEI_FLOWER_BASIC_AUTH": "ops:s3cret-pw", "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "services.cli", "flower"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

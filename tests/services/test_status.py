@@ -13,6 +13,7 @@ from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
 from services.status import collect, status
+from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 
 def _fill(s) -> None:  # noqa: ANN001
@@ -36,8 +37,8 @@ def test_from_the_ledger_alone_when_redis_is_down(make_settings) -> None:
     assert collect(s, range(5, 10))["stages"]["asr"]["done"] == 0
 
 
-def test_queue_state_from_redis(make_settings, isolated_redis_url, monkeypatch) -> None:
-    s = make_settings(broker_url=isolated_redis_url)
+def test_queue_state_from_redis(make_settings, private_redis_url, monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url)
     _fill(s)
     publish_shards(make_app("onsei", s), "enhance", [0, 2], "tokenize")
     Tracker(s).start("asr", 7, 60)
