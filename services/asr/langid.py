@@ -1,9 +1,9 @@
 """Language ID from several clips spread across a file, not only its first 30 s.
 
-Up to ``lid_windows`` clips are picked evenly over the file's clips; each is one encoder pass
-whose output is reused for its transcription (batched.py), so language ID costs no extra encoder
-pass for a kept file. Whisper's language distributions are averaged, weighted by the speech
-seconds of each clip.
+Up to ``lid_windows`` encoder windows (speech clips packed into 30 s, clips.py) are picked
+evenly over the file; their encoder output is reused for their transcription (batched.py), so
+language ID costs no extra encoder pass for a kept file. Whisper's language distributions are
+averaged, weighted by the speech seconds of each window.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class LanguageGuess:
 
 
 def pick_windows(n_clips: int, k: int) -> list[int]:
-    """``k`` clip indices spread evenly over ``n_clips`` (all of them when there are few)."""
+    """``k`` window indices spread evenly over ``n_clips`` (all of them when there are few)."""
     if n_clips <= k:
         return list(range(n_clips))
     return sorted({min(n_clips - 1, int((i + 0.5) * n_clips / k)) for i in range(k)})

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.settings import Settings
 from common.modelcache import BUNDLED_PREFIX
+from common.settings import Settings
 from services.asr.bundled import ensure_bundled
 from services.asr.bundled import version as bundled_version
 from services.asr.device import resolve_compute_type, resolve_device
@@ -71,21 +71,26 @@ def resolve_model(settings: Settings) -> ResolvedModel:
     return _resolve_hub(name, settings)
 
 
+def _hub_version(path: str) -> str:
+    p = Path(path)  # .../models--org--name/snapshots/<revision>
+    return p.name if p.parent.name == "snapshots" else "local"
+
+
 def _resolve_hub(name: str, settings: Settings) -> ResolvedModel:
     from faster_whisper.utils import download_model
 
     try:
         path = download_model(name, local_files_only=True)
         return ResolvedModel(name, path, _hub_version(path))
-    except Exception:
-        pass
+    except Exception as e:  # noqa: BLE001 - not in the HF cache: try the network next
+        log.debug("%s not in the Hugging Face cache: %s", name, e)
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
     err: Exception | None = None
     if not offline:
         try:
             path = download_model(name)
             return ResolvedModel(name, path, _hub_version(path))
-        except Exception as e:  # no network, unknown id, ...
+        except Exception as e:  # noqa: BLE001 - no network, unknown id, ...
             err = e
     raise ModelUnavailable(
         f"ASR model {name!r} is not available offline"

@@ -10,6 +10,7 @@ flagged by quality.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from services.asr.clips import Clip
 
@@ -51,7 +52,7 @@ def split_clip(clip: Clip, phrases: list[Phrase], min_seconds: float, max_second
     if not phrases:
         return [(clip.start, clip.end, "")]
     pieces = [Piece(clip.start, clip.end, [phrases[0].text.strip()])]
-    for prev, cur in zip(phrases, phrases[1:]):
+    for prev, cur in pairwise(phrases):
         pause = _pause_between(clip, prev.end, cur.start)
         if pause is not None and pieces[-1].start < pause[0] and pause[1] < clip.end:
             pieces[-1].end = pause[0]

@@ -79,7 +79,7 @@ def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator
                 if not put(decode_item(item, settings)):
                     return
             put(_END)
-        except BaseException as e:  # handed to the consumer, raised there
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
             put(e)
 
     thread = threading.Thread(target=work, name="asr-decode", daemon=True)

@@ -30,7 +30,7 @@ def has_repeated_ngram(text: str, max_n: int = 8, min_units: int = 8) -> bool:
         need = max(MIN_REPEATS, -(-min_units // n))  # ceil(min_units / n), at least MIN_REPEATS
         if n * need > size:
             break
-        for i in range(0, size - n * need + 1):
+        for i in range(size - n * need + 1):
             gram = units[i:i + n]
             if all(units[i + k * n:i + (k + 1) * n] == gram for k in range(1, need)):
                 return True

@@ -97,7 +97,7 @@ class AsrStage(Stage):
         )
 
     # --- one file ----------------------------------------------------------------------------------
-    def _transcriber(self):  # noqa: ANN202
+    def _transcriber(self):
         from services.asr.batched import ClipTranscriber
 
         self.load()
@@ -148,7 +148,7 @@ class AsrStage(Stage):
         model_seconds += time.perf_counter() - t1
         return self._segments(key, clips, results, common, language, model_seconds)
 
-    def _segments(self, key: str, clips: list, results: dict, common: dict[str, Any],  # noqa: ANN001
+    def _segments(self, key: str, clips: list, results: dict, common: dict[str, Any],
                   language: str, model_seconds: float) -> FileOutcome:
         from faster_whisper.transcribe import get_compression_ratio
 

@@ -24,12 +24,13 @@ def _model_cache() -> str:
     return os.environ.get("ONSEI_TEST_MODEL_CACHE", str(Path.home() / ".cache/onsei/models"))
 
 
-def asr_settings(tmp: Path, **overrides):  # noqa: ANN201
+def asr_settings(tmp: Path, **overrides):
     from common.settings import Settings
 
-    base = dict(input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
-                scratch_dir=str(tmp / "scratch"), model_cache=_model_cache(), asr_model=MODEL,
-                asr_device="cpu", asr_compute_type="int8", asr_batch_size=8)
+    base = {"input_url": str(tmp / "raw"), "output_url": str(tmp / "out"),
+            "scratch_dir": str(tmp / "scratch"), "model_cache": _model_cache(),
+            "asr_model": MODEL, "asr_device": "cpu", "asr_compute_type": "int8",
+            "asr_batch_size": 8}
     base.update(overrides)
     return Settings(**base)
 
@@ -109,7 +110,7 @@ def asr_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def asr_stage(asr_root: Path):  # noqa: ANN201
+def asr_stage(asr_root: Path):
     """The real stage with its model, loaded once for the whole session."""
     from services.asr.stage import AsrStage
 
@@ -128,7 +129,7 @@ class ShardRun:
 
 
 @pytest.fixture(scope="session")
-def shard_run(asr_stage, corpus: Corpus, asr_root: Path) -> ShardRun:  # noqa: ANN001
+def shard_run(asr_stage, corpus: Corpus, asr_root: Path) -> ShardRun:
     """Shard 7 through the executor (fetch, process, publish, done record), once."""
     from common.executor import Executor
 

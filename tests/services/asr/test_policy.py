@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.settings import Settings
-from services.asr.clips import SEPARATOR_SECONDS, Clip, Window, join_spans, pack_windows
+from services.asr.clips import SEPARATOR_SECONDS, Clip, join_spans, pack_windows
 from services.asr.langid import aggregate, pick_windows
 from services.asr.policy import Phrase, split_clip
 from services.asr.quality import flag_segment, has_repeated_ngram
@@ -67,7 +67,7 @@ def test_repeated_ngrams(text: str, loop: bool) -> None:
 
 
 def test_flags() -> None:
-    ok = dict(avg_logprob=-0.2, no_speech_prob=0.01, compression_ratio=1.2, settings=S)
+    ok = {"avg_logprob": -0.2, "no_speech_prob": 0.01, "compression_ratio": 1.2, "settings": S}
     assert flag_segment("hello there my friend", 0, 3, **ok) == []
     assert flag_segment("", 0, 3, **ok) == ["empty_text"]
     assert flag_segment("hi", 0, 0.5, **ok) == ["too_short"]

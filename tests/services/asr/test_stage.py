@@ -4,6 +4,7 @@ segment policy, error lines, JSONL schema, done record."""
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_long_file_timestamps(shard_run: ShardRun, corpus: Corpus) -> None:
     assert [s["idx"] for s in segs] == list(range(len(segs)))
     for s in segs:
         assert 0.0 <= s["start"] < s["end"] <= line["duration"] + 1e-3
-    for a, b in zip(segs, segs[1:]):
+    for a, b in pairwise(segs):
         assert a["end"] <= b["start"] + 1e-6, (a, b)  # monotonic, non-overlapping
     kept = [s for s in segs if s["kept"]]
     assert all(1.0 <= s["end"] - s["start"] <= 30.0 for s in kept)

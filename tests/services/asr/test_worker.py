@@ -56,7 +56,7 @@ def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
     env = _env(tmp_path, isolated_redis_url)
     _small_shard(tmp_path / "raw" / "shard-000003.tar")
     node = f"asr-test-{os.getpid()}@{socket.gethostname()}"
-    log = open(tmp_path / "worker.log", "wb")
+    log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - outlives this block
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "services.asr", "worker", "-Q", "asr",
          "--pool", "prefork", "-c", "1", "-n", node, "--without-gossip", "--without-mingle",
@@ -67,7 +67,7 @@ def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
         pong = ""
         while time.monotonic() < deadline:
             r = subprocess.run([sys.executable, "-m", "celery", "-A", "services.asr", "inspect",
-                                "ping", "-d", node, "-t", "3"], cwd=REPO, env=env,
+                                "ping", "-d", node, "-t", "3"], check=False, cwd=REPO, env=env,
                                capture_output=True, text=True, timeout=60)
             pong = r.stdout + r.stderr
             if r.returncode == 0 and "pong" in pong:
@@ -106,14 +106,14 @@ def test_onsei_run_asr_stage(tmp_path: Path, redis_url: str) -> None:
     env = _env(tmp_path, redis_url)
     _small_shard(tmp_path / "raw" / "shard-000004.tar")
     r = subprocess.run([sys.executable, "-m", "services.cli", "run", "--range", "4",
-                        "--stages", "asr"], cwd=REPO, env=env, capture_output=True, text=True,
-                       timeout=300)
+                        "--stages", "asr"], check=False, cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = _read_lines(tmp_path / "out", 4)
     assert [x["status"] for x in lines] == ["ok", "error:undecodable"]
     assert (tmp_path / "out" / "_ledger" / "asr" / "shard-000004.json").is_file()
     # Done shards are skipped on a second run.
     r2 = subprocess.run([sys.executable, "-m", "services.cli", "run", "--range", "4",
-                         "--stages", "asr"], cwd=REPO, env=env, capture_output=True, text=True,
-                        timeout=300)
+                         "--stages", "asr"], check=False, cwd=REPO, env=env,
+                        capture_output=True, text=True, timeout=300)
     assert r2.returncode == 0 and "already done 1" in r2.stdout, r2.stdout + r2.stderr
