@@ -42,7 +42,7 @@ def padding(quick: bool) -> list[dict]:
     ]
 
 
-def _segments(lengths: list[int], margin: int):  # noqa: ANN202
+def _segments(lengths: list[int], margin: int):
     from services.enhance.chunking import pad_segment
     from services.enhance.segments import CutSegment, SegmentSpec
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 
-def build_decoder(cin: int, ch: int, rates: tuple[int, ...] = (8, 5, 4, 3, 2), res: int = 3):  # noqa: ANN201
+def build_decoder(cin: int, ch: int, rates: tuple[int, ...] = (8, 5, 4, 3, 2), res: int = 3):
     import torch
     from torch import nn
 
@@ -85,7 +85,7 @@ def build_pair(directory: Path, device: str, tiny: bool, layers: int = 24) -> di
         dec_ts = torch.jit.script(dec)
     torch.jit.save(fe_ts, str(directory / f"feature_extractor_{dev}.pt"))
     torch.jit.save(dec_ts, str(directory / f"decoder_{dev}.pt"))
-    n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    n = lambda m: sum(p.numel() for p in m.parameters())
     return {"encoder_params_M": round(n(fe) / 1e6, 1), "decoder_params_M": round(n(dec) / 1e6, 1)}
 
 
@@ -149,7 +149,7 @@ def main() -> None:
                     backend.run(backend.prepare(rows))
                 sync()
                 wall = (time.monotonic() - t0) / args.iters
-            except torch.cuda.OutOfMemoryError if cuda else RuntimeError as e:  # type: ignore[misc]
+            except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
                 emit({"event": "batch", "batch": b, "error": str(e)[:200]})
                 break
             audio = b * geom.chunk / 16000  # seconds kept per batch

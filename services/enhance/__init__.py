@@ -4,7 +4,7 @@ Importing this package loads Celery and numpy only; torch / transformers load in
 process when the model does.
 """
 
-from services.enhance.app import app
 from services.enhance import tasks  # noqa: F401  (registers the task)
+from services.enhance.app import app
 
 __all__ = ["app"]

@@ -39,13 +39,13 @@ class ChunkGeometry:
 
     @classmethod
     def from_seconds(cls, rate: int, chunk_s: float, context_s: float, crossfade_s: float,
-                     hop: int) -> "ChunkGeometry":
+                     hop: int) -> ChunkGeometry:
         def align(n: float) -> int:
-            return max(hop, int(round(n / hop)) * hop)
+            return max(hop, round(n / hop) * hop)
 
         context = align(context_s * rate) if context_s > 0 else 0
         chunk = align(chunk_s * rate)
-        xf = int(round(crossfade_s * rate)) // 2 * 2
+        xf = round(crossfade_s * rate) // 2 * 2
         return cls(chunk=chunk, context=context, hop=hop, crossfade=min(xf, 2 * context))
 
 

@@ -38,7 +38,7 @@ class _Lib:
                     raise EnhancerUnavailable(
                         "ONSEI_ENHANCER=rnnoise needs the `pyrnnoise` package "
                         "(pip install 'onsei[enhance]'), or set ONSEI_ENHANCER=none")
-                path = Path(list(spec.submodule_search_locations)[0]) / "librnnoise.so"
+                path = Path(next(iter(spec.submodule_search_locations))) / "librnnoise.so"
                 lib = ctypes.CDLL(str(path))
                 lib.rnnoise_create.argtypes = [ctypes.c_void_p]
                 lib.rnnoise_create.restype = ctypes.c_void_p
@@ -103,6 +103,6 @@ class RNNoiseBackend(Backend):
             from importlib.metadata import version
 
             v = version("pyrnnoise")
-        except Exception:
+        except Exception:  # noqa: BLE001 - a version string is best effort
             v = "unknown"
         return {"enhancer": "rnnoise", "enhancer_version": f"pyrnnoise-{v}"}

@@ -198,8 +198,8 @@ class SegmentReader:
                 finally:
                     self.decode_seconds += time.monotonic() - t0
                 for spec in specs:
-                    a = int(round(spec.start * self.rate))
-                    b = min(int(round(spec.end * self.rate)), audio.size)
+                    a = round(spec.start * self.rate)
+                    b = min(round(spec.end * self.rate), audio.size)
                     if b - a < self.rate // 100:  # < 10 ms left inside the file
                         self.errors.append({"key": s.key, "reason": f"segment_outside_audio:{spec.idx}"})
                         continue

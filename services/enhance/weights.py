@@ -10,10 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from common.settings import Settings
 from common.storage import open_store, split_url
@@ -116,7 +115,7 @@ def _from_hub(repo_id: str, files: list[str], dest: Path, hint: Callable[[str], 
             for f in files:
                 if not (dest / f).is_file():
                     hf_hub_download(repo_id, f, local_dir=str(dest))
-        except Exception as e:  # noqa: BLE001 - network, auth, missing repo: all one advice
+        except Exception as e:
             raise WeightsUnavailable(hint(f"{repo_id} could not be downloaded from the hub: "
                                           f"{type(e).__name__}: {str(e)[:200]}")) from e
     return dest

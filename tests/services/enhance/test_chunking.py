@@ -29,7 +29,7 @@ def sweep(seconds: float, f0: float = 50.0, f1: float = 500.0, rate: int = RATE)
     return (0.5 * np.sin(2 * np.pi * (f0 * t + 0.5 * k * t * t))).astype(np.float32)
 
 
-def enhance(backend, geom: ChunkGeometry, signals: list[np.ndarray], batch: int = 3):  # noqa: ANN001
+def enhance(backend, geom: ChunkGeometry, signals: list[np.ndarray], batch: int = 3):
     segs = [CutSegment(i, SegmentSpec("k", i, 0.0, x.size / RATE, "", None), x.size,
                        pad_segment(x, 0, x.size, geom.margin)) for i, x in enumerate(signals)]
     eng = Enhancer(backend, geom, batch, rounds=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from services.enhance.chunking import ChunkGeometry, split_segment
@@ -35,7 +37,7 @@ def test_every_chunk_placed_once_without_overlap() -> None:
     for r in rows:
         spans = sorted((off, off + it.length) for it, off in r.placed)
         assert spans[0][0] == 0 and spans[-1][1] <= GEOM.window
-        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # no overlap: no bleed
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no overlap: no bleed
         assert all(off % GEOM.hop == 0 for _, off in r.placed)  # frame-aligned
 
 

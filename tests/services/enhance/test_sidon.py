@@ -103,7 +103,7 @@ def test_out_of_gpu_memory_halves_the_batch(small_dir, make_settings) -> None:
     real_fe = b._fe
     sizes: list[int] = []
 
-    def tight(x):  # noqa: ANN001, ANN202 - a GPU that holds at most one row
+    def tight(x):
         sizes.append(x.shape[0])
         if x.shape[0] > 1:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")

@@ -36,7 +36,7 @@ def read_tar(path: Path) -> list[tuple[str, bytes]]:
         return [(m.name, tf.extractfile(m).read()) for m in tf]
 
 
-def run_stage(make_settings, base: Path, tmp_path: Path, **over):  # noqa: ANN001
+def run_stage(make_settings, base: Path, tmp_path: Path, **over):
     out = tmp_path / "out"
     shutil.copytree(base / "out", out)
     s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhance_device="cpu",
@@ -51,12 +51,12 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
     decoded: list[int] = []
     real = segments_mod.decode_audio
 
-    def spy(data: bytes, *a, **k):  # noqa: ANN002, ANN003
+    def spy(data: bytes, *a, **k):
         decoded.append(len(data))
         return real(data, *a, **k)
 
     monkeypatch.setattr(segments_mod, "decode_audio", spy)
-    s, out, rec = run_stage(make_settings, base, tmp_path, enhancer=enhancer,
+    _s, out, rec = run_stage(make_settings, base, tmp_path, enhancer=enhancer,
                             sidon_model=str(model))
     # Dropped (b), errored (c) and nothing-kept (d) members are never decoded: their garbage
     # bytes would have been an error record.
@@ -87,7 +87,7 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
 
 
 def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) -> None:
-    base, _, model = prepared
+    base, _, _model = prepared
     _, out, _ = run_stage(make_settings, base, tmp_path, enhancer="none")
     members = dict(read_tar(out / "enhanced/shard-000000.tar"))
     got, _ = sf.read(io.BytesIO(members["a_0002.flac"]), dtype="float32")

@@ -21,7 +21,7 @@ def test_import_loads_no_model_stack() -> None:
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
-def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_path) -> None:  # noqa: ANN001
+def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_path) -> None:
     from tests.services.enhance.helpers import build_inputs
 
     build_inputs(tmp_path / "raw", tmp_path / "out")
