@@ -147,3 +147,7 @@ def make_settings(tmp_path: Path):
         return Settings(**base)
 
     return _make
+
+# Private redis-server per test module (tests/harness.py): e2e workers of other runs cannot
+# consume its queues.
+from tests.harness import private_redis_server, private_redis_url  # noqa: F401
