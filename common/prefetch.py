@@ -113,8 +113,11 @@ class Prefetcher:
             try:
                 if self.is_done(shard_id):
                     continue
+                t0 = time.monotonic()
                 fetch_into(self.fetch, self.stage, shard_id, self.settings)
                 self.fetched += 1
+                log.info("%s %s: inputs prefetched in %.2fs", self.stage.name, shard_id,
+                         time.monotonic() - t0)
             except Exception as e:  # the task fetches again and reports the real error
                 log.warning("%s %s: prefetch failed: %s", self.stage.name, shard_id, e)
             finally:
@@ -131,8 +134,12 @@ class Prefetcher:
         cutoff = time.time() - self.settings.visibility_timeout
         for d in root.iterdir():
             try:
-                if d.is_dir() and d.stat().st_mtime < cutoff:
+                if d.stat().st_mtime >= cutoff:
+                    continue
+                if d.is_dir():
                     with shard_lock(root, d.name):
                         shutil.rmtree(d, ignore_errors=True)
+                elif d.suffix == ".lock":  # nobody waits on a lock this old
+                    d.unlink(missing_ok=True)
             except OSError:
                 continue

@@ -62,7 +62,7 @@ class Tracker:
             self._made = True
         return self._client
 
-    def _safe(self, fn, default):  # noqa: ANN001 - small local helper
+    def _safe(self, fn, default):
         if self.client is None:
             return default
         try:
@@ -93,7 +93,8 @@ class Tracker:
     # --- running --------------------------------------------------------------------------------
     def start(self, stage: str, shard_id: int, ttl: int) -> int:
         """Mark running and count this delivery; returns the attempt number (1 when unknown)."""
-        info = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()})
+        info = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                           "started": time.time()})
 
         def go(c: Any) -> int:
             p = c.pipeline(transaction=False)

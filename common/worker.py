@@ -12,7 +12,7 @@ import logging
 import os
 import random
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from celery import Celery, Task
 from celery.exceptions import Reject
@@ -90,7 +90,8 @@ def backoff_seconds(settings: Settings, attempts: int, exc: BaseException) -> fl
     return random.uniform(cap / 2, cap)
 
 
-def register_stage_task(app: Celery, stage_name: str, stage_cls: Callable[[Settings], Stage]) -> Task:
+def register_stage_task(app: Celery, stage_name: str,
+                        stage_cls: Callable[[Settings], Stage]) -> Task:
     runtime = StageRuntime(app, stage_cls)
     task_name = TASK_NAMES[stage_name]
 
@@ -111,7 +112,8 @@ def register_stage_task(app: Celery, stage_name: str, stage_cls: Callable[[Setti
             log.warning("%s: cannot prefetch: %s", stage_name, e)
 
     @app.task(name=task_name, bind=True, acks_late=True, max_retries=None)
-    def process_shard(self: Task, shard_id: int, until: str = "tokenize", force: bool = False) -> dict:
+    def process_shard(self: Task, shard_id: int, until: str = "tokenize",
+                      force: bool = False) -> dict:
         settings, ex, tracker = runtime.settings, runtime.executor, runtime.tracker
         shard_id = int(shard_id)
         if not force and ex.ledger.is_done(stage_name, shard_id):  # a redelivery does no harm
@@ -122,7 +124,8 @@ def register_stage_task(app: Celery, stage_name: str, stage_cls: Callable[[Setti
         if attempts > settings.max_task_failures:  # crashed or timed out every time
             ex.ledger.mark_failed(stage_name, shard_id, "too many deliveries (worker lost or "
                                   "hard time limit)", attempts=attempts - 1, dead=True)
-            log.error("%s %s: dead-lettered after %d deliveries", stage_name, shard_id, attempts - 1)
+            log.error("%s %s: dead-lettered after %d deliveries", stage_name, shard_id,
+                      attempts - 1)
             tracker.finish(stage_name, shard_id, clear_attempts=True)
             return {"shard_id": shard_id, "dead_lettered": True}
         try:
@@ -146,7 +149,7 @@ def register_stage_task(app: Celery, stage_name: str, stage_cls: Callable[[Setti
             log.warning("%s %s: attempt %d failed (%s); retry in %.1fs", stage_name, shard_id,
                         attempts, reason, countdown)
             raise self.retry(exc=e, countdown=countdown, max_retries=None,
-                             kwargs={"until": until, "force": force})
+                             kwargs={"until": until, "force": force}) from e
         _discard(stage_name, shard_id, settings)
         tracker.finish(stage_name, shard_id, clear_attempts=True)
         _hand_on(app, stage_name, shard_id, until, force=force)
@@ -179,4 +182,4 @@ def _hand_on(app: Celery, stage: str, shard_id: int, until: str, force: bool = F
         send_stage_task(app, nxt, shard_id, until, force=force)
 
 
-__all__ = ["register_stage_task", "StageRuntime", "Reject", "backoff_seconds"]
+__all__ = ["Reject", "StageRuntime", "backoff_seconds", "register_stage_task"]

@@ -20,8 +20,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         force: bool) -> None:
     """The whole pipeline in one process, without a broker; skips work already done."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-        TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from common.settings import get_settings
     from services.enqueue import parse_range

@@ -49,7 +49,8 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
             "audio_hours_out": round(sum(r.get("audio_seconds_out", 0) for r in recs) / 3600, 4),
             "last_hour": {
                 "shards": len(recent),
-                "audio_hours_in": round(sum(r.get("audio_seconds_in", 0) for r in recent) / 3600, 4),
+                "audio_hours_in": round(
+                    sum(r.get("audio_seconds_in", 0) for r in recent) / 3600, 4),
             },
             "slowest": [{"shard_id": r["shard_id"], "wall_seconds": r.get("wall_seconds"),
                          "host": r.get("host")}

@@ -145,7 +145,8 @@ def start_worker(app: str, queues: str, env: dict[str, str], log_dir: Path | Non
     return Worker(app, queues, proc, log_path, name)
 
 
-def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(args: list[str], env: dict[str, str],
+            timeout: float = 120) -> subprocess.CompletedProcess:
     """A console script by module: ``run_cli(["services.enqueue", "--range", "0-3"], env)``."""
     return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=env, timeout=timeout,
                           capture_output=True, text=True)
@@ -158,7 +159,7 @@ def enqueue(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     return res
 
 
-def settings_from(env: dict[str, str]):  # noqa: ANN201 - Settings
+def settings_from(env: dict[str, str]):
     from common.settings import Settings
 
     keys = {k[len("ONSEI_"):].lower(): v for k, v in env.items() if k.startswith("ONSEI_")}
@@ -166,7 +167,7 @@ def settings_from(env: dict[str, str]):  # noqa: ANN201 - Settings
     return Settings(**{k: v for k, v in keys.items() if k in fields})
 
 
-def ledger_for(env: dict[str, str]):  # noqa: ANN201 - Ledger
+def ledger_for(env: dict[str, str]):
     from common.ledger import Ledger
     from common.storage import open_store
 

@@ -13,7 +13,6 @@ from common.queue import TASK_NAMES, celery_config, make_app, next_stage
 from common.settings import Settings
 from common.tracking import Tracker, queued_key
 from common.worker import backoff_seconds
-from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 
 def test_config_is_json_only_and_at_least_once() -> None:

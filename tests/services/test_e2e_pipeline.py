@@ -13,9 +13,16 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.harness import (private_redis_server, private_redis_url,  # noqa: F401
-                           enqueue, ledger_for, pipeline_env, run_cli, settings_from,
-                           start_worker, wait_done, worker_logs)
+from tests.harness import (  # noqa: F401
+    enqueue,
+    ledger_for,
+    pipeline_env,
+    run_cli,
+    settings_from,
+    start_worker,
+    wait_done,
+    worker_logs,
+)
 from tests.speechgen import have_espeak, make_shard, synth, wav_bytes
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")

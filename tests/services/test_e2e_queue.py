@@ -16,9 +16,17 @@ import pytest
 import redis
 
 from common.tracking import Tracker
-from tests.harness import (private_redis_server, private_redis_url,  # noqa: F401
-                           enqueue, ledger_for, pipeline_env, settings_from, start_worker,
-                           wait_done, wait_failed, wait_until, worker_logs)
+from tests.harness import (  # noqa: F401
+    enqueue,
+    ledger_for,
+    pipeline_env,
+    settings_from,
+    start_worker,
+    wait_done,
+    wait_failed,
+    wait_until,
+    worker_logs,
+)
 from tests.speechgen import make_shard
 
 KEYS = 3  # members per shard; the dummy asr makes 2 segments each
@@ -65,6 +73,10 @@ def test_enqueue_runs_all_then_nothing_twice(env, request) -> None:
     assert rec["counts"]["segments"] == 2 * KEYS and rec["host"]
     assert "enqueued 0" in enqueue(["--range", "0-4"], env).stdout
     assert Tracker(settings_from(env)).queued_ids("asr") == set()
+    assert "inputs prefetched" in w.log_text()  # the main process downloaded ahead
+    left = [p for p in (Path(env["ONSEI_SCRATCH_DIR"]) / "prefetch").glob("*/shard-*")
+            if p.is_dir()]
+    assert not left  # each prefetched download was used and removed
 
 
 def test_pickled_message_is_refused(env, request, tmp_path: Path) -> None:

@@ -8,15 +8,14 @@ import redis
 from click.testing import CliRunner
 
 from common.ledger import Ledger
-from common.queue import make_app
 from common.publish import publish_shards
+from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
 from services.enqueue import enqueue, main, parse_range
-from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 
-def _ledger(s) -> Ledger:  # noqa: ANN001
+def _ledger(s) -> Ledger:
     return Ledger(open_store(s.output_url, s), s)
 
 
@@ -29,7 +28,7 @@ def _queued_args(url: str, queue: str) -> list[int]:
 
 
 def test_parse_range() -> None:
-    assert parse_range("0-3") == range(0, 3) and parse_range("7") == range(7, 8)
+    assert parse_range("0-3") == range(3) and parse_range("7") == range(7, 8)
 
 
 def test_resumes_each_shard_at_its_first_missing_stage(make_settings, private_redis_url) -> None:
@@ -39,12 +38,12 @@ def test_resumes_each_shard_at_its_first_missing_stage(make_settings, private_re
         led.mark_done(st, 0, {})  # shard 0: all done
     led.mark_done("asr", 1, {})  # shard 1: enhance message lost (e.g. Redis flushed)
     led.mark_failed("asr", 3, "boom", dead=True)  # shard 3: dead-lettered
-    p = enqueue(s, range(0, 5), "asr", "tokenize")
+    p = enqueue(s, range(5), "asr", "tokenize")
     assert p.to_enqueue == {"asr": [2, 4], "enhance": [1], "tokenize": []}
     assert (p.done, p.failed, p.enqueued) == (1, 1, 3)
     assert _queued_args(private_redis_url, "asr") == [2, 4]
     assert _queued_args(private_redis_url, "enhance") == [1]
-    again = enqueue(s, range(0, 5), "asr", "tokenize")  # messages on their way: nothing new
+    again = enqueue(s, range(5), "asr", "tokenize")  # messages on their way: nothing new
     assert again.enqueued == 0 and again.queued == 3
     retry = enqueue(s, range(3, 4), "asr", "tokenize", retry_failed=True)
     assert retry.to_enqueue["asr"] == [3]
@@ -55,17 +54,17 @@ def test_stale_queued_set_is_cleared_when_queue_is_empty(make_settings, private_
     publish_shards(make_app("onsei", s), "asr", [0, 1], "tokenize")
     redis.Redis.from_url(private_redis_url).delete("asr")  # e.g. `celery purge`
     assert Tracker(s).queued_ids("asr") == {0, 1}
-    p = enqueue(s, range(0, 2), "asr", "tokenize")
+    p = enqueue(s, range(2), "asr", "tokenize")
     assert p.to_enqueue["asr"] == [0, 1]
 
 
 def test_force_and_dry_run(make_settings, private_redis_url) -> None:
     s = make_settings(broker_url=private_redis_url)
     _ledger(s).mark_done("asr", 0, {})
-    dry = enqueue(s, range(0, 3), "asr", "asr", dry_run=True)
+    dry = enqueue(s, range(3), "asr", "asr", dry_run=True)
     assert dry.to_enqueue["asr"] == [1, 2]
     assert redis.Redis.from_url(private_redis_url).llen("asr") == 0
-    forced = enqueue(s, range(0, 3), "asr", "asr", force=True)
+    forced = enqueue(s, range(3), "asr", "asr", force=True)
     assert forced.to_enqueue["asr"] == [0, 1, 2]
     assert _queued_args(private_redis_url, "asr") == [0, 1, 2]
 

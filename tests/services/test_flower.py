@@ -12,7 +12,6 @@ from base64 import b64encode
 from pathlib import Path
 
 from tests.conftest import _wait_port, free_port
-from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 

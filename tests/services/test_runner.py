@@ -6,16 +6,15 @@ import json
 from pathlib import Path
 
 from common.ledger import Ledger
-from common.stage import Stage
 from common.storage import open_store
-from services.runner import Runner, load_stage_class
+from services.runner import Runner
 from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
 from tests.speechgen import make_shard
 
 CLASSES = {"asr": DummyAsr, "enhance": DummyEnhance, "tokenize": DummyTokenize}
 
 
-def _shards(s, n: int) -> None:  # noqa: ANN001
+def _shards(s, n: int) -> None:
     for i in range(n):
         make_shard(Path(s.input_url) / s.shard_name(i),
                    {f"k{j}": {"wav": b"x" * 10} for j in range(3)})
@@ -26,13 +25,13 @@ def test_runs_all_stages_then_skips(make_settings) -> None:
     _shards(s, 3)
     seen = []
     out = Runner(s, ["asr", "enhance", "tokenize"], stage_classes=CLASSES).run(
-        range(0, 3), lambda st, adv, tot: seen.append((st, adv, tot)))
+        range(3), lambda st, adv, tot: seen.append((st, adv, tot)))
     assert [len(x.processed) for x in out] == [3, 3, 3]
     lines = (Path(s.output_url) / "tokens/neucodec/shard-000001.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["id"] for x in lines) == [f"k{j}_{i:04d}" for j in range(3)
                                                           for i in range(2)]
     assert ("asr", 0, 3) in seen and seen.count(("tokenize", 1, 3)) == 3
-    again = Runner(s, ["asr", "enhance", "tokenize"], stage_classes=CLASSES).run(range(0, 3))
+    again = Runner(s, ["asr", "enhance", "tokenize"], stage_classes=CLASSES).run(range(3))
     assert [len(x.skipped_done) for x in again] == [3, 3, 3]
 
 
@@ -45,7 +44,7 @@ def test_model_unavailable_fails_clearly_after_saving_earlier_stages(make_settin
     s = make_settings()
     _shards(s, 2)
     out = Runner(s, ["asr", "enhance", "tokenize"],
-                 stage_classes={**CLASSES, "enhance": _NoModel}).run(range(0, 2))
+                 stage_classes={**CLASSES, "enhance": _NoModel}).run(range(2))
     assert len(out) == 2 and len(out[0].processed) == 2
     assert "Sidon weights not found offline" in out[1].error
     led = Ledger(open_store(s.output_url, s), s)
@@ -56,10 +55,10 @@ def test_failing_shard_is_recorded_and_others_go_on(make_settings, monkeypatch) 
     s = make_settings()
     _shards(s, 3)
     monkeypatch.setenv("ONSEI_DUMMY_FAIL", "1")
-    out = Runner(s, ["asr"], stage_classes=CLASSES).run(range(0, 3))
+    out = Runner(s, ["asr"], stage_classes=CLASSES).run(range(3))
     assert out[0].processed == [0, 2] and "dummy failure" in out[0].failed[1]
     assert Ledger(open_store(s.output_url, s), s).failed_ids("asr") == {1}
-    later = Runner(s, ["enhance"], stage_classes=CLASSES).run(range(0, 3))
+    later = Runner(s, ["enhance"], stage_classes=CLASSES).run(range(3))
     assert later[0].waiting == [1] and later[0].processed == [0, 2]
 
 

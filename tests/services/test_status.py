@@ -13,10 +13,9 @@ from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
 from services.status import collect, status
-from tests.harness import private_redis_server, private_redis_url  # noqa: F401
 
 
-def _fill(s) -> None:  # noqa: ANN001
+def _fill(s) -> None:
     led = Ledger(open_store(s.output_url, s), s)
     for i in range(3):
         led.mark_done("asr", i, {"audio_seconds_in": 1800.0, "audio_seconds_out": 900.0,
@@ -27,7 +26,7 @@ def _fill(s) -> None:  # noqa: ANN001
 def test_from_the_ledger_alone_when_redis_is_down(make_settings) -> None:
     s = make_settings(broker_url="redis://127.0.0.1:1/0")
     _fill(s)
-    d = collect(s, range(0, 10))
+    d = collect(s, range(10))
     asr = d["stages"]["asr"]
     assert d["redis"] is False and asr["queued"] is None
     assert asr["done"] == 3 and asr["audio_hours_in"] == 1.5 and asr["audio_hours_out"] == 0.75
