@@ -101,7 +101,8 @@ class Rig:
             "ONSEI_FAULT_PIPELINE": pipeline, "ONSEI_FAULT_DIR": str(root),
             "ONSEI_ASR_MODEL": "bundled:whisper-base", "ONSEI_ASR_DEVICE": "cpu",
             "ONSEI_ENHANCER": "none", "ONSEI_UNTIL": CHAINS[pipeline][-1],
-            "ONSEI_VISIBILITY_TIMEOUT": "8" if pipeline == "dummy" else "45",
+            # longer than 2 shards (one in hand + one prefetched, unacked) on a busy machine
+            "ONSEI_VISIBILITY_TIMEOUT": "8" if pipeline == "dummy" else "150",
             "ONSEI_S3_MAX_ATTEMPTS": "10",
         }
         extra.update(env_extra)
