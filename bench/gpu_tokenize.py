@@ -22,9 +22,9 @@ from unittest import mock
 import numpy as np
 
 
-def build(variant_full: bool, device: str):  # noqa: ANN201
-    import torch
+def build(variant_full: bool, device: str):
     import neucodec.model as nm
+    import torch
     from transformers import AutoConfig, AutoModel, SeamlessM4TFeatureExtractor
 
     from services.tokenize.known_configs import known_semantic_config
@@ -37,14 +37,14 @@ def build(variant_full: bool, device: str):  # noqa: ANN201
 
     class Sem:
         @staticmethod
-        def from_pretrained(_n, **kw):  # noqa: ANN001, ANN205
+        def from_pretrained(_n, **kw):
             for k, v in kw.items():
                 setattr(sem, k, v)
             return AutoModel.from_config(sem)
 
     class Fe:
         @staticmethod
-        def from_pretrained(_n, **_kw):  # noqa: ANN001, ANN205
+        def from_pretrained(_n, **_kw):
             return SeamlessM4TFeatureExtractor(padding_value=1.0)
 
     torch.manual_seed(0)

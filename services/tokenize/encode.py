@@ -139,7 +139,7 @@ def _acoustic(model: Any, items: list[Prepared], policy: str) -> Any:
     return torch.cat([torch.nn.functional.pad(o, (0, fmax - o.shape[-1])) for o in outs])
 
 
-def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool):  # noqa: ANN202
+def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool):
     """One item at a time through the library's own ``encode_code`` (the reference)."""
     import torch
 

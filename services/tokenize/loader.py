@@ -102,11 +102,11 @@ def _read_json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _semantic_builder(directory: Path, variant: str, carries_semantic: bool):  # noqa: ANN202
+def _semantic_builder(directory: Path, variant: str, carries_semantic: bool):
     """A stand-in for ``<SemanticModel>.from_pretrained`` that never reaches the hub."""
     from transformers import AutoConfig, AutoModel
 
-    def build(_name: str, **kwargs: Any):  # noqa: ANN202
+    def build(_name: str, **kwargs: Any):
         if not carries_semantic:
             sub = directory / "semantic_model"
             if not sub.is_dir():
@@ -124,10 +124,10 @@ def _semantic_builder(directory: Path, variant: str, carries_semantic: bool):  #
     return build
 
 
-def _feature_extractor_builder(directory: Path, variant: str):  # noqa: ANN202
+def _feature_extractor_builder(directory: Path, variant: str):
     import transformers
 
-    def build(_name: str, **_kwargs: Any):  # noqa: ANN202
+    def build(_name: str, **_kwargs: Any):
         cfg = _read_json(directory / "preprocessor_config.json") or known_preprocessor_config(variant)
         cfg = dict(cfg)
         cls = getattr(transformers, cfg.pop("feature_extractor_type"))
@@ -140,7 +140,7 @@ def _feature_extractor_builder(directory: Path, variant: str):  # noqa: ANN202
 class _Shim:
     """Replaces a class name in ``neucodec.model`` during construction: only from_pretrained."""
 
-    def __init__(self, build) -> None:  # noqa: ANN001
+    def __init__(self, build) -> None:
         self.from_pretrained = build
 
 

@@ -71,7 +71,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
         try:
             meta = json.loads(item.files["json"]) if "json" in item.files else None
             if not isinstance(meta, dict):
-                raise ValueError("missing_json" if meta is None else "bad_json")
+                raise ValueError("missing_json" if meta is None else "bad_json")  # noqa: TRY004
             seg.text = str(meta.get("text", ""))
             audio_bytes = item.files.get("flac") or item.files.get("wav")
             if audio_bytes is None:
@@ -129,7 +129,7 @@ class JsonlWriter:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "w", encoding="utf-8")
+        self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115
         self._q: queue.Queue = queue.Queue(maxsize=64)
         self._err: BaseException | None = None
         self._t = threading.Thread(target=self._run, name="tokenize-writer", daemon=True)

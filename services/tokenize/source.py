@@ -12,9 +12,9 @@ from __future__ import annotations
 import fcntl
 import re
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlparse
 
 from common.settings import Settings
@@ -64,7 +64,7 @@ def _s3_has(url: str, settings: Settings) -> bool:
 
     try:
         return any(True for _ in open_store(url, settings).list(""))
-    except Exception:
+    except Exception:  # noqa: BLE001
         return False
 
 

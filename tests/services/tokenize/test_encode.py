@@ -53,3 +53,17 @@ def test_padded_policy_differs_only_at_the_tail(codec) -> None:
         same += int((cp == ca).sum())
     print(f"padded policy code agreement (random weights): {same / total:.4f}")
     assert total == sum(n // 320 for n in lengths)
+
+
+def test_trimmed_semantic_model_matches_untrimmed_library(codec) -> None:
+    """Dropping w2v-BERT layers past the 16th changes nothing: the library reads
+    hidden_states[16] of the whole (here 17-layer) model."""
+    from services.tokenize.loader import load_codec
+
+    full = load_codec(codec.directory, "neucodec", "cpu", trim=False)
+    assert len(full.model.semantic_model.encoder.layers) == 17
+    x = tone(4_321, 16_000, seed=3)
+    ours = encode_batch(codec.model, [prepare(codec.model, "neucodec", x)], "exact", True)
+    ref = encode_batch(full.model, [prepare(full.model, "neucodec", x)], "library", True)
+    np.testing.assert_allclose(ours[1][0], ref[1][0], atol=1e-4, rtol=0)
+    assert (ours[0][0] == ref[0][0]).all()

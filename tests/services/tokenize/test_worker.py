@@ -35,7 +35,7 @@ def test_worker_answers_ping_and_tokenizes_a_shard(isolated_redis_url: str, tmp_
            "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_NEUCODEC_MODEL": str(neucodec_dir),
            "ONSEI_TOKENIZE_DEVICE": "cpu", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("ONSEI_CONFIG", None)
-    log = open(tmp_path / "worker.log", "w")
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "services.tokenize", "worker", "-Q", "tokenize",
          "-c", "1", "--pool", "prefork", "-n", f"tok-{os.getpid()}@%h", "--loglevel", "INFO"],
