@@ -97,7 +97,10 @@ def send_stage_task(app: Celery, stage: str, shard_id: int, until: str,
         TASK_NAMES[stage], args=[shard_id], kwargs={"until": until, "force": force}, queue=stage,
         routing_key=stage, serializer="json",
     )
-    Tracker(app_settings(app)).add_queued(stage, [shard_id])
+    tracker = getattr(app, "_onsei_tracker", None)
+    if tracker is None:  # one Redis client per app (redis-py re-connects after a fork)
+        tracker = app._onsei_tracker = Tracker(app_settings(app))  # type: ignore[attr-defined]
+    tracker.add_queued(stage, [shard_id])
 
 
 def next_stage(stage: str, until: str) -> str | None:
