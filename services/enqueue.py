@@ -38,6 +38,7 @@ class Plan:
     done: int = 0
     queued: int = 0
     failed: int = 0
+    waiting: int = 0  # the stage before --stage is not done: nothing to work on yet
     redis_ok: bool = True
 
     @property
@@ -53,17 +54,20 @@ def plan(settings: Settings, ids: range, stage: str, until: str, force: bool,
 
     chain = list(STAGES[STAGES.index(stage): STAGES.index(until) + 1])
     p = Plan({s: [] for s in chain})
-    if force:
-        p.to_enqueue[stage] = list(ids)
-        return p
+    tracker = Tracker(settings)
+    p.redis_ok = tracker.client is None or tracker.available()
     ledger = Ledger(open_store(settings.output_url, settings), settings)
+    before = STAGES.index(stage) - 1
+    ready = set(ids) if before < 0 else ledger.done_ids(STAGES[before], ids)
+    p.waiting = len(ids) - len(ready)
+    if force:
+        p.to_enqueue[stage] = [i for i in ids if i in ready]
+        return p
     done = {s: ledger.done_ids(s, ids) for s in chain}
     dead: dict[str, set[int]] = {}
     if not retry_failed:  # failure records are few: reading each is cheap
         dead = {s: {r["shard_id"] for r in ledger.failures(s) if r.get("dead_lettered")}
                 for s in chain}
-    tracker = Tracker(settings)
-    p.redis_ok = tracker.client is None or tracker.available()
     queued: set[int] = set()
     if p.redis_ok:
         for s in STAGES:
@@ -72,6 +76,8 @@ def plan(settings: Settings, ids: range, stage: str, until: str, force: bool,
                 continue
             queued |= tracker.queued_ids(s)
     for i in ids:
+        if i not in ready:
+            continue
         first = next((s for s in chain if i not in done[s]), None)
         if first is None:
             p.done += 1
@@ -122,8 +128,10 @@ def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: 
     dt = time.perf_counter() - t0
     per_stage = ", ".join(f"{s}={len(v)}" for s, v in p.to_enqueue.items() if v) or "none"
     verb = "would enqueue" if dry_run else "enqueued"
-    click.echo(f"{verb} {p.enqueued} ({per_stage}); skipped {p.done + p.queued + p.failed} "
-               f"(done {p.done}, queued {p.queued}, dead-lettered {p.failed}) in {dt:.2f}s")
+    skipped = p.done + p.queued + p.failed + p.waiting
+    waiting = f", waiting for {STAGES[STAGES.index(stage) - 1]} {p.waiting}" if p.waiting else ""
+    click.echo(f"{verb} {p.enqueued} ({per_stage}); skipped {skipped} (done {p.done}, "
+               f"queued {p.queued}, dead-lettered {p.failed}{waiting}) in {dt:.2f}s")
 
 
 if __name__ == "__main__":

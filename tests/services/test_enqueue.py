@@ -58,6 +58,15 @@ def test_stale_queued_set_is_cleared_when_queue_is_empty(make_settings, private_
     assert p.to_enqueue["asr"] == [0, 1]
 
 
+def test_later_stage_only_where_the_previous_is_done(make_settings, private_redis_url) -> None:
+    s = make_settings(broker_url=private_redis_url)
+    _ledger(s).mark_done("asr", 1, {})
+    p = enqueue(s, range(0, 3), "enhance", "tokenize")
+    assert p.to_enqueue == {"enhance": [1], "tokenize": []} and p.waiting == 2
+    forced = enqueue(s, range(0, 3), "enhance", "enhance", force=True, dry_run=True)
+    assert forced.to_enqueue["enhance"] == [1]
+
+
 def test_force_and_dry_run(make_settings, private_redis_url) -> None:
     s = make_settings(broker_url=private_redis_url)
     _ledger(s).mark_done("asr", 0, {})
