@@ -118,7 +118,8 @@ class Prefetcher:
                 self.fetched += 1
                 log.info("%s %s: inputs prefetched in %.2fs", self.stage.name, shard_id,
                          time.monotonic() - t0)
-            except Exception as e:  # the task fetches again and reports the real error
+            # the task fetches again and reports the real error
+            except Exception as e:  # noqa: BLE001
                 log.warning("%s %s: prefetch failed: %s", self.stage.name, shard_id, e)
             finally:
                 self._q.task_done()

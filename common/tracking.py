@@ -67,7 +67,7 @@ class Tracker:
             return default
         try:
             return fn(self.client)
-        except Exception as e:  # Redis down: the ledger still holds the truth
+        except Exception as e:  # noqa: BLE001 - Redis down: the ledger still holds the truth
             log.debug("tracking unavailable: %s", e)
             return default
 

@@ -108,7 +108,7 @@ def register_stage_task(app: Celery, stage_name: str,
             return
         try:
             runtime.prefetcher.submit(int(request.args[0]))  # type: ignore[attr-defined]
-        except Exception as e:  # prefetch is an optimisation, never a failure
+        except Exception as e:  # noqa: BLE001 - prefetch is an optimisation, never a failure
             log.warning("%s: cannot prefetch: %s", stage_name, e)
 
     @app.task(name=task_name, bind=True, acks_late=True, max_retries=None)

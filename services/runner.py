@@ -93,7 +93,8 @@ class Runner:
             cls = self.stage_classes.get(name) or load_stage_class(name)
             stage = cls(self.settings)
             stage.load()
-        except Exception as e:  # say why, in the stage's own words; earlier outputs are saved
+        # say why, in the stage's own words; the earlier stages' outputs are saved
+        except Exception as e:  # noqa: BLE001
             summary.error = redact_text(f"{type(e).__name__}: {e}")
             summary.waiting.extend(todo)
             return summary
@@ -111,7 +112,7 @@ class Runner:
                 summary.model_seconds += rec.get("model_seconds", 0.0)
                 summary.audio_seconds_in += rec.get("audio_seconds_in", 0.0)
                 summary.audio_seconds_out += rec.get("audio_seconds_out", 0.0)
-            except Exception as e:  # this shard failed; the others go on
+            except Exception as e:  # noqa: BLE001 - this shard failed; the others go on
                 reason = redact_text(f"{type(e).__name__}: {e}")
                 summary.failed[shard_id] = reason
                 self.executor.ledger.mark_failed(name, shard_id, reason, traceback.format_exc(),

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.harness import (  # noqa: F401
+from tests.harness import (
     enqueue,
     ledger_for,
     pipeline_env,

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from common.tracking import Tracker
-from tests.harness import (  # noqa: F401
+from tests.harness import (
     enqueue,
     ledger_for,
     pipeline_env,

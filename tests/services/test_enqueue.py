@@ -61,9 +61,9 @@ def test_stale_queued_set_is_cleared_when_queue_is_empty(make_settings, private_
 def test_later_stage_only_where_the_previous_is_done(make_settings, private_redis_url) -> None:
     s = make_settings(broker_url=private_redis_url)
     _ledger(s).mark_done("asr", 1, {})
-    p = enqueue(s, range(0, 3), "enhance", "tokenize")
+    p = enqueue(s, range(3), "enhance", "tokenize")
     assert p.to_enqueue == {"enhance": [1], "tokenize": []} and p.waiting == 2
-    forced = enqueue(s, range(0, 3), "enhance", "enhance", force=True, dry_run=True)
+    forced = enqueue(s, range(3), "enhance", "enhance", force=True, dry_run=True)
     assert forced.to_enqueue["enhance"] == [1]
 
 
