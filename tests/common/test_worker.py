@@ -1,0 +1,82 @@
+"""The shared task body, run eagerly: retry then success, dead-letter after N, done-skip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from common.ledger import Ledger
+from common.queue import make_app
+from common.storage import open_store
+from common.tracking import Tracker
+from common.worker import register_stage_task
+from tests.dummy.stages import DummyAsr
+from tests.speechgen import make_shard
+
+CALLS: list[int] = []
+
+
+class _Flaky(DummyAsr):
+    """Fails with a transient error the first time it sees a shard."""
+
+    def process(self, shard_id: int, inputs: dict, workdir: Path):  # noqa: ANN201
+        CALLS.append(shard_id)
+        if CALLS.count(shard_id) == 1:
+            raise ConnectionError("S3 reset by peer")
+        return super().process(shard_id, inputs, workdir)
+
+
+class _Broken(DummyAsr):
+    def process(self, shard_id: int, inputs: dict, workdir: Path):  # noqa: ANN201
+        CALLS.append(shard_id)
+        raise ValueError("corrupt shard")
+
+
+@pytest.fixture
+def setup(make_settings, private_redis_url):  # noqa: ANN201
+    CALLS.clear()
+    s = make_settings(broker_url=private_redis_url, max_task_failures=3,
+                      retry_backoff_seconds=0.01)
+    make_shard(Path(s.input_url) / s.shard_name(0), {"a": {"wav": b"x"}})
+    return s, Ledger(open_store(s.output_url, s), s)
+
+
+def _task(s, cls):  # noqa: ANN001, ANN202
+    app = make_app("t", s)
+    app.conf.task_always_eager = True
+    return register_stage_task(app, "asr", cls)
+
+
+def test_transient_failure_is_retried_then_done(setup) -> None:
+    s, led = setup
+    res = _task(s, _Flaky).apply(args=[0], kwargs={"until": "asr"}).get()
+    assert res == {"shard_id": 0, "skipped": False} and CALLS == [0, 0]
+    assert led.is_done("asr", 0) and led.failed_ids("asr") == set()  # success supersedes
+    assert Tracker(s).attempts("asr", 0) == 0 and Tracker(s).running("asr") == {}
+
+
+def test_always_failing_shard_is_dead_lettered_after_n(setup) -> None:
+    s, led = setup
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
+    assert res["dead_lettered"] and CALLS == [0, 0, 0]  # exactly N tries, then no loop
+    rec = led.failures("asr")[0]
+    assert rec["attempts"] == 3 and rec["dead_lettered"] and "ValueError" in rec["traceback"]
+    assert not led.is_done("asr", 0)
+
+
+def test_done_shard_is_skipped_without_processing(setup) -> None:
+    s, led = setup
+    led.mark_done("asr", 0, {})
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
+    assert res == {"shard_id": 0, "skipped": True} and CALLS == []
+
+
+def test_too_many_deliveries_dead_letters_without_running(setup) -> None:
+    s, led = setup
+    t = Tracker(s)
+    for _ in range(3):  # three deliveries that died (kill -9) before finishing
+        t.start("asr", 0, 60)
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
+    assert res["dead_lettered"] and CALLS == []
+    assert "too many deliveries" in led.failures("asr")[0]["reason"]
