@@ -20,7 +20,7 @@ CALLS: list[int] = []
 class _Flaky(DummyAsr):
     """Fails with a transient error the first time it sees a shard."""
 
-    def process(self, shard_id: int, inputs: dict, workdir: Path):  # noqa: ANN201
+    def process(self, shard_id: int, inputs: dict, workdir: Path):
         CALLS.append(shard_id)
         if CALLS.count(shard_id) == 1:
             raise ConnectionError("S3 reset by peer")
@@ -28,13 +28,13 @@ class _Flaky(DummyAsr):
 
 
 class _Broken(DummyAsr):
-    def process(self, shard_id: int, inputs: dict, workdir: Path):  # noqa: ANN201
+    def process(self, shard_id: int, inputs: dict, workdir: Path):
         CALLS.append(shard_id)
         raise ValueError("corrupt shard")
 
 
 @pytest.fixture
-def setup(make_settings, private_redis_url):  # noqa: ANN201
+def setup(make_settings, private_redis_url):
     CALLS.clear()
     s = make_settings(broker_url=private_redis_url, max_task_failures=3,
                       retry_backoff_seconds=0.01)
@@ -42,7 +42,7 @@ def setup(make_settings, private_redis_url):  # noqa: ANN201
     return s, Ledger(open_store(s.output_url, s), s)
 
 
-def _task(s, cls):  # noqa: ANN001, ANN202
+def _task(s, cls):
     app = make_app("t", s)
     app.conf.task_always_eager = True
     return register_stage_task(app, "asr", cls)
