@@ -153,7 +153,11 @@ def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool):
         with torch.inference_mode():
             for it in items:
                 c = model.encode_code(torch.from_numpy(it.audio[: it.length])[None, None])
-                codes_out.append(c[0, 0].to("cpu", torch.int64).numpy()[: it.frames].copy())
+                got = c[0, 0].to("cpu", torch.int64).numpy()
+                if got.shape[0] != it.frames:  # the frame-count contract of DESIGN §7
+                    raise RuntimeError(f"codec yielded {got.shape[0]} codes for {it.length} "
+                                       f"samples, expected {it.frames}")
+                codes_out.append(got)
                 if return_embeddings:
                     embs.append(captured.pop().transpose(1, 2)[0, :, : it.frames].float()
                                 .cpu().numpy())
