@@ -18,7 +18,7 @@ def neucodec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_small_neucodec(tmp_path_factory.mktemp("neucodec") / "small")
 
 
-def _no_network(*_a, **_k):  # noqa: ANN202
+def _no_network(*_a, **_k):
     raise AssertionError("the loader tried to reach the network")
 
 
@@ -29,7 +29,7 @@ def codec(neucodec_dir: Path):
 
     real_connect = socket.socket.connect
 
-    def connect(self, addr):  # noqa: ANN001, ANN202
+    def connect(self, addr):
         host = addr[0] if isinstance(addr, tuple) else addr
         if isinstance(host, str) and not host.startswith(("127.", "::1", "localhost", "/")):
             _no_network()
@@ -40,7 +40,7 @@ def codec(neucodec_dir: Path):
         return load_codec(neucodec_dir, "neucodec", "cpu")
 
 
-def tone(seconds_or_samples: float | int, sr: int, seed: int = 0) -> np.ndarray:
+def tone(seconds_or_samples: float, sr: int, seed: int = 0) -> np.ndarray:
     n = seconds_or_samples if isinstance(seconds_or_samples, int) else int(seconds_or_samples * sr)
     rng = np.random.default_rng(seed)
     t = np.arange(n) / sr
