@@ -11,7 +11,10 @@ encoded with:
 - the SemanticEncoder's three convolutions with the padded frames zeroed after each, as the
   zero padding of an item alone;
 - the acoustic encoder per item (policy ``exact``) or on zero-padded audio (``padded``): its
-  convolutions and replicate-padded resamplers make the last frames of a padded item differ;
+  convolutions and replicate-padded resamplers make the last frames of a padded item differ.
+  ``stitched`` runs the padded batch, then re-encodes every item's last ``WINDOW_FRAMES``
+  frames of audio alone (equal lengths: one batched call) and replaces its last
+  ``TAIL_FRAMES`` frames with those: exact like ``exact``, batched like ``padded``;
 - fc_prior and the quantizer, which are per frame; codes trimmed to each item's own count.
 """
 
@@ -23,7 +26,11 @@ from typing import Any
 import numpy as np
 
 HOP = 320  # 16 kHz samples per 50 Hz code
-POLICIES = ("exact", "padded", "library")
+POLICIES = ("exact", "stitched", "padded", "library")
+# The acoustic encoder's reach, measured structurally (float64, one-sample perturbation): a
+# sample changes the 17 frames up to it; a window of W frames is exact from its 15th frame on.
+TAIL_FRAMES = 18  # frames of a padded item that may differ from alone (one spare)
+WINDOW_FRAMES = 40  # tail window re-encoded alone: its last 25 frames are exact
 
 
 @dataclass
@@ -127,16 +134,37 @@ def _acoustic(model: Any, items: list[Prepared], policy: str) -> Any:
     import torch
 
     dev = model.device
-    if policy == "padded":
+    if policy in ("padded", "stitched"):
         tmax = max(it.samples for it in items)
         y = torch.zeros((len(items), 1, tmax))
         for i, it in enumerate(items):
             y[i, 0, : it.samples] = torch.from_numpy(it.audio)
-        return model.CodecEnc(y.to(dev)).transpose(1, 2)
+        out = model.CodecEnc(y.to(dev)).transpose(1, 2)
+        return _stitch_tails(model, items, out) if policy == "stitched" else out
     outs = [model.CodecEnc(torch.from_numpy(it.audio)[None, None].to(dev)).transpose(1, 2)
             for it in items]
     fmax = max(o.shape[-1] for o in outs)
     return torch.cat([torch.nn.functional.pad(o, (0, fmax - o.shape[-1])) for o in outs])
+
+
+def _stitch_tails(model: Any, items: list[Prepared], out: Any) -> Any:
+    """Replace the frames near each item's end (where padding reached) by an alone encoding."""
+    import torch
+
+    dev = model.device
+    w = WINDOW_FRAMES * HOP
+    long = [i for i, it in enumerate(items) if it.samples >= w]
+    if long:
+        y = torch.stack([torch.from_numpy(items[i].audio[-w:]) for i in long])[:, None]
+        win = model.CodecEnc(y.to(dev)).transpose(1, 2)  # (n, C, WINDOW_FRAMES)
+        for j, i in enumerate(long):
+            n = items[i].samples // HOP
+            out[i, :, n - TAIL_FRAMES:n] = win[j, :, WINDOW_FRAMES - TAIL_FRAMES:]
+    for i, it in enumerate(items):
+        if it.samples < w:  # short: the whole item alone
+            alone = model.CodecEnc(torch.from_numpy(it.audio)[None, None].to(dev))
+            out[i, :, : alone.shape[1]] = alone[0].transpose(0, 1)
+    return out
 
 
 def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool):
