@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # NeuCodec encoding on one GPU (H200), within 10 minutes, before the weights are at hand:
-# real-time factor of our batched encoder (policies exact and padded) at B = 1..64 on 10 s
+# real-time factor of our batched encoder (policies exact, stitched, padded) at B = 1..64 on 10 s
 # segments, and the library's encode_code at B=1, with the full-size architecture and random
 # weights (same compute as the released model). JSON lines on stdout and $OUT/gpu_tokenize.jsonl.
 #

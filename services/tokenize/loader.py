@@ -128,8 +128,8 @@ def _feature_extractor_builder(directory: Path, variant: str):
     import transformers
 
     def build(_name: str, **_kwargs: Any):
-        cfg = _read_json(directory / "preprocessor_config.json") or known_preprocessor_config(variant)
-        cfg = dict(cfg)
+        cfg = dict(_read_json(directory / "preprocessor_config.json")
+                   or known_preprocessor_config(variant))
         cls = getattr(transformers, cfg.pop("feature_extractor_type"))
         cfg.pop("processor_class", None)
         return cls(**cfg)
@@ -145,7 +145,8 @@ class _Shim:
 
 
 def construct(directory: Path, variant: str, carries_semantic: bool) -> Any:
-    """The library's model class, built offline (weights uninitialised: the checkpoint fills them)."""
+    """The library's model class, built offline (weights uninitialised: the checkpoint fills
+    them)."""
     from unittest import mock
 
     import neucodec.model as nm
