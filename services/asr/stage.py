@@ -10,6 +10,7 @@ import json
 import os
 import time
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,8 @@ class AsrStage(Stage):
         counts: Counter[str] = Counter()
         languages: Counter[str] = Counter()
         seconds_in = seconds_out = model_seconds = decode_wait = 0.0
-        with open(out, "w", encoding="utf-8") as f:
-            members = decoded_members(inputs["shard"], self.settings)
+        members = decoded_members(inputs["shard"], self.settings)
+        with open(out, "w", encoding="utf-8") as f, closing(members):
             while True:
                 t_wait = time.perf_counter()
                 item = next(members, None)

@@ -150,3 +150,16 @@ def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
     assert rec["audio_seconds_out"] == pytest.approx(kept_s, abs=0.05)
     assert rec["languages"].get("en", 0) >= 2 and rec["languages"].get("ja") == 1
     assert shard_run.record["outputs"] == ["asr/shard-000007.jsonl"]
+
+
+def test_truncated_shard_raises_and_publishes_nothing(asr_stage, tmp_path) -> None:
+    from common.shards import ShardError
+    from tests.speechgen import make_shard, silence, wav_bytes
+
+    shard = make_shard(tmp_path / "s.tar", {"a": {"wav": wav_bytes(silence(2.0))}})
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) // 3])  # cut inside the member
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(ShardError):
+        asr_stage.process(9, {"shard": shard}, work)
