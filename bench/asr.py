@@ -37,7 +37,7 @@ def make_files(total_seconds: float, file_seconds: float = 60.0, seed: int = 0) 
     return files
 
 
-def _settings(tmp: Path):  # noqa: ANN202
+def _settings(tmp: Path):
     from common.settings import Settings
 
     return Settings(asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),

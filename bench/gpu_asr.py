@@ -41,7 +41,8 @@ def build_files(seed: Path, n_files: int, minutes: float) -> list[np.ndarray]:
 def gpu_memory_mb() -> str:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
+                             check=False, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
         return out
     except Exception as e:  # noqa: BLE001
         return f"n/a ({e})"
