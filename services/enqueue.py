@@ -18,11 +18,11 @@ from common.settings import STAGES, Settings, get_settings
 
 
 def parse_range(text: str) -> range:
-    """``0-50000`` (end exclusive, like Python), ``7`` (one shard)."""
+    """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard."""
     try:
         if "-" in text:
             a, b = text.split("-", 1)
-            r = range(int(a), int(b))
+            r = range(int(a), int(b) + 1)
         else:
             r = range(int(text), int(text) + 1)
     except ValueError:
@@ -107,7 +107,7 @@ def enqueue(settings: Settings, ids: range, stage: str, until: str, force: bool 
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--range", "range_", required=True, help="shard ids A-B (end exclusive) or N")
+@click.option("--range", "range_", required=True, help="shard ids A-B (both included) or N")
 @click.option("--stage", type=click.Choice(STAGES), default=STAGES[0], show_default=True,
               help="first stage to (re)run")
 @click.option("--until", type=click.Choice(STAGES), default=None,

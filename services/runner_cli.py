@@ -12,7 +12,7 @@ from common.settings import STAGES
 @click.command()
 @click.option("--input", "input_url", default=None, help="raw shards URL [settings.input_url]")
 @click.option("--output", "output_url", default=None, help="output root URL [settings.output_url]")
-@click.option("--range", "range_", required=True, help="shard ids A-B (end exclusive) or N")
+@click.option("--range", "range_", required=True, help="shard ids A-B (both included) or N")
 @click.option("--stages", default=",".join(STAGES), show_default=True,
               help="comma-separated stages to run, in pipeline order")
 @click.option("--force", is_flag=True, help="redo shards even when their done record exists")

@@ -113,7 +113,7 @@ def render(data: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.option("--range", "range_", default=None, help="shard ids A-B (end exclusive)")
+@click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def status(range_: str | None, as_json: bool) -> None:
     """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""

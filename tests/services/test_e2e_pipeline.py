@@ -61,7 +61,7 @@ def test_three_fleets_end_to_end(env, request) -> None:
     workers = [start_worker(f"services.{st}", st, env) for st in ("asr", "enhance", "tokenize")]
     for w in workers:
         request.addfinalizer(w.kill9)
-    out = enqueue(["--range", f"0-{N}"], env).stdout
+    out = enqueue(["--range", f"0-{N - 1}"], env).stdout
     assert f"enqueued {N} (asr={N})" in out
     assert not wait_done(env, "tokenize", range(N), 420), worker_logs(workers)
     led, s = ledger_for(env), settings_from(env)
@@ -80,7 +80,7 @@ def test_three_fleets_end_to_end(env, request) -> None:
         for st in ("asr", "enhance", "tokenize"):
             rec = led.read_done(st, i)
             assert rec and rec["host"] and "wall_seconds" in rec, (st, i)
-    assert "enqueued 0" in enqueue(["--range", f"0-{N}"], env).stdout
+    assert "enqueued 0" in enqueue(["--range", f"0-{N - 1}"], env).stdout
     status = run_cli(["services.cli", "status", "--json"], env)
     data = json.loads(status.stdout)
     assert all(data["stages"][st]["done"] == N for st in ("asr", "enhance", "tokenize"))

@@ -65,13 +65,13 @@ def _worker(env: dict[str, str], request: pytest.FixtureRequest, **extra: str):
 
 def test_enqueue_runs_all_then_nothing_twice(env, request) -> None:
     w = _worker(env, request)
-    out = enqueue(["--range", "0-4"], env).stdout
+    out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 4 (asr=4)" in out
     assert not wait_done(env, "tokenize", range(4), 90), worker_logs([w])
     _assert_exactly_once(env, range(4))
     rec = ledger_for(env).read_done("tokenize", 2)
     assert rec["counts"]["segments"] == 2 * KEYS and rec["host"]
-    assert "enqueued 0" in enqueue(["--range", "0-4"], env).stdout
+    assert "enqueued 0" in enqueue(["--range", "0-3"], env).stdout
     assert Tracker(settings_from(env)).queued_ids("asr") == set()
     assert "inputs prefetched" in w.log_text()  # the main process downloaded ahead
     left = [p for p in (Path(env["ONSEI_SCRATCH_DIR"]) / "prefetch").glob("*/shard-*")
@@ -94,7 +94,7 @@ def test_pickled_message_is_refused(env, request, tmp_path: Path) -> None:
     with app.connection_for_write() as conn:
         conn.Producer().publish(m.body, routing_key="asr", exchange="", serializer="pickle",
                                 headers=m.headers, **m.properties)
-    enqueue(["--range", "1-2", "--until", "asr"], env)  # a JSON message behind it
+    enqueue(["--range", "1", "--until", "asr"], env)  # a JSON message behind it
     assert not wait_done(env, "asr", [1], 60), worker_logs([w])
     assert not marker.exists()
     assert not ledger_for(env).is_done("asr", 0)
@@ -105,7 +105,7 @@ def test_pickled_message_is_refused(env, request, tmp_path: Path) -> None:
 def test_kill9_mid_shard_then_new_worker_completes(env, request) -> None:
     slow = {"ONSEI_DUMMY_SECONDS": "1.5"}
     w1 = _worker(env, request, **slow)
-    enqueue(["--range", "0-3", "--until", "asr"], env)
+    enqueue(["--range", "0-2", "--until", "asr"], env)
     tracker = Tracker(settings_from(env))
     assert wait_until(lambda: bool(tracker.running("asr")), 60), worker_logs([w1])
     in_hand = set(tracker.running("asr"))
@@ -124,11 +124,11 @@ def test_kill9_mid_shard_then_new_worker_completes(env, request) -> None:
 
 def test_redis_flushed_mid_run_then_enqueue_again(env, request) -> None:
     w = _worker(env, request, ONSEI_DUMMY_SECONDS="0.5")
-    enqueue(["--range", "0-4"], env)
+    enqueue(["--range", "0-3"], env)
     led = ledger_for(env)
     assert wait_until(lambda: len(led.done_ids("asr")) >= 1, 60), worker_logs([w])
     redis.Redis.from_url(env["ONSEI_BROKER_URL"]).flushdb()  # queues, sets, unacked: gone
-    out = enqueue(["--range", "0-4"], env).stdout
+    out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 0 " not in out, out
     assert not wait_done(env, "tokenize", range(4), 120), worker_logs([w])
     _assert_exactly_once(env, range(4))
@@ -141,12 +141,12 @@ def test_always_failing_shard_is_dead_lettered(env, request, tmp_path: Path) -> 
     boto3.client("s3").upload_file(str(bad), s.input_url.split("/")[2],
                                    f"raw/{s.shard_name(1)}")
     w = _worker(env, request)
-    enqueue(["--range", "0-4"], env)
+    enqueue(["--range", "0-3"], env)
     rec = wait_failed(env, "asr", 1, 90)
     assert rec is not None, worker_logs([w])
     assert rec["attempts"] == 3 and "ShardError" in rec["reason"]
     assert "Traceback" in rec["traceback"]
     assert not wait_done(env, "tokenize", [0, 2, 3], 90), worker_logs([w])
     assert not ledger_for(env).is_done("asr", 1)
-    out = enqueue(["--range", "0-4"], env).stdout
+    out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 0" in out and "dead-lettered 1" in out

@@ -28,7 +28,8 @@ def _queued_args(url: str, queue: str) -> list[int]:
 
 
 def test_parse_range() -> None:
-    assert parse_range("0-3") == range(3) and parse_range("7") == range(7, 8)
+    assert parse_range("0-3") == range(4) and parse_range("7") == range(7, 8)
+    assert parse_range("0-0") == range(1)
 
 
 def test_resumes_each_shard_at_its_first_missing_stage(make_settings, private_redis_url) -> None:
@@ -82,12 +83,12 @@ def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> Non
     s = make_settings(broker_url=private_redis_url)
     _ledger(s).mark_done("asr", 1, {})
     monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
-    res = CliRunner().invoke(main, ["--range", "0-4", "--until", "asr"])
+    res = CliRunner().invoke(main, ["--range", "0-3", "--until", "asr"])
     assert res.exit_code == 0, res.output
     assert "enqueued 3 (asr=3); skipped 1 (done 1" in res.output
-    res = CliRunner().invoke(main, ["--range", "0-4", "--until", "asr"])
+    res = CliRunner().invoke(main, ["--range", "0-3", "--until", "asr"])
     assert "enqueued 0" in res.output and "queued 3" in res.output
     bad = make_settings(broker_url="redis://127.0.0.1:1/0")
     monkeypatch.setattr("services.enqueue.get_settings", lambda: bad)
-    res = CliRunner().invoke(main, ["--range", "0-2"])
+    res = CliRunner().invoke(main, ["--range", "0-1"])
     assert res.exit_code != 0 and "unreachable" in res.output
