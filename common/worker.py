@@ -120,7 +120,10 @@ def register_stage_task(app: Celery, stage_name: str,
             tracker.finish(stage_name, shard_id, clear_attempts=True)
             _hand_on(app, stage_name, shard_id, until)
             return {"shard_id": shard_id, "skipped": True}
-        attempts = tracker.start(stage_name, shard_id, settings.visibility_timeout * 4)
+        # Redis counts every delivery (crashes too); the message's own retry count bounds the
+        # loop even if that counter is lost.
+        attempts = max(tracker.start(stage_name, shard_id, settings.visibility_timeout * 4),
+                       int(self.request.retries or 0) + 1)
         if attempts > settings.max_task_failures:  # crashed or timed out every time
             ex.ledger.mark_failed(stage_name, shard_id, "too many deliveries (worker lost or "
                                   "hard time limit)", attempts=attempts - 1, dead=True)

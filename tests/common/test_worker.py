@@ -80,3 +80,12 @@ def test_too_many_deliveries_dead_letters_without_running(setup) -> None:
     res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
     assert res["dead_lettered"] and CALLS == []
     assert "too many deliveries" in led.failures("asr")[0]["reason"]
+
+
+def test_bounded_even_without_the_redis_counter(make_settings) -> None:
+    CALLS.clear()
+    s = make_settings(broker_url="redis://127.0.0.1:1/0", max_task_failures=2,
+                      retry_backoff_seconds=0.01)
+    make_shard(Path(s.input_url) / s.shard_name(0), {"a": {"wav": b"x"}})
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
+    assert res["dead_lettered"] and CALLS == [0, 0]
