@@ -133,7 +133,8 @@ class Rig:
         self.retired.append(w)
 
     def enqueue(self) -> str:
-        return enqueue(["--range", f"{self.ids.start}-{self.ids.stop}", "--until",
+        # --range A-B includes B
+        return enqueue(["--range", f"{self.ids.start}-{self.ids.stop - 1}", "--until",
                         self.chain[-1]], self.direct_env).stdout
 
     def wait_all(self, timeout: float) -> set[int]:
@@ -162,6 +163,8 @@ class Rig:
         for stage in self.chain:
             a.dead_lettered += [f"{stage}:{r['shard_id']}" for r in ledger.failures(stage)
                                 if r.get("dead_lettered")]
+            stray = ledger.done_ids(stage) - set(self.ids)
+            a.duplicated += [f"{stage}:{i} (outside the range)" for i in sorted(stray)]
         for i in self.ids:
             prev: set[str] | None = None
             for stage in self.chain:
