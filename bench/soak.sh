@@ -4,6 +4,7 @@
 # Prints lost / duplicated / dead-lettered counts; exits non-zero if anything was lost or doubled.
 #
 #   bench/soak.sh [N_SHARDS=24] [MINUTES=3] [PIPELINE=dummy|real]
+#   SEED=2 SOAK_HTML=soak.html bench/soak.sh ...   # another fault sequence; the run report
 #
 # PIPELINE=real runs services.asr (bundled:whisper-base) + services.enhance (ONSEI_ENHANCER=none).
 set -euo pipefail
@@ -14,4 +15,5 @@ P="${3:-dummy}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HF_HUB_OFFLINE=1
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-testing}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-testing}"
 export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
-exec python -m tests.reliability.soak --shards "$N" --minutes "$M" --pipeline "$P"
+exec python -m tests.reliability.soak --shards "$N" --minutes "$M" --pipeline "$P" \
+  --seed "${SEED:-1}" ${SOAK_HTML:+--html "$SOAK_HTML"}

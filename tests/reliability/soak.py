@@ -45,6 +45,18 @@ def _s3_burst(proxy: FaultProxy, seconds: float) -> None:
     proxy.clear()
 
 
+def _report(rig: Rig, html: Path) -> None:
+    """The run report of the soak's output root (read over S3, like an operator would)."""
+    from services.report.collect import collect
+    from services.report.render import render_html
+    from tests.harness import settings_from
+
+    s = settings_from(rig.direct_env)
+    html.parent.mkdir(parents=True, exist_ok=True)
+    html.write_text(render_html(collect(s.output_url, s)), encoding="utf-8")
+    print(f"report: {html}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shards", type=int, default=24)
@@ -53,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=float, default=8.0, help="seconds between faults")
     ap.add_argument("--drain-minutes", type=float, default=15.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--html", default=None, help="write the onsei run report of the soak here")
     a = ap.parse_args(argv)
     rng = random.Random(a.seed)
     moto, endpoint = _moto()
@@ -87,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                 rig.enqueue()  # reconcile once more after the last fault
                 missing = rig.wait_all(a.drain_minutes * 60)
                 audit = rig.audit()
+                if a.html:
+                    _report(rig, Path(a.html))
             finally:
                 rig.close()
     finally:
