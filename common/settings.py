@@ -114,7 +114,8 @@ class Settings(BaseSettings):
     tokenize_device: str = Field("auto", description="auto, cuda, cpu")
     tokenize_batch_seconds: float = Field(240.0, description="audio seconds per model call")
     tokenize_batching: str = Field(
-        "exact", description="exact (codes as each segment alone), padded, or library (one by one)"
+        "auto", description="auto (stitched on GPU, exact on CPU), exact, stitched: codes as each "
+        "segment alone; padded (tails may differ); library (one by one)"
     )
     tokenize_max_batch: int = Field(64, description="segments per model call at most")
     tokenize_max_padding: float = Field(0.03, description="padding waste allowed per batch")

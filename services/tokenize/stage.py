@@ -35,14 +35,25 @@ class TokenizeStage(Stage):
         from services.tokenize.source import resolve_model_dir
 
         s = self.settings
-        if s.tokenize_batching not in POLICIES:
-            raise ValueError(f"ONSEI_TOKENIZE_BATCHING={s.tokenize_batching!r}: one of {POLICIES}")
+        if s.tokenize_batching not in (*POLICIES, "auto"):
+            raise ValueError(f"ONSEI_TOKENIZE_BATCHING={s.tokenize_batching!r}: auto or one "
+                             f"of {POLICIES}")
         t0 = time.monotonic()
         directory = resolve_model_dir(s.neucodec_model, s.tokenizer, s)
         self.codec = load_codec(directory, s.tokenizer, s.tokenize_device)
         self.load_seconds = time.monotonic() - t0
         log.info("tokenize: %s loaded from %s on %s in %.1f s", s.tokenizer, directory,
                  self.codec.device, self.load_seconds)
+
+    @property
+    def policy(self) -> str:
+        """``auto``: both choices are exact; batching the acoustic convolutions pays on a GPU,
+        while on a CPU the tail re-encode of ``stitched`` is pure overhead."""
+        p = self.settings.tokenize_batching
+        if p != "auto":
+            return p
+        return "stitched" if self.codec is not None and self.codec.device.startswith("cuda") \
+            else "exact"
 
     def model_info(self) -> dict[str, Any]:
         import importlib.metadata as md
@@ -55,7 +66,7 @@ class TokenizeStage(Stage):
             "device": c.device if c else None,
             "checkpoint_bytes": c.checkpoint_bytes if c else None,
             "semantic_layers": c.semantic_layers if c else None,
-            "batching": self.settings.tokenize_batching,
+            "batching": self.policy,
         }
 
     def inputs(self, shard_id: int) -> dict[str, InputRef]:
@@ -71,7 +82,7 @@ class TokenizeStage(Stage):
         s = self.settings
         key = Stage.output_key(s, "tokenize", shard_id)
         out = workdir / "out" / Path(key).name
-        cfg = PipelineConfig(policy=s.tokenize_batching, batch_seconds=s.tokenize_batch_seconds,
+        cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
                              max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,
                              window_seconds=s.tokenize_window_seconds,
                              max_member_bytes=s.max_member_bytes)

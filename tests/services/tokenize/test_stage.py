@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from common.audio import resample
 from common.executor import Executor
 from common.stage import Stage
@@ -28,8 +30,9 @@ def _setup(make_settings, tmp_path: Path, codec, **kw) -> tuple:
     return s, stage
 
 
-def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec) -> None:
-    s, stage = _setup(make_settings, tmp_path, codec)
+@pytest.mark.parametrize("policy", ["auto", "stitched"])
+def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, policy: str) -> None:
+    s, stage = _setup(make_settings, tmp_path, codec, tokenize_batching=policy)
     outcome = Executor(s).run_shard(stage, 7)
     out = Path(s.output_url) / "tokens" / "neucodec" / "shard-000007.jsonl"
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
@@ -48,7 +51,8 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec) -> No
     assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2,
                              "tokens": sum(len(r["codes"]["neu_tokens"]) for r in lines)}
     assert {e["reason"] for e in rec["errors_sample"]} == {"audio:undecodable", "missing_json"}
-    assert rec["tokenizer"] == "neucodec" and rec["batching"] == "exact"
+    assert rec["tokenizer"] == "neucodec"
+    assert rec["batching"] == ("exact" if policy == "auto" else policy)  # auto on CPU: exact
     assert rec["padding_waste"] <= 0.03
     assert rec["batches"] < 5  # equal-length segments shared a batch
     assert abs(rec["audio_seconds_out"] - sum(x[1] for x in SEGMENTS)) < 0.01
