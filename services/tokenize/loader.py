@@ -15,6 +15,7 @@ semantic weights, ``semantic_model/`` (a ``save_pretrained`` directory) must hol
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +190,14 @@ def trim_semantic_layers(model: Any, variant: str) -> int:
     return SEMANTIC_LAYERS_USED
 
 
+_LAYER_KEY = re.compile(r"^semantic_model\.encoder\.layers\.(\d+)\.")
+
+
+def _unused_layer(key: str) -> bool:
+    m = _LAYER_KEY.match(key)
+    return m is not None and int(m.group(1)) >= SEMANTIC_LAYERS_USED
+
+
 def resolve_device(spec: str) -> str:
     import torch
 
@@ -199,7 +208,11 @@ def resolve_device(spec: str) -> str:
 
 def load_codec(directory: Path, variant: str, device: str = "auto",
                trim: bool = True) -> LoadedCodec:
-    """Build, load strictly, check keys, move to ``device``, eval mode."""
+    """Build, load strictly, check keys, move to ``device``, eval mode.
+
+    With ``trim`` (the default), w2v-BERT layers past the 16th are dropped before the key
+    check, so a checkpoint may carry 16 or all 24 of them.
+    """
     if variant not in IGNORED_KEY_PARTS:
         raise ModelLoadError(f"unknown tokenizer {variant!r}: use neucodec or distill-neucodec")
     path = checkpoint_file(directory)
@@ -208,11 +221,13 @@ def load_codec(directory: Path, variant: str, device: str = "auto",
     state = {k: v for k, v in state.items() if not any(p in k for p in drop)}
     carries_semantic = any(k.startswith("semantic_model.") for k in state)
     model = construct(directory, variant, carries_semantic)
+    layers = trim_semantic_layers(model, variant) if trim else len(
+        model.semantic_model.encoder.layers)
+    if trim and variant == "neucodec":  # weights of layers never run are neither needed nor used
+        state = {k: v for k, v in state.items() if not _unused_layer(k)}
     check_keys(model, state, path, carries_semantic)
     model.load_state_dict(state, strict=carries_semantic)
     del state
-    layers = trim_semantic_layers(model, variant) if trim else len(
-        model.semantic_model.encoder.layers)
     dev = resolve_device(device)
     model = model.to(dev).eval()
     return LoadedCodec(model=model, variant=variant, directory=directory, device=dev,
