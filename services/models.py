@@ -9,7 +9,6 @@ from a laptop that can reach the hub).
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -49,14 +48,13 @@ class ModelSpec:
     fetch: Callable[[Path], None]  # fills the given entry directory
 
 
-def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
-
-
 def _hub(what: str, fn: Callable[[], object]) -> None:
-    if _hub_offline():
-        raise FetchError(f"{what}: the Hugging Face hub is off (HF_HUB_OFFLINE=1). Unset it on a "
-                         "machine with network, or fetch elsewhere and upload with --from DIR")
+    from common.hub import hub_unavailable
+
+    why = hub_unavailable()
+    if why:
+        raise FetchError(f"{what}: the Hugging Face hub is not usable from here ({why}). Fetch on "
+                         "a machine with network, or fetch elsewhere and upload with --from DIR")
     try:
         fn()
     except Exception as e:

@@ -13,7 +13,6 @@ Accepted names, tried in this order:
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,9 +83,11 @@ def _resolve_hub(name: str, settings: Settings) -> ResolvedModel:
         return ResolvedModel(name, path, _hub_version(path))
     except Exception as e:  # noqa: BLE001 - not in the HF cache: try the network next
         log.debug("%s not in the Hugging Face cache: %s", name, e)
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
-    err: Exception | None = None
-    if not offline:
+    from common.hub import hub_unavailable
+
+    why = hub_unavailable()
+    err: Exception | None = RuntimeError(f"the hub is not usable from here: {why}") if why else None
+    if not why:
         try:
             path = download_model(name)
             return ResolvedModel(name, path, _hub_version(path))

@@ -104,8 +104,11 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
 
 
 def _from_hub(repo_id: str, files: list[str], dest: Path, hint: Callable[[str], str]) -> Path:
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        raise WeightsUnavailable(hint(f"{repo_id} is not cached and HF_HUB_OFFLINE is set"))
+    from common.hub import hub_unavailable
+
+    why = hub_unavailable()
+    if why:
+        raise WeightsUnavailable(hint(f"{repo_id} is not cached and {why}"))
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as e:

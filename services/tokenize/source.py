@@ -70,7 +70,12 @@ def _s3_has(url: str, settings: Settings) -> bool:
 
 def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
     """Checkpoint + the semantic model's configs (and weights, if the checkpoint lacks them)."""
+    from common.hub import hub_unavailable
+
     try:
+        why = hub_unavailable()
+        if why:
+            raise RuntimeError(f"the hub is not usable from here: {why}")
         from huggingface_hub import hf_hub_download, snapshot_download
 
         with _locked(dest):
