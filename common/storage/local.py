@@ -22,32 +22,16 @@ class LocalStore(Store):
             raise StorageError(f"key escapes the store root: {key!r}")
         return p
 
-    def _atomic_publish(self, tmp: Path, dest: Path) -> None:
-        os.replace(tmp, dest)
-
     def get_file(self, key: str, dest: Path) -> Path:
         src = self._path(key)
         if not src.is_file():
             raise NotFound(f"not found: {self.child_url(key)}")
         dest = Path(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
-        try:
-            shutil.copyfile(src, tmp)
-            self._atomic_publish(tmp, dest)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _copy_atomic(src, dest)
         return dest
 
     def put_file(self, src: Path, key: str) -> None:
-        dest = self._path(key)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
-        try:
-            shutil.copyfile(src, tmp)
-            self._atomic_publish(tmp, dest)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _copy_atomic(Path(src), self._path(key))
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -89,9 +73,20 @@ class LocalStore(Store):
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            self._atomic_publish(tmp, dest)
+            os.replace(tmp, dest)
         finally:
             tmp.unlink(missing_ok=True)
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
+
+
+def _copy_atomic(src: Path, dest: Path) -> None:
+    """Copy under a temp name beside ``dest``, then rename: readers never see a partial file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
