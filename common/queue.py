@@ -50,6 +50,10 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = STAGES) -> dict
             "visibility_timeout": settings.visibility_timeout,
             # look for expired unacked messages (a dead worker's) every 10 s, not every 100 s
             "unacked_restore_throttle": 1,
+            # The restore scan holds a Redis lock for milliseconds; a worker SIGKILLed while
+            # holding it (preempted at startup: the first scan runs then) would block every
+            # restore for kombu's default 300 s. Expire it sooner for short visibility timeouts.
+            "unacked_mutex_expire": min(300, max(10, settings.visibility_timeout)),
             "socket_keepalive": True,
         },
         "broker_connection_retry_on_startup": True,
