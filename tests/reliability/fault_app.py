@@ -53,9 +53,16 @@ def stage_classes(pipeline: str) -> list[type[Stage]]:
         from services.enhance.stage import EnhanceStage
 
         return [AsrStage, EnhanceStage]
-    from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
+    # Load tests/dummy/stages.py without its package: tests/dummy/__init__.py builds its own
+    # app and registers the same task names (shared tasks: the first registration would win).
+    import importlib.util
 
-    return [DummyAsr, DummyEnhance, DummyTokenize]
+    path = Path(__file__).resolve().parents[1] / "dummy" / "stages.py"
+    spec = importlib.util.spec_from_file_location("onsei_fault_dummy_stages", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return [mod.DummyAsr, mod.DummyEnhance, mod.DummyTokenize]
 
 
 PIPELINE = os.environ.get("ONSEI_FAULT_PIPELINE", "dummy")
