@@ -6,8 +6,6 @@ finishes this one. The queue is short: memory holds at most ``depth`` decoded fi
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from common.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
+from common.readahead import read_ahead
 from common.settings import Settings
 from common.shards import MemberError, Sample, iter_shard
 
@@ -56,42 +55,8 @@ def decode_item(item: Sample | MemberError, settings: Settings) -> Decoded:
     return Decoded(item.key, audio, None, time.perf_counter() - t0)
 
 
-_END = object()
-
-
 def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator[Decoded]:
     """Decoded members in shard order; a shard-level error (truncated tar) is raised here."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(obj: object) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(obj, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for item in iter_shard(shard, settings.max_member_bytes):
-                if not put(decode_item(item, settings)):
-                    return
-            put(_END)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            put(e)
-
-    thread = threading.Thread(target=work, name="asr-decode", daemon=True)
-    thread.start()
-    try:
-        while True:
-            obj = q.get()
-            if obj is _END:
-                return
-            if isinstance(obj, BaseException):
-                raise obj
-            yield obj
-    finally:
-        stop.set()
-        thread.join(timeout=5)
+    items = (decode_item(item, settings)
+             for item in iter_shard(shard, settings.max_member_bytes))
+    return read_ahead(items, depth, name="asr-decode")

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from common.audio import AudioError, read_audio_bytes, resample
+from common.readahead import read_ahead
 from common.shards import MemberError, iter_shard
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
@@ -92,36 +93,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
 
 def _threaded(it: Iterator[Any], maxsize: int) -> Iterator[Any]:
     """Run ``it`` in a thread, ``maxsize`` items ahead; its exception surfaces here."""
-    q: queue.Queue = queue.Queue(maxsize=maxsize)
-    stop = threading.Event()
-
-    def run() -> None:
-        try:
-            for x in it:
-                while not stop.is_set():
-                    try:
-                        q.put(x, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put(_END)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer
-            q.put(e)
-
-    t = threading.Thread(target=run, name="tokenize-reader", daemon=True)
-    t.start()
-    try:
-        while True:
-            x = q.get()
-            if x is _END:
-                return
-            if isinstance(x, BaseException):
-                raise x
-            yield x
-    finally:
-        stop.set()
+    return read_ahead(it, maxsize, name="tokenize-reader")
 
 
 class JsonlWriter:
