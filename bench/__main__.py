@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 import traceback
 
 import click
@@ -47,7 +48,8 @@ def bench(quick: bool, only: tuple[str, ...], as_json: bool) -> None:
         table.add_column(col)
     for r in rows:
         table.add_row(*(_fmt(r.get(c)) for c in ("name", "ours", "baseline", "unit", "ratio", "goal")))
-    Console().print(table)
+    # A pipe or CI log is not a terminal: give the table room instead of rich's 80 columns.
+    Console(width=None if sys.stdout.isatty() else 220).print(table)
 
 
 if __name__ == "__main__":
