@@ -58,5 +58,6 @@ def decode_item(item: Sample | MemberError, settings: Settings) -> Decoded:
 def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator[Decoded]:
     """Decoded members in shard order; a shard-level error (truncated tar) is raised here."""
     items = (decode_item(item, settings)
-             for item in iter_shard(shard, settings.max_member_bytes))
+             for item in iter_shard(shard, settings.max_member_bytes,
+                                     max_sidecar_bytes=settings.max_sidecar_bytes))
     return read_ahead(items, depth, name="asr-decode")
