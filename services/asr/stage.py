@@ -1,6 +1,6 @@
 """The ASR stage (DESIGN §2, stage 1a): language ID, then batched transcription, per source file.
 
-Reads the raw shard, writes ``asr/shard-XXXXXX.jsonl`` with exactly one line per member. The
+Reads the raw shard, writes ``asr/shard-000123.jsonl`` with exactly one line per member. The
 model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's fork).
 """
 
