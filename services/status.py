@@ -33,7 +33,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     redis_ok = tracker.available()
     now = time.time()
     out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
-                           [ids.start, ids.stop], "redis": redis_ok, "stages": {}}
+                           [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
     for stage in STAGES:
         done_ids = ledger.done_ids(stage, ids)
