@@ -35,7 +35,7 @@ def bench(quick: bool, only: tuple[str, ...], as_json: bool) -> None:
             mod = importlib.import_module(f"bench.{mod_name}")
             for fn in mod.ROWS:
                 rows.extend(fn(quick))
-        except Exception as e:  # one broken row must not hide the others
+        except Exception as e:  # noqa: BLE001 - one broken row must not hide the others
             traceback.print_exc()
             rows.append({"name": f"{mod_name}: FAILED", "ours": None, "baseline": None,
                          "ratio": None, "goal": str(e)[:80], "unit": ""})

@@ -157,7 +157,7 @@ class Settings(BaseSettings):
     def shard_stem(self, shard_id: int) -> str:
         """``shard-000123``: the name without its ``.tar``; outputs are named after it."""
         name = self.shard_name(shard_id)
-        return name[: -len(".tar")] if name.endswith(".tar") else name
+        return name.removesuffix(".tar")
 
     def redacted(self) -> dict[str, Any]:
         """Effective settings with secrets (URL passwords, keys) hidden: safe to print or log."""

@@ -7,7 +7,7 @@ object (local: temp name + rename; S3: a single PUT or a completed multipart upl
 
 from __future__ import annotations
 
-from common.storage.base import Store, StorageError, NotFound
+from common.storage.base import NotFound, StorageError, Store
 from common.storage.factory import open_store, split_url
 
-__all__ = ["Store", "StorageError", "NotFound", "open_store", "split_url"]
+__all__ = ["NotFound", "StorageError", "Store", "open_store", "split_url"]

@@ -19,7 +19,7 @@ def split_url(url: str) -> tuple[str, str, str]:
     raise ValueError(f"unsupported storage URL scheme {parsed.scheme!r} in {url!r}")
 
 
-def open_store(url: str, settings=None) -> Store:  # noqa: ANN001 - Settings, imported lazily
+def open_store(url: str, settings=None) -> Store:
     scheme, bucket, path = split_url(url)
     if scheme == "s3":
         from common.storage.s3 import S3Store

@@ -54,8 +54,8 @@ def small_preprocessor_config(variant: str = "neucodec") -> dict:
 
 def build_small_model(variant: str = "neucodec", seed: int = 0):
     """The real ``NeuCodec`` / ``DistillNeuCodec`` with small random semantic parts (eval mode)."""
-    import torch
     import neucodec.model as nm
+    import torch
     from transformers import AutoConfig, AutoFeatureExtractor, AutoModel
 
     torch.manual_seed(seed)
@@ -64,12 +64,12 @@ def build_small_model(variant: str = "neucodec", seed: int = 0):
     fe_cls = getattr(__import__("transformers", fromlist=[pre_cfg["feature_extractor_type"]]),
                      pre_cfg["feature_extractor_type"])
 
-    def model_from_config(_name: str, **kw):  # noqa: ANN202
+    def model_from_config(_name: str, **kw):
         for k, v in kw.items():
             setattr(sem_cfg, k, v)
         return AutoModel.from_config(sem_cfg)
 
-    def fe_from_config(_name: str, **_kw):  # noqa: ANN202
+    def fe_from_config(_name: str, **_kw):
         return fe_cls(**{k: v for k, v in pre_cfg.items() if k != "feature_extractor_type"})
 
     model_cls_name = "Wav2Vec2BertModel" if variant == "neucodec" else "HubertModel"
@@ -95,7 +95,7 @@ def _build_into(dest: Path, variant: str) -> None:
     (dest / "preprocessor_config.json").write_text(json.dumps(small_preprocessor_config(variant)))
 
 
-def build_small_neucodec(dir: str | Path, variant: str = "neucodec") -> Path:  # noqa: A002
+def build_small_neucodec(dir: str | Path, variant: str = "neucodec") -> Path:
     """A small random checkpoint directory at ``dir`` (built once per session, then linked)."""
     dest = Path(dir)
     with _lock:
