@@ -135,11 +135,14 @@ def decode_audio(
     *,
     max_seconds: float | None = None,
     min_seconds: float | None = None,
+    notes: list[str] | None = None,
 ) -> np.ndarray:
     """Decode ``data`` (any ffmpeg-decodable bytes) to mono float32 at ``sample_rate``.
 
     Too long is found out without decoding it all: first from the declared duration, else
-    decoding stops as soon as ``max_seconds`` is passed. A file cut short keeps what decoded.
+    decoding stops as soon as ``max_seconds`` is passed. A file cut short keeps what decoded;
+    when ``notes`` is given, ``truncated:<decoded>/<declared>s`` is appended to it so the caller
+    can record why the audio is shorter than the file claims.
     """
     if not data:
         raise AudioError("empty", "0 bytes")
@@ -166,6 +169,9 @@ def decode_audio(
     audio = sink.audio()
     if audio.size == 0:
         raise AudioError("empty", "no audio samples decoded")
+    got = audio.size / sample_rate
+    if notes is not None and declared is not None and got < declared * 0.98 - 0.1:
+        notes.append(f"truncated:{got:.2f}/{declared:.2f}s")
     if min_seconds is not None and audio.size < min_seconds * sample_rate:
         raise AudioError("too_short", f"{audio.size / sample_rate:.3f} s < {min_seconds:g} s")
     return audio

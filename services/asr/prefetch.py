@@ -26,6 +26,7 @@ class Decoded:
     audio: np.ndarray | None  # None when ``error`` is set
     error: str | None = None  # reason, recorded as ``error:<reason>``
     decode_seconds: float = 0.0
+    notes: list[str] | None = None  # e.g. ``truncated:...``: kept, but recorded on the line
 
 
 def audio_ext(files: dict[str, bytes]) -> str | None:
@@ -45,14 +46,15 @@ def decode_item(item: Sample | MemberError, settings: Settings) -> Decoded:
     if ext is None:
         return Decoded(item.key, None, "no_audio")
     t0 = time.perf_counter()
+    notes: list[str] = []
     try:
         audio = decode_audio(item.files[ext], SAMPLE_RATE, max_seconds=settings.max_member_seconds,
-                             min_seconds=settings.min_member_seconds)
+                             min_seconds=settings.min_member_seconds, notes=notes)
     except AudioError as e:
         return Decoded(item.key, None, e.reason)
     if not np.isfinite(audio).all():
         return Decoded(item.key, None, "non_finite_samples")
-    return Decoded(item.key, audio, None, time.perf_counter() - t0)
+    return Decoded(item.key, audio, None, time.perf_counter() - t0, notes or None)
 
 
 def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator[Decoded]:

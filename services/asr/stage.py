@@ -77,6 +77,9 @@ class AsrStage(Stage):
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE
                     outcome = self.transcribe_file(item.key, item.audio)
+                    if item.notes:
+                        outcome.line["notes"] = item.notes
+                        counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
                 status = outcome.line["status"]
                 counts[status.split(":", 1)[0].replace("error", "errors")] += 1
                 if outcome.line["language"] and status == "ok":

@@ -166,3 +166,16 @@ def test_flac_round_trip_and_resample(tmp_path: Path) -> None:
     r = resample(x, 24000, 16000)
     assert r.dtype == np.float32 and r.size == 16000
     assert resample(x, 24000, 24000) is x
+
+
+def test_truncation_is_noted_when_the_header_says_more(tmp_path: Path) -> None:
+    t = np.arange(16000 * 4) / 16000
+    x = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    whole = flac_bytes(x, 16000)
+    notes: list[str] = []
+    a = decode_audio(whole[: len(whole) // 2], 16000, notes=notes)
+    assert 1.0 < a.size / 16000 < 3.0
+    assert len(notes) == 1 and notes[0].startswith("truncated:") and notes[0].endswith("/4.00s")
+    clean: list[str] = []
+    decode_audio(whole, 16000, notes=clean)
+    assert clean == []  # a whole file gets no note

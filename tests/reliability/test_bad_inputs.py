@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(not __import__("shutil").which("espeak-ng"),
 LIMITS = {"max_member_seconds": 3600.0}  # the 3 h file must hit the limit (default is 4 h)
 ODD_AUDIO = {"rate8k", "ch6", "rate96k", "bits8", "trunc", "badjson", "hugejson"}
 NON_SPEECH = {"silence", "noise", "music"}
-DEFAULT_ASR = {"ch6", "bits8", "silence"}  # odd formats the default run transcribes
+DEFAULT_ASR = {"ch6", "bits8", "silence", "trunc"}  # odd formats the default run transcribes
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +166,9 @@ def _check_asr(cases: list[Case], outcome, lines: list[dict]) -> None:
             assert any(seg["kept"] for seg in got[0]["segments"]), (c.name, got)
         else:
             assert any(st.startswith(f"error:{c.reason}") for st in statuses), (c.name, statuses)
+    if "trunc" in by_key:  # kept as far as it decodes, and the line says it was cut short
+        notes = by_key["trunc"][0].get("notes") or []
+        assert any(n.startswith("truncated:") for n in notes), by_key["trunc"][0]
 
 
 @pytest.mark.parametrize("full", [pytest.param(False, id="reduced"),
