@@ -90,6 +90,16 @@ def pipeline_env(redis_url: str, input_url: str, output_url: str, scratch: str |
     return env
 
 
+def stop_process(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """SIGTERM (a Celery warm shutdown), then SIGKILL if it has not exited within ``grace``."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @dataclass
 class Worker:
     app: str

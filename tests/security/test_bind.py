@@ -15,7 +15,7 @@ import pytest
 
 from common.settings import Settings
 from tests.conftest import free_port
-from tests.harness import REPO
+from tests.harness import REPO, stop_process
 from tests.reliability.servers import wait_port
 
 
@@ -101,10 +101,6 @@ def test_flower_live_requires_auth_and_listens_on_loopback(isolated_redis_url, t
         if ext:
             assert not _reachable(ext, port)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 10)
         log.close()
     assert "flower-pw-123" not in (tmp_path / "flower.log").read_text(errors="replace")

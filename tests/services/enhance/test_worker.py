@@ -9,6 +9,7 @@ import sys
 import time
 
 from tests.conftest import REPO
+from tests.harness import stop_process
 
 
 def test_import_loads_no_model_stack() -> None:
@@ -59,9 +60,4 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
         assert record["counts"]["segments"] == 3 and record["enhancer"] == "none"
         assert (tmp_path / "out/enhanced/shard-000000.tar").is_file()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc, 30)

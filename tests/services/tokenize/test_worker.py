@@ -12,6 +12,7 @@ from common.queue import make_app, send_stage_task
 from common.settings import Settings
 from common.stage import Stage
 from tests.conftest import REPO
+from tests.harness import stop_process
 from tests.services.tokenize.conftest import write_enhanced_tar
 
 
@@ -57,9 +58,5 @@ def test_worker_answers_ping_and_tokenizes_a_shard(isolated_redis_url: str, tmp_
         lines = (out / "tokens" / "neucodec" / "shard-000003.jsonl").read_text().splitlines()
         assert len(lines) == 2
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 30)
         log.close()
