@@ -8,7 +8,7 @@ dies, Redis gives them back after the visibility timeout). When one is received
 Parent and pool process agree through an exclusive ``flock`` per shard (released by the kernel
 when a holder dies) and a manifest written last: whoever takes the lock first downloads, the
 other uses the result. A half-written download is never used: without a manifest the files
-are fetched again, resuming what a dead process left.
+are fetched again.
 """
 
 from __future__ import annotations
@@ -67,9 +67,8 @@ def fetch_into(fetch: Callable[[Stage, int, Path], dict[str, Path]], stage: Stag
         ready = _read_manifest(d)
         if ready is not None:
             return ready
-        # A dead process's partial download is kept: the store resumes it (S3 keeps the parts
-        # already fetched, checked against the object's ETag) instead of starting over.
-        d.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(d, ignore_errors=True)  # a partial download of a dead process
+        d.mkdir(parents=True)
         paths = fetch(stage, shard_id, d)
         rel = {k: str(p.relative_to(d)) for k, p in paths.items()}
         tmp = d / f".{MANIFEST}.part"

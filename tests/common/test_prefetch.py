@@ -80,30 +80,3 @@ def test_prefetcher_runs_ahead_and_skips_done(make_settings) -> None:
     assert calls == [1, 3] and pre.fetched == 2
     got = fetch_into(_fetcher(calls), _S(s), 3, s)  # the task finds it ready
     assert calls == [1, 3] and got["shard"].read_text() == "data 3"
-
-
-def test_interrupted_shard_download_resumes_on_the_next_attempt(s3_bucket: str, s3_proxy,
-                                                                make_settings) -> None:
-    """A worker whose download broke off (or died) leaves parts behind; the retry of the same
-    shard fetches only the missing parts, through the executor's real fetch path."""
-    import os
-
-    import boto3
-    import pytest
-
-    from common.executor import Executor
-    from common.storage import StorageError
-
-    data = os.urandom(6 * 1024 * 1024)
-    boto3.client("s3").put_object(Bucket=s3_bucket, Key="raw/s5", Body=data)
-    s = make_settings(input_url=f"s3://{s3_bucket}/raw", s3_part_size_mb=1, s3_concurrency=1,
-                      s3_max_attempts=1, s3_endpoint_url=s3_proxy.url)
-    ex = Executor(s)
-    s3_proxy.set_fault("drop", methods={"GET"}, skip=3)  # 3 parts arrive, then the link breaks
-    with pytest.raises(StorageError):
-        fetch_into(ex.fetch_inputs, _S(s), 5, s)
-    s3_proxy.clear()
-    s3_proxy.reset_counts()
-    got = fetch_into(ex.fetch_inputs, _S(s), 5, Executor(s).settings)
-    assert got["shard"].read_bytes() == data
-    assert s3_proxy.counts["GET"] == 3  # parts 3..5 only: nothing fetched twice
