@@ -16,13 +16,13 @@ Prints one JSON object per line (and writes them to ``$OUT/gpu_enhance.jsonl`` w
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.gpu_report import jsonl_emitter
 
 
 def build_decoder(cin: int, ch: int, rates: tuple[int, ...] = (8, 5, 4, 3, 2), res: int = 3):
@@ -103,14 +103,7 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="tiny modules: CPU dry run")
     args = ap.parse_args()
     t_start = time.monotonic()
-    out_path = Path(os.environ["OUT"]) / "gpu_enhance.jsonl" if os.environ.get("OUT") else None
-
-    def emit(rec: dict) -> None:
-        line = json.dumps(rec)
-        print(line, flush=True)
-        if out_path is not None:
-            with open(out_path, "a") as fh:
-                fh.write(line + "\n")
+    emit = jsonl_emitter("gpu_enhance")
 
     import torch
 

@@ -13,13 +13,12 @@ Prints one JSON object per line (and writes them to ``$OUT/gpu_tokenize.jsonl`` 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
+
+from bench.gpu_report import jsonl_emitter
 
 
 def build(variant_full: bool, device: str):
@@ -70,14 +69,7 @@ def main() -> None:
     from services.tokenize.encode import encode_batch, prepare
 
     t_start = time.monotonic()
-    out_path = Path(os.environ["OUT"]) / "gpu_tokenize.jsonl" if os.environ.get("OUT") else None
-
-    def emit(rec: dict) -> None:
-        line = json.dumps(rec)
-        print(line, flush=True)
-        if out_path is not None:
-            with open(out_path, "a") as fh:
-                fh.write(line + "\n")
+    emit = jsonl_emitter("gpu_tokenize")
 
     def sync() -> None:
         if a.device.startswith("cuda"):
