@@ -75,7 +75,9 @@ class Settings(BaseSettings):
     # --- asr ------------------------------------------------------------------------------------
     languages: Annotated[list[str], NoDecode] = Field(["ja", "en"], description="languages kept after language ID")
     language_threshold: float = Field(0.5, description="min language probability to keep")
-    lid_windows: int = Field(3, description="30 s windows spread over a file for language ID")
+    lid_windows: int = Field(3, description="clips spread over a file's head for language ID")
+    lid_head_seconds: float = Field(
+        90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
     asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")
     asr_device: str = Field("auto", description="auto, cuda, cpu")
     asr_compute_type: str = Field("auto", description="auto: float16 on GPU, int8 on CPU")

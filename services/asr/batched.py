@@ -1,9 +1,13 @@
-"""Batched Whisper over clips with ``BatchedInferencePipeline.forward``, sharing encoder passes.
+"""Batched Whisper over clips, one clip per encoder window, one text per clip.
+
+Each clip is decoded alone, as faster-whisper's ``BatchedInferencePipeline`` decodes its chunks:
+timestamps off, temperature 0, one full text per window. Packing several clips into one window
+(separated by silence) and mapping timestamped phrases back to clips lost text: Whisper often
+ends a window after its first sentence, and later clips got nothing (issue 11, docs/asr.md).
 
 The clips picked for language ID are encoded once: the encoder output serves language ID first,
 then their transcription (the pipeline's model is a thin proxy that hands back the cached output
-for exactly those features). Transcription is greedy/beam at temperature 0 with timestamps on,
-so each clip comes back as timestamped phrases in file time.
+for exactly those features).
 """
 
 from __future__ import annotations
@@ -14,15 +18,34 @@ from typing import Any
 import numpy as np
 
 from common.settings import Settings
-from services.asr.clips import Window
+from services.asr.clips import Clip
 from services.asr.vad import SAMPLE_RATE
 
 
 @dataclass
-class ClipResult:
-    phrases: list[tuple[float, float, str]]  # (start, end, text) in file time
+class ClipText:
+    text: str
     avg_logprob: float
     no_speech_prob: float
+
+
+MAX_PAUSE_SECONDS = 0.8  # longer pauses inside a clip are shortened to this in its window
+
+
+def window_audio(audio: np.ndarray, clip: Clip) -> np.ndarray:
+    """The clip's speech with its pauses capped at ``MAX_PAUSE_SECONDS``, as the peer's windows
+    hold speech with VAD padding only: long silences inside a window cost Whisper words (issue
+    11, measured in docs/asr.md). The text still belongs to the whole clip."""
+    half = int(MAX_PAUSE_SECONDS * SAMPLE_RATE) // 2
+    out: list[np.ndarray] = []
+    for i, p in enumerate(clip.parts()):
+        a, b = int(p.start * SAMPLE_RATE), int(p.end * SAMPLE_RATE)
+        if i:  # the pause's own edges (its background, not digital silence), middle left out
+            gap_start = int(clip.pauses[i - 1][0] * SAMPLE_RATE)
+            out.append(audio[gap_start:min(a, gap_start + half)])
+            out.append(audio[max(gap_start + half, a - half):a])
+        out.append(audio[a:b])
+    return np.concatenate(out)
 
 
 class _CachingModel:
@@ -55,11 +78,11 @@ class ClipTranscriber:
         self._proxy = _CachingModel(model)
         self.pipeline = BatchedInferencePipeline(self._proxy)
 
-    def features(self, audio: np.ndarray, windows: list[Window]) -> np.ndarray:
+    def features(self, audio: np.ndarray, clips: list[Clip]) -> np.ndarray:
         from faster_whisper.audio import pad_or_trim
 
         fe = self.model.feature_extractor
-        return np.stack([pad_or_trim(fe(w.audio(audio))[..., :-1]) for w in windows])
+        return np.stack([pad_or_trim(fe(window_audio(audio, c))[..., :-1]) for c in clips])
 
     def encode(self, features: np.ndarray) -> Any:
         return self.model.encode(features)
@@ -67,47 +90,31 @@ class ClipTranscriber:
     def detect_language(self, encoded: Any) -> list[list[tuple[str, float]]]:
         return self.model.model.detect_language(encoded)
 
-    def _options(self, tokenizer: Any) -> Any:
+    def _options(self, tokenizer: Any, beam_size: int) -> Any:
         from faster_whisper.transcribe import TranscriptionOptions, get_suppressed_tokens
 
         return TranscriptionOptions(
-            beam_size=self.settings.asr_beam_size, best_of=1, patience=1.0, length_penalty=1.0,
+            beam_size=beam_size, best_of=1, patience=1.0, length_penalty=1.0,
             repetition_penalty=1.0, no_repeat_ngram_size=0, log_prob_threshold=None,
             no_speech_threshold=None, compression_ratio_threshold=None,
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
             temperatures=[0.0], initial_prompt=None, prefix=None, suppress_blank=True,
-            suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=False,
+            suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=True,
             max_initial_timestamp=0.0, word_timestamps=False,
             prepend_punctuations="\"'“¿([{-", append_punctuations="\"'.。,，!！?？:：”)]}、",
             multilingual=False, max_new_tokens=None, clip_timestamps="0",
             hallucination_silence_threshold=None, hotwords=None)
 
-    def transcribe(self, features: np.ndarray, windows: list[Window], language: str,
-                   encoded: Any = None) -> dict[int, ClipResult]:
-        """One batched forward over ``features`` (one row per window): results by clip index."""
+    def transcribe(self, features: np.ndarray, language: str, encoded: Any = None,
+                   beam_size: int | None = None) -> list[ClipText]:
+        """One batched decode over ``features`` (one row per clip): one text per row."""
         from faster_whisper.tokenizer import Tokenizer
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                               task="transcribe", language=language)
-        meta = []
-        for w in windows:
-            length = w.offsets[-1] + w.clips[-1].duration
-            meta.append({"offset": 0.0, "duration": length,
-                         "segments": [{"start": 0, "end": int(length * SAMPLE_RATE)}]})
         if encoded is not None:
             self._proxy.prime(features, encoded)
-        outputs = self.pipeline.forward(features, tokenizer, meta, self._options(tokenizer))
-        results: dict[int, ClipResult] = {}
-        for w, subs in zip(windows, outputs):
-            lp = float(subs[0]["avg_logprob"]) if subs else -10.0
-            ns = float(subs[0]["no_speech_prob"]) if subs else 1.0
-            per_clip: list[list[tuple[float, float, str]]] = [[] for _ in w.clips]
-            for sub in subs:
-                start, end = float(sub["start"]), float(sub["end"])
-                k, _ = w.to_file_time((start + end) / 2)  # a phrase belongs where its middle is
-                c, off = w.clips[k], w.offsets[k]
-                per_clip[k].append((min(c.end, max(c.start, c.start + start - off)),
-                                    min(c.end, max(c.start, c.start + end - off)), sub["text"]))
-            for idx, phrases in zip(w.indices, per_clip):
-                results[idx] = ClipResult(phrases, lp, ns)
-        return results
+        options = self._options(tokenizer, beam_size or self.settings.asr_beam_size)
+        _, outputs = self.pipeline.generate_segment_batched(features, tokenizer, options)
+        return [ClipText(tokenizer.decode(o["tokens"]).strip(), float(o["avg_logprob"]),
+                         float(o["no_speech_prob"])) for o in outputs]

@@ -1,9 +1,10 @@
-"""Language ID from several clips spread across a file, not only its first 30 s.
+"""Language ID from several clips spread over a file's head, not only its first 30 s.
 
-Up to ``lid_windows`` encoder windows (speech clips packed into 30 s, clips.py) are picked
-evenly over the file; their encoder output is reused for their transcription (batched.py), so
-language ID costs no extra encoder pass for a kept file. Whisper's language distributions are
-averaged, weighted by the speech seconds of each window.
+Up to ``lid_windows`` clips (one encoder window each, clips.py) are picked evenly over the
+clips of the first ``lid_head_seconds``: a file in another language costs VAD of its head and
+these encoder passes, never VAD or decoding of the whole file. Their encoder output is reused
+for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
+file. Whisper's language distributions are averaged, weighted by the speech seconds of each clip.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ class LanguageGuess:
     windows: int
 
 
-def pick_windows(n_clips: int, k: int) -> list[int]:
-    """``k`` window indices spread evenly over ``n_clips`` (all of them when there are few)."""
+def pick_clips(n_clips: int, k: int) -> list[int]:
+    """``k`` clip indices spread evenly over ``n_clips`` (all of them when there are few)."""
     if n_clips <= k:
         return list(range(n_clips))
     return sorted({min(n_clips - 1, int((i + 0.5) * n_clips / k)) for i in range(k)})

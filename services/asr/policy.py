@@ -1,77 +1,48 @@
-"""TTS segment policy: cut each clip's transcript into segments at real pauses.
+"""TTS segment policy: one segment per clip, with the clip's full text.
 
-Whisper gives timestamped phrases per clip; VAD gives the pauses. A segment ends where a phrase
-boundary falls inside (or within ``TOLERANCE`` of) a VAD pause, and its edges are the pause's
-edges, so text and audio agree and no word is cut. Segments shorter than the min are merged
-into a neighbour when that keeps them within the max. What remains too short or too long is
-flagged by quality.py.
+A clip is speech joined across short pauses up to the segment max (clips.py) and decoded alone
+(batched.py), so a segment's text and audio span the same speech by construction: no phrase
+is mapped back by timestamps and no cut can fall inside a word. Flags come from quality.py,
+with ``text_coverage`` from coverage.py and ``truncated`` for the segment that ends where a
+truncated file was cut (its last words are cut).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
+from typing import Any
 
+from common.settings import Settings
+from services.asr import records
+from services.asr.batched import ClipText
 from services.asr.clips import Clip
 
-TOLERANCE = 0.4  # seconds: Whisper's timestamps are this rough
-NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "yue", "th", "lo", "my", "km", "bo"})
+CUT_EDGE_SECONDS = 0.5  # a segment ending this close to a truncated file's end ends at the cut
 
 
 @dataclass
-class Phrase:
-    start: float
-    end: float
-    text: str
+class Segments:
+    lines: list[dict[str, Any]]
+    kept: int
+    kept_seconds: float
 
 
-@dataclass
-class Piece:
-    start: float
-    end: float
-    texts: list[str]
+def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
+                   settings: Settings, cut_at: float | None = None) -> Segments:
+    """Segment records for a file's clips; ``cut_at``: where a truncated file ends."""
+    from faster_whisper.transcribe import get_compression_ratio
 
+    from services.asr.quality import flag_segment
 
-def _joiner(language: str | None) -> str:
-    return "" if language in NO_SPACE_LANGUAGES else " "
-
-
-def _pause_between(clip: Clip, end_prev: float, start_next: float) -> tuple[float, float] | None:
-    lo, hi = min(end_prev, start_next), max(end_prev, start_next)
-    for ps, pe in clip.pauses:
-        if lo <= pe + TOLERANCE and hi >= ps - TOLERANCE:
-            return ps, pe
-    return None
-
-
-def split_clip(clip: Clip, phrases: list[Phrase], min_seconds: float, max_seconds: float,
-               language: str | None) -> list[tuple[float, float, str]]:
-    """``(start, end, text)`` segments of one clip; the union of their spans is the clip minus
-    the pauses cut at. A clip with no phrase gives one empty segment (flagged ``empty_text``)."""
-    phrases = [p for p in phrases if p.text.strip()]
-    if not phrases:
-        return [(clip.start, clip.end, "")]
-    pieces = [Piece(clip.start, clip.end, [phrases[0].text.strip()])]
-    for prev, cur in pairwise(phrases):
-        pause = _pause_between(clip, prev.end, cur.start)
-        if pause is not None and pieces[-1].start < pause[0] and pause[1] < clip.end:
-            pieces[-1].end = pause[0]
-            pieces.append(Piece(pause[1], clip.end, []))
-        pieces[-1].texts.append(cur.text.strip())
-    pieces = _merge_short(pieces, min_seconds, max_seconds)
-    sep = _joiner(language)
-    return [(p.start, p.end, sep.join(t for t in p.texts if t)) for p in pieces]
-
-
-def _merge_short(pieces: list[Piece], min_seconds: float, max_seconds: float) -> list[Piece]:
-    out: list[Piece] = []
-    for p in pieces:
-        if out:
-            prev = out[-1]
-            short = (prev.end - prev.start) < min_seconds or (p.end - p.start) < min_seconds
-            if short and p.end - prev.start <= max_seconds:
-                prev.end = p.end
-                prev.texts.extend(p.texts)
-                continue
-        out.append(p)
-    return out
+    lines: list[dict[str, Any]] = []
+    kept_seconds = 0.0
+    for i, (clip, t) in enumerate(zip(clips, texts)):
+        cr = get_compression_ratio(t.text) if t.text else 0.0
+        cut = cut_at is not None and clip.end >= cut_at - CUT_EDGE_SECONDS
+        reasons = flag_segment(t.text, clip.start, clip.end, t.avg_logprob, t.no_speech_prob, cr,
+                               settings, covered=i not in short, cut=cut)
+        lines.append(records.segment(i, clip.start, clip.end, t.text, t.avg_logprob,
+                                     t.no_speech_prob, cr, reasons))
+        if not reasons:
+            kept_seconds += clip.duration
+    return Segments(lines, sum(1 for x in lines if x["kept"]), kept_seconds)

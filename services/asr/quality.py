@@ -3,7 +3,8 @@
 Reasons (comma-joined in ``reason``): ``empty_text``, ``non_speech`` (high no-speech probability
 with low confidence: Whisper's own silence rule), ``low_confidence``, ``repetition`` (compression
 ratio above the threshold, or an n-gram repeated back to back: a decoder loop), ``too_short``,
-``too_long``.
+``too_long``, ``text_coverage`` (text too short for its speech even after a retry: coverage.py),
+``truncated`` (the segment ends where a truncated file was cut).
 """
 
 from __future__ import annotations
@@ -37,9 +38,17 @@ def has_repeated_ngram(text: str, max_n: int = 8, min_units: int = 8) -> bool:
     return False
 
 
+def is_loop(text: str, max_compression_ratio: float) -> bool:
+    """A decoder loop: text far more compressible than speech, or an n-gram said over and over."""
+    from faster_whisper.transcribe import get_compression_ratio
+
+    return bool(text.strip()) and (get_compression_ratio(text) > max_compression_ratio
+                                   or has_repeated_ngram(text))
+
+
 def flag_segment(text: str, start: float, end: float, avg_logprob: float,
                  no_speech_prob: float, compression_ratio: float,
-                 settings: Settings) -> list[str]:
+                 settings: Settings, *, covered: bool = True, cut: bool = False) -> list[str]:
     reasons: list[str] = []
     if not text.strip():
         reasons.append("empty_text")
@@ -48,11 +57,15 @@ def flag_segment(text: str, start: float, end: float, avg_logprob: float,
     elif avg_logprob < settings.min_avg_logprob:
         reasons.append("low_confidence")
     if text.strip() and (compression_ratio > settings.max_compression_ratio
-                         or has_repeated_ngram(text)):
+                         or has_repeated_ngram(text)):  # is_loop, with the ratio at hand
         reasons.append("repetition")
     duration = end - start
     if duration < settings.segment_min_seconds:
         reasons.append("too_short")
     if duration > settings.segment_max_seconds:
         reasons.append("too_long")
+    if text.strip() and not covered:
+        reasons.append("text_coverage")
+    if cut:
+        reasons.append("truncated")
     return reasons

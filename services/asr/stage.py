@@ -76,7 +76,8 @@ class AsrStage(Stage):
                 else:
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE
-                    outcome = self.transcribe_file(item.key, item.audio)
+                    truncated = any(n.startswith("truncated") for n in item.notes or ())
+                    outcome = self.transcribe_file(item.key, item.audio, truncated)
                     if item.notes:
                         outcome.line["notes"] = item.notes
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
@@ -85,6 +86,7 @@ class AsrStage(Stage):
                 if outcome.line["language"] and status == "ok":
                     languages[outcome.line["language"]] += 1
                 counts["segments"] += outcome.segments
+                counts.update({k: v for k, v in outcome.extra.items() if v})
                 counts["kept_segments"] += outcome.kept
                 seconds_out += outcome.kept_seconds
                 model_seconds += outcome.model_seconds
@@ -110,25 +112,31 @@ class AsrStage(Stage):
             self._clip_transcriber = ClipTranscriber(self._loaded.model, self.settings)
         return self._clip_transcriber
 
-    def transcribe_file(self, key: str, audio: np.ndarray) -> FileOutcome:
-        """Language ID, then (if kept) transcription and segment flags: one JSONL line."""
-        from services.asr.clips import Window, pack_windows, plan_clips
-        from services.asr.langid import aggregate, pick_windows
+    def transcribe_file(self, key: str, audio: np.ndarray, truncated: bool = False) -> FileOutcome:
+        """Language ID, then (if kept) transcription and segment flags: one JSONL line.
+
+        ``truncated``: the file was cut short, so the segment ending at its end is flagged."""
+        from services.asr.clips import file_spans, head_spans, plan_clips
+        from services.asr.coverage import recover
+        from services.asr.langid import aggregate, pick_clips
+        from services.asr.policy import build_segments
+        from services.asr.quality import is_loop
 
         s = self.settings
         tr = self._transcriber()
         duration = audio.size / SAMPLE_RATE
-        clips = plan_clips(audio, s)
+        spans, resume = head_spans(audio, s)  # language ID needs the head only
+        clips = plan_clips(spans, s)
+        if not clips and resume < audio.size:  # a silent head: look at the rest
+            clips, resume = plan_clips(file_spans(audio, s, resume), s), audio.size
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
-        windows = pack_windows(clips)
         t0 = time.perf_counter()
-        lid_idx = pick_windows(len(windows), s.lid_windows)
-        lid_windows = [windows[i] for i in lid_idx]
-        lid_feats = tr.features(audio, lid_windows)
+        lid_idx = pick_clips(len(clips), s.lid_windows)
+        lid_feats = tr.features(audio, [clips[i] for i in lid_idx])
         lid_encoded = tr.encode(lid_feats)
         guess = aggregate(tr.detect_language(lid_encoded),
-                          [w.speech_seconds for w in lid_windows])
+                          [clips[i].speech_seconds for i in lid_idx])
         model_seconds = time.perf_counter() - t0
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
@@ -136,43 +144,27 @@ class AsrStage(Stage):
             return FileOutcome(records.line(key, "dropped:language", **common), model_seconds)
         language = guess.language
         assert language is not None
+        if resume < audio.size:  # kept: now the rest of the file
+            clips += plan_clips(file_spans(audio, s, resume), s)
         t1 = time.perf_counter()
-        results = tr.transcribe(lid_feats, lid_windows, language, lid_encoded)
-        rest = [w for i, w in enumerate(windows) if i not in set(lid_idx)]
-        for b in range(0, len(rest), s.asr_batch_size):
-            batch = rest[b:b + s.asr_batch_size]
-            results.update(tr.transcribe(tr.features(audio, batch), batch, language))
-        # Whisper may end a packed window early and leave a clip without text: give such clips
-        # a window of their own (costs encoder passes only when it happens).
-        alone = [Window([clips[i]], [i]) for w in windows if len(w.clips) > 1 for i in w.indices
-                 if not any(t.strip() for _, _, t in results[i].phrases)]
-        for b in range(0, len(alone), s.asr_batch_size):
-            batch = alone[b:b + s.asr_batch_size]
-            results.update(tr.transcribe(tr.features(audio, batch), batch, language))
+
+        def decode(batch: list, beam: int | None = None) -> list:
+            out = []
+            for b in range(0, len(batch), s.asr_batch_size):
+                part = batch[b:b + s.asr_batch_size]
+                out += tr.transcribe(tr.features(audio, part), language, beam_size=beam)
+            return out
+
+        texts: list = [None] * len(clips)
+        for i, t in zip(lid_idx, tr.transcribe(lid_feats, language, lid_encoded)):
+            texts[i] = t
+        rest = [i for i in range(len(clips)) if texts[i] is None]
+        for i, t in zip(rest, decode([clips[i] for i in rest])):
+            texts[i] = t
+        cov = recover(clips, texts, language, decode,
+                      lambda text: is_loop(text, s.max_compression_ratio))
         model_seconds += time.perf_counter() - t1
-        return self._segments(key, clips, results, common, language, model_seconds)
-
-    def _segments(self, key: str, clips: list, results: dict, common: dict[str, Any],
-                  language: str, model_seconds: float) -> FileOutcome:
-        from faster_whisper.transcribe import get_compression_ratio
-
-        from services.asr.policy import Phrase, split_clip
-        from services.asr.quality import flag_segment
-
-        s = self.settings
-        segments: list[dict[str, Any]] = []
-        kept_seconds = 0.0
-        for i, clip in enumerate(clips):
-            res = results[i]
-            phrases = [Phrase(a, b, t) for a, b, t in res.phrases]
-            for start, end, text in split_clip(clip, phrases, s.segment_min_seconds,
-                                               s.segment_max_seconds, language):
-                cr = get_compression_ratio(text) if text else 0.0
-                reasons = flag_segment(text, start, end, res.avg_logprob, res.no_speech_prob, cr, s)
-                segments.append(records.segment(len(segments), start, end, text, res.avg_logprob,
-                                                res.no_speech_prob, cr, reasons))
-                if not reasons:
-                    kept_seconds += end - start
-        kept = sum(1 for seg in segments if seg["kept"])
-        return FileOutcome(records.line(key, "ok", segments=segments, **common), model_seconds,
-                           kept_seconds, len(segments), kept)
+        segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)
+        return FileOutcome(records.line(key, "ok", segments=segs.lines, **common), model_seconds,
+                           segs.kept_seconds, len(segs.lines), segs.kept,
+                           {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short)})

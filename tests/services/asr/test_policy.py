@@ -1,4 +1,5 @@
-"""Segment policy, quality flags, clip planning and language aggregation: pure functions."""
+"""Segment policy, quality flags, text coverage, clip planning and language aggregation: pure
+functions."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import numpy as np
 import pytest
 
 from common.settings import Settings
-from services.asr.clips import SEPARATOR_SECONDS, Clip, join_spans, pack_windows
-from services.asr.langid import aggregate, pick_windows
-from services.asr.policy import Phrase, split_clip
+from services.asr.batched import ClipText
+from services.asr.clips import Clip, join_spans
+from services.asr.coverage import expected_rate, floor_rate, is_short, recover, units
+from services.asr.langid import aggregate, pick_clips
+from services.asr.policy import build_segments
 from services.asr.quality import flag_segment, has_repeated_ngram
 
 S = Settings()
@@ -22,36 +25,67 @@ def test_join_spans_across_short_pauses_only() -> None:
     assert join_spans([(0, 20), (21, 31)], 30, 3.0)[1].start == 21
 
 
-def test_pack_windows_and_time_mapping() -> None:
-    clips = [Clip(0, 10), Clip(20, 28), Clip(40, 52), Clip(60, 80)]
-    ws = pack_windows(clips)
-    assert [w.indices for w in ws] == [[0, 1], [2], [3]]  # 10+1+8 <= 30; +1+12 > 30
-    w = ws[0]
-    assert w.offsets == [0.0, 10 + SEPARATOR_SECONDS]
-    assert w.to_file_time(5.0) == (0, 5.0)
-    assert w.to_file_time(12.0) == (1, 21.0)
-    audio = np.ones(16000 * 90, dtype=np.float32)
-    assert w.audio(audio).size == int((10 + SEPARATOR_SECONDS + 8) * 16000)
-
-
-def test_split_clip_cuts_only_at_pauses() -> None:
+def test_clip_parts_are_its_speech_between_pauses() -> None:
     clip = Clip(10.0, 30.0, pauses=[(14.0, 15.0), (22.0, 22.6)])
-    phrases = [Phrase(10.0, 14.1, "one two three."), Phrase(14.9, 18.0, "four five."),
-               Phrase(18.0, 22.2, "six seven."), Phrase(22.5, 30.0, "eight nine ten.")]
-    segs = split_clip(clip, phrases, min_seconds=1.0, max_seconds=30.0, language="en")
-    assert segs == [(10.0, 14.0, "one two three."), (15.0, 22.0, "four five. six seven."),
-                    (22.6, 30.0, "eight nine ten.")]
+    assert [(p.start, p.end) for p in clip.parts()] == [(10, 14), (15, 22), (22.6, 30)]
+    assert clip.speech_seconds == pytest.approx(20 - 1.6)
+    assert [(p.start, p.end) for p in Clip(1, 5).parts()] == [(1, 5)]
 
 
-def test_split_clip_merges_short_pieces_and_joins_japanese_without_spaces() -> None:
-    clip = Clip(0.0, 6.0, pauses=[(0.5, 1.0)])
-    segs = split_clip(clip, [Phrase(0, 0.5, "あ"), Phrase(1.0, 6.0, "りがとう")],
-                      min_seconds=1.0, max_seconds=30.0, language="ja")
-    assert segs == [(0.0, 6.0, "ありがとう")]
+def _texts(*texts: str) -> list[ClipText]:
+    return [ClipText(t, -0.2, 0.01) for t in texts]
 
 
-def test_split_clip_without_text_is_one_empty_segment() -> None:
-    assert split_clip(Clip(1, 5), [Phrase(1, 5, "  ")], 1.0, 30.0, "en") == [(1, 5, "")]
+def test_build_segments_one_per_clip_with_flags() -> None:
+    clips = [Clip(0.0, 10.0), Clip(12.0, 14.0), Clip(15.0, 15.5), Clip(20.0, 29.9)]
+    texts = _texts("one two three four five six seven eight nine ten.", "", "hi.",
+                   "the last words are cut off.")
+    segs = build_segments(clips, texts, short={0}, settings=S, cut_at=30.0)
+    assert [(x["start"], x["end"], x["text"]) for x in segs.lines] == [
+        (0.0, 10.0, texts[0].text), (12.0, 14.0, ""), (15.0, 15.5, "hi."),
+        (20.0, 29.9, texts[3].text)]
+    assert [x["reason"] for x in segs.lines] == ["text_coverage", "empty_text", "too_short",
+                                                  "truncated"]
+    assert segs.kept == 0 and segs.kept_seconds == 0.0
+    # not truncated: the last segment is kept
+    segs = build_segments(clips, texts, short=set(), settings=S)
+    assert segs.kept == 2 and segs.kept_seconds == pytest.approx(10.0 + 9.9)
+
+
+def test_text_units_and_expected_rate() -> None:
+    assert units("Hello, world!") == 10 and units("今日は、いい天気。") == 7
+    assert units("ＡＢＣ １２") == 5  # NFKC
+    # the file's median rate, from clips of some length, never under the language floor
+    assert expected_rate([(150, 10.0), (130, 10.0), (10, 1.0)], "en") == pytest.approx(14.0)
+    assert expected_rate([(20, 10.0)], "en") == floor_rate("en")
+    assert floor_rate("ja") < floor_rate("en")
+    assert not is_short("a b", 1.0, 15.0)  # within the slack: a word in a one-second clip
+    assert is_short("a" * 60, 13.0, 15.0) and not is_short("a" * 100, 13.0, 15.0)
+
+
+def test_recover_decodes_short_clips_in_parts_and_flags_what_stays_short() -> None:
+    full = "x" * 140
+    clips = [Clip(0, 10), Clip(11, 21), Clip(22, 32, pauses=[(26, 27)]), Clip(33, 43),
+             Clip(44, 54)]
+    texts = _texts(full, full, "x" * 20, "x" * 10, full)
+    calls: list[tuple[list[tuple[float, float]], int]] = []
+
+    def decode(batch: list[Clip], beam: int) -> list[ClipText]:
+        calls.append(([(c.start, c.end) for c in batch], beam))
+        # the parts of clip 2 carry their text; clip 3 (no pause) stays short
+        return [ClipText("y" * 60 if c.start in (22, 27) else "z" * 12, -0.3, 0.02)
+                for c in batch]
+
+    cov = recover(clips, texts, "en", decode)
+    assert calls == [([(22, 26), (27, 32), (33, 43)], 5)]  # one batch, beam search
+    assert texts[2].text == "y" * 60 + " " + "y" * 60 and texts[3].text == "z" * 12
+    assert cov.retried == 2 and cov.short == {3} and cov.rate == pytest.approx(14.0)
+
+
+def test_recover_does_nothing_when_text_covers_the_speech() -> None:
+    texts = _texts("x" * 140, "x" * 130)
+    cov = recover([Clip(0, 10), Clip(11, 21)], texts, "en", lambda b, k: 1 / 0)
+    assert cov.retried == 0 and cov.short == set()
 
 
 @pytest.mark.parametrize("text,loop", [
@@ -81,9 +115,23 @@ def test_flags() -> None:
 
 
 def test_language_windows_and_aggregate() -> None:
-    assert pick_windows(2, 3) == [0, 1]
-    assert pick_windows(10, 3) == [1, 5, 8]
+    assert pick_clips(2, 3) == [0, 1]
+    assert pick_clips(10, 3) == [1, 5, 8]
     g = aggregate([[("<|en|>", 0.9), ("<|de|>", 0.1)], [("<|ja|>", 0.6), ("<|en|>", 0.4)]],
                   [20.0, 10.0])
     assert g.language == "en" and g.probability == pytest.approx((18 + 4) / 30)
     assert aggregate([], []).language is None
+
+
+def test_window_audio_caps_long_pauses_with_their_own_edges() -> None:
+    from services.asr.batched import MAX_PAUSE_SECONDS, window_audio
+
+    sr = 16000
+    audio = np.arange(sr * 20, dtype=np.float32)
+    clip = Clip(1.0, 10.0, pauses=[(3.0, 7.0), (8.0, 8.2)])
+    w = window_audio(audio, clip)
+    cap = int(MAX_PAUSE_SECONDS * sr) // 2 * 2
+    assert w.size == 2 * sr + cap + sr + int(0.2 * sr) + int(1.8 * sr)
+    assert w[0] == sr and w[-1] == 10 * sr - 1  # starts and ends where the clip does
+    assert w[2 * sr] == 3 * sr and w[2 * sr + cap - 1] == 7 * sr - 1  # the pause's two edges
+    assert np.array_equal(window_audio(audio, Clip(2.0, 3.0)), audio[2 * sr:3 * sr])

@@ -129,7 +129,7 @@ def test_jsonl_schema(shard_run: ShardRun) -> None:
             assert (s["reason"] is None) == s["kept"]
             if s["reason"]:
                 allowed = {"empty_text", "non_speech", "low_confidence", "repetition",
-                           "too_short", "too_long"}
+                           "too_short", "too_long", "text_coverage", "truncated"}
                 assert set(s["reason"].split(",")) <= allowed
         if st != "ok":
             assert line["segments"] == []

@@ -1,0 +1,101 @@
+"""Text coverage: a segment's text must be long enough for the speech it holds.
+
+A TTS segment whose audio holds two sentences but whose text holds one teaches a model to
+mumble. Whatever the cause (a decoder that stops early, a missed sentence), the check is the
+same: the file's own text rate (letters and digits per second of VAD speech, the median over
+its clips of some length, never below a per-language floor) sets what a clip should carry; a
+clip under ``FRACTION`` of that (after ``SLACK_SECONDS`` of allowance for VAD padding and very
+short clips) is decoded again in parts split at its pauses, with beam search; if its text is
+still short, the segment is flagged ``text_coverage`` and not kept (quality.py). A clip whose
+text is a decoder loop gets the same retry (its words are lost otherwise).
+"""
+
+from __future__ import annotations
+
+import statistics
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.asr.batched import ClipText
+from services.asr.clips import Clip
+
+NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "yue", "th", "lo", "my", "km", "bo"})
+# Expected-rate floors (units per speech second): well under normal speech (English ~12-17
+# letters/s, Japanese ~6-9 kanji+kana/s), so a slow speaker is not flagged.
+SPACED_FLOOR, UNSPACED_FLOOR = 8.0, 3.0
+FRACTION = 0.5  # a clip with less than half the expected text is short
+SLACK_SECONDS = 1.0  # VAD pads and one-word clips: this much speech needs no text
+SAMPLE_SECONDS = 3.0  # clips shorter than this do not set the file's rate
+RETRY_BEAM = 5
+
+
+def joiner(language: str | None) -> str:
+    return "" if language in NO_SPACE_LANGUAGES else " "
+
+
+def units(text: str) -> int:
+    """Letters and digits (NFKC): words differ in length by language, characters less so."""
+    return sum(unicodedata.category(c)[0] in "LN" for c in unicodedata.normalize("NFKC", text))
+
+
+def floor_rate(language: str | None) -> float:
+    return UNSPACED_FLOOR if language in NO_SPACE_LANGUAGES else SPACED_FLOOR
+
+
+def expected_rate(samples: list[tuple[int, float]], language: str | None) -> float:
+    """From ``(units, speech seconds)`` per clip of the file: its median rate, at least the
+    language's floor."""
+    rates = [u / s for u, s in samples if s >= SAMPLE_SECONDS]
+    median = statistics.median(rates) if rates else 0.0
+    return max(median, floor_rate(language))
+
+
+def min_units(speech_seconds: float, rate: float) -> float:
+    return FRACTION * rate * max(0.0, speech_seconds - SLACK_SECONDS)
+
+
+def is_short(text: str, speech_seconds: float, rate: float) -> bool:
+    return units(text) < min_units(speech_seconds, rate)
+
+
+@dataclass
+class Coverage:
+    rate: float  # expected units per speech second on this file
+    retried: int  # clips decoded again in parts
+    short: set[int]  # clips still short after that: flagged text_coverage
+
+
+Decode = Callable[[list[Clip], int], list[ClipText]]  # clips, beam size -> one text each
+
+
+def _better(new: str, old: str, looped: Callable[[str], bool]) -> bool:
+    if looped(new):
+        return False
+    return looped(old) or units(new) > units(old)
+
+
+def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Decode,
+            looped: Callable[[str], bool] = lambda _: False) -> Coverage:
+    """Re-decode short or looped clips in parts (at their pauses; whole when they have none),
+    keeping the better text; ``texts`` is updated in place. A decoder loop (quality.is_loop)
+    is retried too: its words are lost otherwise, since a looped segment is not kept."""
+    rate = expected_rate([(units(t.text), c.speech_seconds) for c, t in zip(clips, texts)
+                          if not looped(t.text)], language)
+    retry = [i for i, (c, t) in enumerate(zip(clips, texts))
+             if looped(t.text) or is_short(t.text, c.speech_seconds, rate)]
+    if not retry:
+        return Coverage(rate, 0, set())
+    parts = [clips[i].parts() for i in retry]
+    flat = decode([p for ps in parts for p in ps], RETRY_BEAM)
+    pos = 0
+    for i, ps in zip(retry, parts):
+        got = flat[pos:pos + len(ps)]
+        pos += len(ps)
+        text = joiner(language).join(g.text for g in got if g.text)
+        if _better(text, texts[i].text, looped):
+            texts[i] = ClipText(text, statistics.fmean(g.avg_logprob for g in got),
+                                min(g.no_speech_prob for g in got))
+    still = {i for i in retry if not looped(texts[i].text)
+             and is_short(texts[i].text, clips[i].speech_seconds, rate)}
+    return Coverage(rate, len(retry), still)

@@ -1,0 +1,77 @@
+"""Where a file's work stops: language ID reads only the head of a file it drops (VAD and
+encoder passes bounded), all of a file it keeps; a truncated file's last segment is flagged."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.asr import clips as clips_mod
+from tests.longform import make_longform
+from tests.services.asr.conftest import SR
+from tests.speechgen import have_espeak, make_shard
+
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")]
+
+
+@pytest.fixture
+def vad_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float]]:
+    """(start, end) seconds of every VAD call."""
+    calls: list[tuple[float, float]] = []
+    orig = clips_mod.speech_spans
+
+    def spy(audio, settings, max_span, offset_seconds=0.0):
+        calls.append((offset_seconds, offset_seconds + audio.size / SR))
+        return orig(audio, settings, max_span, offset_seconds)
+
+    monkeypatch.setattr(clips_mod, "speech_spans", spy)
+    return calls
+
+
+@pytest.fixture
+def encoded_rows(asr_stage, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    rows: list[int] = []
+    tr = asr_stage._transcriber()
+    orig = tr.model.encode
+    monkeypatch.setattr(tr.model, "encode", lambda f: (rows.append(len(f)), orig(f))[1])
+    return rows
+
+
+def test_dropped_file_costs_its_head_only(asr_stage, vad_calls, encoded_rows) -> None:
+    s = asr_stage.settings
+    spanish = make_longform("es", seconds=240.0, min_sentences=10)
+    line = asr_stage.transcribe_file("es", spanish.audio).line
+    assert line["status"] == "dropped:language" and line["language"] == "es"
+    head = max(s.lid_head_seconds, 60.0)
+    assert vad_calls and max(end for _, end in vad_calls) <= head + 0.01
+    assert sum(encoded_rows) <= s.lid_windows  # the language-ID passes, nothing more
+
+
+def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
+    english = make_longform("en", seconds=130.0, min_sentences=10, seed=3)
+    line = asr_stage.transcribe_file("en", english.audio).line
+    assert line["status"] == "ok" and line["language"] == "en"
+    assert max(end for _, end in vad_calls) == pytest.approx(english.seconds, abs=0.01)
+    assert line["segments"][-1]["end"] >= english.spans[-1][1] - 0.5  # the last sentence too
+    assert line["segments"][0]["start"] <= english.spans[0][0] + 0.1
+
+
+def test_truncated_file_flags_the_segment_at_the_cut(asr_stage, tmp_path) -> None:
+    from common.audio import flac_bytes
+
+    english = make_longform("en", seconds=40.0, min_sentences=8, seed=4)
+    whole = flac_bytes(english.audio, SR)
+    shard = make_shard(tmp_path / "s.tar", {"cut": {"flac": whole[: len(whole) * 2 // 3]},
+                                            "whole": {"flac": whole}})
+    work = tmp_path / "work"
+    work.mkdir()
+    res = asr_stage.process(3, {"shard": shard}, work)
+    import json
+
+    lines = {x["key"]: x for x in map(json.loads, next(iter(res.outputs.values()))
+                                      .read_text().splitlines())}
+    cut, ok = lines["cut"], lines["whole"]
+    assert cut["notes"][0].startswith("truncated:") and "notes" not in ok
+    assert "truncated" in cut["segments"][-1]["reason"] and not cut["segments"][-1]["kept"]
+    assert all("truncated" not in (x["reason"] or "") for x in cut["segments"][:-1])
+    assert all("truncated" not in (x["reason"] or "") for x in ok["segments"])
