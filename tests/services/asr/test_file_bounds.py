@@ -48,7 +48,7 @@ def test_dropped_file_costs_its_head_only(asr_stage, vad_calls, encoded_rows) ->
 
 
 def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
-    english = make_longform("en", seconds=130.0, min_sentences=10, seed=3)
+    english = make_longform("en", seconds=100.0, min_sentences=10, seed=3)
     line = asr_stage.transcribe_file("en", english.audio).line
     assert line["status"] == "ok" and line["language"] == "en"
     assert max(end for _, end in vad_calls) == pytest.approx(english.seconds, abs=0.01)

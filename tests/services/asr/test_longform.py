@@ -78,7 +78,7 @@ def test_every_sentence_inside_a_kept_segment(compared: Compared) -> None:
     kept = compared.kept
     for start, end in compared.form.spans:
         inside = sum(max(0.0, min(end, s["end"]) - max(start, s["start"])) for s in kept)
-        assert inside >= 0.9 * (end - start), (start, end)
+        assert inside >= 0.8 * (end - start), (start, end)  # VAD may split at a word gap
 
 
 def test_no_kept_segment_below_the_coverage_floor(compared: Compared) -> None:
