@@ -43,7 +43,7 @@ def synthetic_set(quick: bool) -> list[LongForm]:
     n = 10 if quick else 30
     return [make_longform("en", secs, n, seed=0), make_longform("ja", secs, n, seed=0),
             make_longform("en", secs, n, seed=1), make_longform("es", secs, n, seed=0),
-            make_longform("de", secs / 2, n // 3, seed=0)][:3 if quick else 5]
+            make_longform("de", secs, n // 3, seed=0)][:3 if quick else 5]
 
 
 def real_set(quick: bool) -> list[LongForm]:
@@ -54,7 +54,7 @@ def real_set(quick: bool) -> list[LongForm]:
     de = [("", a) for a in real_german()]
     files = [real_longform(en, secs, seed=0), real_longform(en, secs, seed=1)]
     if de:
-        files.append(real_longform(de, secs / 2, seed=0, language="de"))
+        files.append(real_longform(de, secs, seed=0, language="de"))
     return files[:2] if quick else files
 
 
