@@ -106,11 +106,11 @@ def watchdog(timeout: float, on_handback: Callable[[Any], None] | None = None,
 def uncount_attempt(request: Any) -> None:
     """A handed-back shard: no longer running, and this delivery does not count as an attempt
     (common/tracking.py keeps both in the broker's Redis)."""
-    from common.queue import TASK_NAMES
+    from common.queue import stage_of_task
     from common.settings import get_settings
     from common.tracking import attempts_key, redis_client, running_key
 
-    stage = next((s for s, n in TASK_NAMES.items() if n == request.name), None)
+    stage = stage_of_task(request.name)
     client = redis_client(get_settings())
     if stage is None or not request.args or client is None:
         return

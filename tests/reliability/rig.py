@@ -198,9 +198,9 @@ class Rig:
 
 
 def _out_key(s, stage: str, i: int) -> str:
-    from common.stage import Stage
+    from services.pipeline import output_key
 
-    return Stage.output_key(s, stage, i)
+    return output_key(stage, s, i)
 
 
 def _items(stage: str, data: bytes) -> list[str]:
