@@ -108,16 +108,12 @@ def uncount_attempt(request: Any) -> None:
     (common/tracking.py keeps both in the broker's Redis)."""
     from common.queue import stage_of_task
     from common.settings import get_settings
-    from common.tracking import attempts_key, redis_client, running_key
+    from common.tracking import Tracker
 
     stage = stage_of_task(request.name)
-    client = redis_client(get_settings())
-    if stage is None or not request.args or client is None:
+    if stage is None or not request.args:
         return
-    shard_id = int(request.args[0])
-    client.hdel(running_key(stage), str(shard_id))
-    if int(client.decr(attempts_key(stage, shard_id))) <= 0:
-        client.delete(attempts_key(stage, shard_id))
+    Tracker(get_settings()).uncount(stage, int(request.args[0]))
 
 
 def install_preemption(app: Any, timeout: Callable[[], float] | float | None = None) -> None:

@@ -122,6 +122,17 @@ class Tracker:
         """Not running any more but still queued (a retry is on its way)."""
         self._safe(lambda c: c.hdel(running_key(stage), str(shard_id)), None)
 
+    def uncount(self, stage: str, shard_id: int) -> None:
+        """Handed back without an outcome (preempted, or its outcome could not be written):
+        not running, and this delivery does not count as an attempt."""
+
+        def go(c: Any) -> None:
+            c.hdel(running_key(stage), str(shard_id))
+            if int(c.decr(attempts_key(stage, shard_id))) <= 0:
+                c.delete(attempts_key(stage, shard_id))
+
+        self._safe(go, None)
+
     def running(self, stage: str) -> dict[int, dict[str, Any]]:
         raw = self._safe(lambda c: c.hgetall(running_key(stage)), {})
         out: dict[int, dict[str, Any]] = {}

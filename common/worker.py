@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 from collections.abc import Callable
 
 from celery import Celery, Task
@@ -43,6 +44,7 @@ class StageRuntime:
         self._stage_cls = stage_cls
         self._pid = -1
         self._prefetcher: Prefetcher | None = None
+        self.unrecorded = 0  # outcomes in a row that could not be written (back-off grows)
 
     @property
     def settings(self) -> Settings:
@@ -125,13 +127,22 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
         else:
             outcome = engine.attempt(shard_id, attempts, last=attempts >= settings.max_task_failures,
                                      check_done=not force)
-        if outcome.status in ("failed", "unrecorded"):
-            # unrecorded: the message must not go without its outcome: back off and keep it
+        if outcome.status == "unrecorded":
+            # No outcome written: the message must not go. It does not count as an attempt;
+            # back off (longer while it lasts) and hand it back to the queue.
+            runtime.unrecorded += 1
+            tracker.uncount(stage_name, shard_id)
+            wait = backoff_seconds(settings, runtime.unrecorded, outcome.error)
+            log.warning("%s %s: outcome not recorded; requeued in %.1fs", stage_name, shard_id,
+                        wait)
+            time.sleep(wait)
+            raise Reject(outcome.reason, requeue=True)
+        runtime.unrecorded = 0
+        if outcome.status == "failed":
             tracker.stop_running(stage_name, shard_id)
             countdown = backoff_seconds(settings, attempts, outcome.error)
-            log.warning("%s %s: attempt %d %s; retry in %.1fs", stage_name, shard_id, attempts,
-                        "could not be recorded" if outcome.status == "unrecorded" else "failed",
-                        countdown)
+            log.warning("%s %s: attempt %d failed; retry in %.1fs", stage_name, shard_id,
+                        attempts, countdown)
             raise self.retry(exc=outcome.error, countdown=countdown, max_retries=None,
                              kwargs={"until": until, "force": force})
         tracker.finish(stage_name, shard_id, clear_attempts=True)
