@@ -1,6 +1,6 @@
 """Redis bookkeeping beside the broker: which shards are queued, running, how often delivered.
 
-Only a mirror for speed (DESIGN §3): the ledger in the object store is the truth. Every call is
+Only a mirror for speed (docs/architecture.md, the ledger): the ledger in the object store is the truth. Every call is
 best effort; with Redis away, or a broker that is not Redis, the methods return empty answers
 and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them too.
 

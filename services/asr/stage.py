@@ -1,4 +1,4 @@
-"""The ASR stage (DESIGN §2, stage 1a): language ID, then batched transcription, per source file.
+"""The ASR stage (docs/architecture.md): language ID, then batched transcription, per source file.
 
 Reads the raw shard, writes ``asr/shard-000123.jsonl`` with exactly one line per member. The
 model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's fork).

@@ -1,4 +1,4 @@
-"""Ledger (DESIGN §3) over a local store and over S3 (moto's server over HTTP)."""
+"""Ledger (docs/architecture.md) over a local store and over S3 (moto's server over HTTP)."""
 
 from __future__ import annotations
 

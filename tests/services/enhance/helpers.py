@@ -1,4 +1,4 @@
-"""A raw shard with its ASR JSONL, as the asr stage writes them (DESIGN §2)."""
+"""A raw shard with its ASR JSONL, as the asr stage writes them (docs/architecture.md, formats)."""
 
 from __future__ import annotations
 
