@@ -20,7 +20,7 @@ import numpy as np
 from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.asr import records
-from services.asr.prefetch import SAMPLE_RATE, decoded_members
+from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.spec import SPEC
 
 

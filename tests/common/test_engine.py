@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.speechgen import make_shard
 from common.engine import Engine
 from common.errors import ModelUnavailable
 from services.pipeline import PIPELINE
 from tests.dummy.stages import DummyAsr
-from tests.speechgen import make_shard
 
 
 def _shard(s, i: int = 0) -> None:

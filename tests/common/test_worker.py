@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.speechgen import make_shard
 from common.ledger import Ledger
 from common.storage import open_store
 from common.tracking import Tracker
 from common.worker import register_stage_task
 from services.pipeline import PIPELINE, make_app
 from tests.dummy.stages import DummyAsr
-from tests.speechgen import make_shard
 
 CALLS: list[int] = []
 

@@ -55,7 +55,7 @@ def _line_key(c: Case) -> str:
 
 
 def test_reader_and_decoder_catalogue(cases, sp16, tmp_path, monkeypatch):
-    from services.asr.prefetch import decode_item
+    from services.asr.decode_ahead import decode_item
 
     monkeypatch.chdir(tmp_path)
     shard = write_catalogue_shard(tmp_path / "shard.tar", cases, _enc(sp16, 16000))

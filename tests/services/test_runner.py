@@ -6,12 +6,12 @@ import ast
 import json
 from pathlib import Path
 
+from bench.speechgen import make_shard
 from common.ledger import Ledger
 from common.storage import open_store
 from services.pipeline import PIPELINE
 from services.runner import Runner
 from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
-from tests.speechgen import make_shard
 
 CLASSES = {"asr": DummyAsr, "enhance": DummyEnhance, "tokenize": DummyTokenize}
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
+from bench.speechgen import concat, have_espeak, make_shard, silence, synth, wav_bytes
 from services.pipeline import PIPELINE
-from tests.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
-from tests.speechgen import concat, have_espeak, make_shard, silence, synth, wav_bytes
 
 SR = 16000
 MODEL = os.environ.get("ONSEI_TEST_ASR_MODEL", "bundled:whisper-base")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.speech_corpus import EN_SENTENCES
+from bench.speechgen import concat, have_espeak, make_shard, synth, wav_bytes
 from tests.services.asr.conftest import MODEL, _model_cache
-from tests.speech_corpus import EN_SENTENCES
-from tests.speechgen import concat, have_espeak, make_shard, synth, wav_bytes
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.timeout(600),

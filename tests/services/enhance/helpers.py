@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.speechgen import make_shard, synth, wav_bytes
+from bench.speechgen import make_shard, synth, wav_bytes
 
 RATE = 16000
 

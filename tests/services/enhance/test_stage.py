@@ -13,13 +13,13 @@ import pytest
 import soundfile as sf
 
 import services.enhance.segments as segments_mod
+from bench.factories.sidon import build_small_sidon
+from bench.speechgen import have_espeak, make_shard, wav_bytes
 from common.audio import resample
 from common.engine import Engine
 from services.enhance.stage import EnhanceStage
 from services.pipeline import PIPELINE
-from tests.factories.sidon import build_small_sidon
 from tests.services.enhance.helpers import asr_line, build_inputs, speech
-from tests.speechgen import have_espeak, make_shard, wav_bytes
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
 
