@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.longform import (
+from bench.longform import (
     LongForm,
     error_rate,
     make_longform,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from bench.longform import make_longform
+from bench.speechgen import have_espeak, make_shard
 from services.asr import clips as clips_mod
-from tests.longform import make_longform
 from tests.services.asr.conftest import SR
-from tests.speechgen import have_espeak, make_shard
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")]

@@ -12,8 +12,7 @@ from itertools import pairwise
 
 import pytest
 
-from services.asr.coverage import floor_rate, min_units, units
-from tests.longform import (
+from bench.longform import (
     LongForm,
     error_rate,
     make_longform,
@@ -21,7 +20,8 @@ from tests.longform import (
     real_english,
     real_longform,
 )
-from tests.speechgen import have_espeak
+from bench.speechgen import have_espeak
+from services.asr.coverage import floor_rate, min_units, units
 
 pytestmark = pytest.mark.timeout(900)
 

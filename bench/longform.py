@@ -1,4 +1,4 @@
-"""Long-form test speech and its scoring, shared by the ASR tests and bench/asr.py.
+"""Long-form test speech and its scoring, shared by bench/asr.py and the ASR tests.
 
     make_longform("en", seconds=180)  -> LongForm(audio, reference, sentences, spans)
     peer_transcribe(model, audio, ...) -> the peer a user would pick: faster-whisper's
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.speech_corpus import EN_SENTENCES
+from bench.speech_corpus import EN_SENTENCES
 
 SR = 16000
 
@@ -125,7 +125,7 @@ _SYNTH_CACHE: dict[tuple[str, str], np.ndarray] = {}
 
 
 def _say(text: str, voice: str, language: str) -> np.ndarray:
-    from tests.speechgen import synth
+    from bench.speechgen import synth
 
     key = (text, voice)
     if key not in _SYNTH_CACHE:
