@@ -32,33 +32,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def private_redis_server() -> Iterator[str]:
-    """A redis-server of this test module's own on a free port (else the shared one's DB).
+def private_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of this test module's own on a free port and in a dir of its own.
 
     Workers of other test runs on the same machine can never consume these queues.
     """
-    import shutil
-    import socket
+    from tests.conftest import start_redis_server, stop_server
 
-    exe = shutil.which("redis-server")
-    if exe is None:
-        yield os.environ.get("ONSEI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
+    proc, url = start_redis_server(tmp_path_factory.mktemp("redis"))
+    yield url
+    stop_server(proc)
 
 
 @pytest.fixture
