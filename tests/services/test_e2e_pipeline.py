@@ -63,7 +63,7 @@ def test_three_fleets_end_to_end(env, request) -> None:
         request.addfinalizer(w.kill9)
     out = enqueue(["--range", f"0-{N - 1}"], env).stdout
     assert f"enqueued {N} (asr={N})" in out
-    assert not wait_done(env, "tokenize", range(N), 420), worker_logs(workers)
+    assert not wait_done(env, "tokenize", range(N), 420, workers), worker_logs(workers)
     led, s = ledger_for(env), settings_from(env)
     for i in range(N):
         asr = [json.loads(x) for x in
