@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import boto3
@@ -17,6 +18,7 @@ import redis
 
 from common.tracking import Tracker
 from tests.harness import (
+    WaitAborted,
     enqueue,
     ledger_for,
     pipeline_env,
@@ -150,3 +152,16 @@ def test_always_failing_shard_is_dead_lettered(env, request, tmp_path: Path) -> 
     assert not ledger_for(env).is_done("asr", 1)
     out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 0" in out and "dead-lettered 1" in out
+    # A wait that includes the dead shard ends at once with the reason, not after its timeout.
+    t0 = time.monotonic()
+    with pytest.raises(WaitAborted, match="asr shard 1 dead-lettered after 3 tries: ShardError"):
+        wait_done(env, "tokenize", range(4), 300, [w])
+    assert time.monotonic() - t0 < 10
+
+
+def test_wait_stops_when_a_worker_exits(env) -> None:
+    w = start_worker("tests.no_such_app", "asr", env)  # exits at once: the app cannot load
+    t0 = time.monotonic()
+    with pytest.raises(WaitAborted, match=r"exited with code [1-9]"):
+        wait_done(env, "asr", range(1), 300, [w])
+    assert time.monotonic() - t0 < 60
