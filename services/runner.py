@@ -47,6 +47,7 @@ class StageSummary:
     waiting: list[int] = field(default_factory=list)  # the previous stage is not done
     failed: dict[int, str] = field(default_factory=dict)
     error: str | None = None  # the stage could not run at all (model unavailable)
+    not_run: list[int] = field(default_factory=list)  # ready, but the stage could not run
     seconds: float = 0.0
     model_seconds: float = 0.0
     audio_seconds_in: float = 0.0
@@ -96,7 +97,7 @@ class Runner:
         # say why, in the stage's own words; the earlier stages' outputs are saved
         except Exception as e:  # noqa: BLE001
             summary.error = redact_text(f"{type(e).__name__}: {e}")
-            summary.waiting.extend(todo)
+            summary.not_run.extend(todo)
             return summary
         pre = Prefetcher(cls(self.settings), self.executor.fetch_inputs,
                          lambda i: False, self.settings)
