@@ -1,7 +1,7 @@
 """One typed settings object, from ``ONSEI_*`` environment variables and an optional YAML file.
 
 Precedence (highest first): explicit keyword arguments, environment, the YAML file named by
-``ONSEI_CONFIG``, the defaults below. Names are the contract of DESIGN §6.
+``ONSEI_CONFIG``, the defaults below. The names are the contract of README.md's table.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -21,7 +21,6 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-STAGES: tuple[str, ...] = ("asr", "enhance", "tokenize")
 ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
 TOKENIZERS: tuple[str, ...] = ("neucodec", "distill-neucodec")
 BROKER_SCHEMES: tuple[str, ...] = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp")
@@ -31,7 +30,7 @@ class ConfigError(ValueError):
     """The configuration cannot be read (e.g. ``ONSEI_CONFIG`` names no file)."""
 
 
-def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
+def one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
     if value not in allowed:
         raise ValueError(f"unknown {what} {value!r}: choose one of {', '.join(allowed)}")
     return value
@@ -64,7 +63,7 @@ class Settings(BaseSettings):
     max_task_failures: int = Field(3, description="tries before a shard is dead-lettered")
     task_time_limit: int = Field(4 * 3600, description="hard per-shard limit, seconds")
     shutdown_timeout: int = Field(90, description="SIGTERM: seconds to finish the shard in hand")
-    until: str = Field("tokenize", description="last stage of the chain")
+    until: str = Field("", description="last stage of the chain (empty: the last stage)")
     metrics_port: int = Field(0, description="Prometheus port of a worker (0: off)")
     metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
     flower_host: str = Field("127.0.0.1", description="bind address of Flower")
@@ -84,18 +83,14 @@ class Settings(BaseSettings):
     @field_validator("broker_url")
     @classmethod
     def _broker_scheme(cls, v: SecretStr) -> SecretStr:
-        scheme = v.get_secret_value().split("://", 1)[0] if "://" in v.get_secret_value() else ""
+        url = v.get_secret_value()
+        scheme = url.split("://", 1)[0] if "://" in url else ""
         if scheme not in BROKER_SCHEMES:
             # the URL itself may hold a password: only its scheme is repeated
             raise ValueError(f"the broker URL must start with one of "
                              f"{', '.join(s + '://' for s in BROKER_SCHEMES)} (got "
                              f"{scheme + '://' if scheme else 'no scheme'})")
         return v
-
-    @field_validator("until")
-    @classmethod
-    def _until_stage(cls, v: str) -> str:
-        return _one_of(v, STAGES, "stage")
 
     # --- shard limits ------------------------------------------------------------------------
     max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
@@ -164,7 +159,7 @@ class Settings(BaseSettings):
     @field_validator("enhancer")
     @classmethod
     def _known_enhancer(cls, v: str) -> str:
-        return _one_of(v, ENHANCERS, "enhancer")
+        return one_of(v, ENHANCERS, "enhancer")
 
     # --- tokenize ------------------------------------------------------------------------------
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
@@ -184,7 +179,7 @@ class Settings(BaseSettings):
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, v: str) -> str:
-        return _one_of(v, TOKENIZERS, "tokenizer")
+        return one_of(v, TOKENIZERS, "tokenizer")
 
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(
@@ -239,9 +234,6 @@ def describe_errors(e: ValidationError) -> str:
         name = "ONSEI_" + str(err["loc"][0]).upper() if err.get("loc") else "settings"
         lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
-
-
-Stage = Literal["asr", "enhance", "tokenize"]
 
 
 @lru_cache(maxsize=1)

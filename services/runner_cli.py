@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from common.settings import STAGES
+from services.pipeline import STAGES
 
 
 @click.command()
@@ -35,7 +35,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     settings = Settings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
     ids = parse_range(range_)
     # before any model loads: the input is there (when asr runs) and the output is writable
-    if "asr" in wanted:
+    if STAGES[0] in wanted:
         check_input_root(settings.input_url, settings)
     check_output_root(settings.output_url, settings)
     con = Console(stderr=True)

@@ -177,9 +177,10 @@ def settings_from(env: dict[str, str]):
 def ledger_for(env: dict[str, str]):
     from common.ledger import Ledger
     from common.storage import open_store
+    from services.pipeline import PIPELINE
 
     s = settings_from(env)
-    return Ledger(open_store(s.output_url, s), s)
+    return Ledger(open_store(s.output_url, s), s, PIPELINE)
 
 
 class WaitAborted(AssertionError):
@@ -207,7 +208,7 @@ def wait_until(pred: Callable[[], bool], timeout: float, interval: float = 0.5,
 
 def dead_letters(env: dict[str, str], stage: str, ids: Iterable[int]) -> Callable[[], str | None]:
     """An ``abort`` check: the dead-lettered shards among ``ids`` at ``stage`` or before it."""
-    from common.settings import STAGES
+    from services.pipeline import STAGES
 
     want = set(ids)
     ledger = ledger_for(env)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from common.queue import make_app, send_stage_task
+from common.queue import send_stage_task
 from common.settings import Settings
 from common.tracking import attempts_key, running_key
+from services.pipeline import make_app
 from tests.common.ops_worker import start_worker, stop, wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,4 +1,4 @@
-"""Settings: env + YAML + defaults, the DESIGN §6 names, redaction."""
+"""Settings: env + YAML + defaults, the names of README.md's table, redaction."""
 
 from __future__ import annotations
 
@@ -107,8 +107,6 @@ def test_our_language_list_is_whispers() -> None:
     ("enhancer", "sidonn", ("ONSEI_ENHANCER: unknown enhancer 'sidonn': choose one of sidon, "
                            "rnnoise, none")),
     ("tokenizer", "encodec", "ONSEI_TOKENIZER: unknown tokenizer 'encodec'"),
-    ("until", "tokenise", ("ONSEI_UNTIL: unknown stage 'tokenise': choose one of asr, enhance, "
-                          "tokenize")),
     ("broker_url", "http://u:pw@h:6379/0", "ONSEI_BROKER_URL: the broker URL must start with"),
 ])
 def test_choices_checked(field: str, value: str, want: str) -> None:

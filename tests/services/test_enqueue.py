@@ -10,14 +10,14 @@ from click.testing import CliRunner
 
 from common.ledger import Ledger
 from common.publish import publish_shards
-from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
 from services.enqueue import enqueue, main, parse_range
+from services.pipeline import PIPELINE, make_app
 
 
 def _ledger(s) -> Ledger:
-    return Ledger(open_store(s.output_url, s), s)
+    return Ledger(open_store(s.output_url, s), s, PIPELINE)
 
 
 def _queued_args(url: str, queue: str) -> list[int]:
@@ -104,3 +104,13 @@ def test_cli_refuses_an_input_that_does_not_exist(make_settings, private_redis_u
     assert res.exit_code == 1 and res.output.strip() == \
         "Error: input /nonexistent/raw does not exist", res.output
     assert redis.Redis.from_url(private_redis_url).llen("asr") == 0  # nothing promised
+
+
+def test_cli_refuses_an_unknown_until_stage(make_settings, private_redis_url, monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url, until="tokenise")
+    Path(s.input_url).mkdir(parents=True)
+    monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
+    res = CliRunner().invoke(main, ["--range", "0-3"])
+    assert res.exit_code == 1 and res.output.strip() == (
+        "Error: ONSEI_UNTIL: unknown stage 'tokenise': choose one of asr, enhance, tokenize")
+    assert redis.Redis.from_url(private_redis_url).llen("asr") == 0
