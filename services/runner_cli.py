@@ -64,7 +64,8 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
 def summary_line(s) -> str:
     """One line per stage; a stage that could not start says so and why, never "waiting"."""
     if s.error:
-        return f"{s.stage}: not run: {s.error} [{len(s.not_run)} shards ready for it]"
+        n = len(s.not_run)
+        return f"{s.stage}: not run: {s.error} [{n} shard{'' if n == 1 else 's'} ready for it]"
     return (f"{s.stage}: processed {len(s.processed)}, already done {len(s.skipped_done)}, "
             f"failed {len(s.failed)}, waiting {len(s.waiting)} | "
             f"{s.audio_seconds_in / 3600:.3f} h in, {s.audio_seconds_out / 3600:.3f} h out, "
