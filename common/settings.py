@@ -108,6 +108,30 @@ class Settings(BaseSettings):
     enhance_pack_rounds: int = Field(
         4, description="batches' worth of chunks pooled before packing (more: less padding)")
 
+    # --- quality annotations (enhance) and the filter tokenize applies (docs/quality.md) -------
+    quality_annotations: bool = Field(
+        True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
+    quality_dnsmos_hop_seconds: float = Field(
+        0.0, description="DNSMOS window hop (0: fewest 9.01 s windows covering the segment; "
+        "the reference uses 1.0)")
+    quality_speaker_threshold: float = Field(
+        0.84, description="speaker consistency below this flags multi_speaker")
+    quality_fidelity_fraction: float = Field(
+        0.05, description="share of segments re-transcribed after restoration (0-1)")
+    quality_fidelity_cer: float = Field(
+        0.3, description="re-transcription CER above this flags restoration_changed_text")
+    quality_fidelity_model: str = Field(
+        "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
+    quality_batch_segments: int = Field(16, description="segments annotated together")
+    filter_multi_speaker: bool = Field(True, description="tokenize skips multi_speaker segments")
+    filter_min_ovrl: float = Field(
+        2.0, description="tokenize skips segments whose DNSMOS OVRL after restoration is below "
+        "(0: off)")
+    filter_min_ovrl_delta: float | None = Field(
+        None, description="tokenize skips segments whose OVRL after - before is below (unset: off)")
+    filter_restoration_changed_text: bool = Field(
+        False, description="tokenize skips segments flagged restoration_changed_text")
+
     # --- tokenize ------------------------------------------------------------------------------
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
     neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
