@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.enhance.quality.dnsmos import _P_OVR, WINDOW, Dnsmos, windows
+from services.enhance.quality.dnsmos import _P_OVR, WINDOW, Dnsmos, _port, _torch_runner, windows
+from services.enhance.quality.weights import dnsmos_model
 from tests.services.enhance.quality.conftest import add_noise
 
 
@@ -25,7 +26,7 @@ def test_batched_scores_equal_the_reference_loop(speech) -> None:
     clip = np.concatenate(speech[:2])
     d = Dnsmos(hop_seconds=1.0)
     [ours] = d.score([clip, speech[2]])[:1]
-    per_window = [d._sess.run(None, {"input_1": w[None]})[0][0] for w in windows(clip, 1.0)]
+    per_window = [d.raw(w[None])[0] for w in windows(clip, 1.0)]
     ref_ovrl = float(np.mean([_P_OVR(r[2]) for r in per_window]))
     assert ours.ovrl == pytest.approx(ref_ovrl, abs=1e-4)
 
@@ -37,3 +38,11 @@ def test_clean_speech_scores_above_the_same_speech_at_0_db(speech) -> None:
     print(f"clean {c} / 0 dB {n}")
     assert c.ovrl > n.ovrl + 0.5 and c.bak > n.bak + 1.0
     assert 1.0 <= n.ovrl < c.ovrl <= 5.0
+
+
+def test_torch_port_equals_onnxruntime(speech) -> None:
+    """The CUDA path's network (run here on CPU) gives onnxruntime's outputs."""
+    wins = np.concatenate([windows(speech[0]), windows(0.5 * add_noise(speech[1], 0.0))])
+    ref = Dnsmos(batch=2).raw(wins)
+    ours = _torch_runner(_port(dnsmos_model()), "cpu")(wins)
+    assert np.abs(ours - ref).max() < 1e-4
