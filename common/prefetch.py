@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from common.settings import Settings
-from common.stage import Stage
 
 log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -57,10 +56,12 @@ def _read_manifest(d: Path) -> dict[str, Path] | None:
     return paths if all(p.is_file() for p in paths.values()) else None
 
 
-def fetch_into(fetch: Callable[[Stage, int, Path], dict[str, Path]], stage: Stage,
-               shard_id: int, settings: Settings) -> dict[str, Path]:
+Fetch = Callable[[int, Path], dict[str, Path]]  # (shard id, directory) -> local inputs by name
+
+
+def fetch_into(fetch: Fetch, stage: str, shard_id: int, settings: Settings) -> dict[str, Path]:
     """The shard's inputs in its prefetch dir: reuse a complete download or make one, locked."""
-    root = prefetch_root(settings, stage.name)
+    root = prefetch_root(settings, stage)
     stem = settings.shard_stem(shard_id)
     d = root / stem
     with shard_lock(root, stem):
@@ -69,7 +70,7 @@ def fetch_into(fetch: Callable[[Stage, int, Path], dict[str, Path]], stage: Stag
             return ready
         shutil.rmtree(d, ignore_errors=True)  # a partial download of a dead process
         d.mkdir(parents=True)
-        paths = fetch(stage, shard_id, d)
+        paths = fetch(shard_id, d)
         rel = {k: str(p.relative_to(d)) for k, p in paths.items()}
         tmp = d / f".{MANIFEST}.part"
         tmp.write_text(json.dumps(rel))
@@ -87,8 +88,8 @@ def discard(stage: str, shard_id: int, settings: Settings) -> None:
 class Prefetcher:
     """One background thread per worker process fetching received shards in order."""
 
-    def __init__(self, stage: Stage, fetch: Callable[[Stage, int, Path], dict[str, Path]],
-                 is_done: Callable[[int], bool], settings: Settings) -> None:
+    def __init__(self, stage: str, fetch: Fetch, is_done: Callable[[int], bool],
+                 settings: Settings) -> None:
         self.stage = stage
         self.fetch = fetch
         self.is_done = is_done
@@ -116,11 +117,11 @@ class Prefetcher:
                 t0 = time.monotonic()
                 fetch_into(self.fetch, self.stage, shard_id, self.settings)
                 self.fetched += 1
-                log.info("%s %s: inputs prefetched in %.2fs", self.stage.name, shard_id,
+                log.info("%s %s: inputs prefetched in %.2fs", self.stage, shard_id,
                          time.monotonic() - t0)
             # the task fetches again and reports the real error
             except Exception as e:  # noqa: BLE001
-                log.warning("%s %s: prefetch failed: %s", self.stage.name, shard_id, e)
+                log.warning("%s %s: prefetch failed: %s", self.stage, shard_id, e)
             finally:
                 self._q.task_done()
 
@@ -129,7 +130,7 @@ class Prefetcher:
 
     def gc(self) -> None:
         """Remove downloads older than the visibility timeout (their message went elsewhere)."""
-        root = prefetch_root(self.settings, self.stage.name)
+        root = prefetch_root(self.settings, self.stage)
         if not root.is_dir():
             return
         cutoff = time.time() - self.settings.visibility_timeout
