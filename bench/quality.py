@@ -21,8 +21,8 @@ SR = 16000
 
 
 def _sentences(n: int) -> list[np.ndarray]:
-    from tests.speech_corpus import EN_SENTENCES
-    from tests.speechgen import synth
+    from bench.speech_corpus import EN_SENTENCES
+    from bench.speechgen import synth
 
     out = []
     for s in (EN_SENTENCES * 4)[:n]:
@@ -32,7 +32,7 @@ def _sentences(n: int) -> list[np.ndarray]:
 
 
 def _noisy(clean: np.ndarray, snr_db: float, seed: int) -> np.ndarray:
-    from tests.services.enhance.quality.conftest import add_noise
+    from bench.speechgen import add_noise
 
     return add_noise(clean, snr_db, seed)
 
@@ -44,6 +44,7 @@ def cost(quick: bool) -> list[dict]:
 
     if shutil.which("espeak-ng") is None:
         return []
+    from bench.speech_corpus import EN_SENTENCES
     from common.audio import flac_bytes, resample
     from common.settings import Settings
     from services.enhance.chunking import ChunkGeometry, pad_segment
@@ -52,7 +53,6 @@ def cost(quick: bool) -> list[dict]:
     from services.enhance.quality.annotate import AnnotationInput, Annotator
     from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
     from services.enhance.segments import CutSegment, SegmentSpec
-    from tests.speech_corpus import EN_SENTENCES
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     sent = _sentences(20)
@@ -126,9 +126,9 @@ def ordering(quick: bool) -> list[dict]:
     """Clean speech must score above the same speech at 0 dB SNR (DNSMOS OVRL), clip by clip."""
     import shutil
 
+    from bench.known_speakers import sphinx_lines
     from common.audio import resample
     from services.enhance.quality.dnsmos import Dnsmos
-    from tests.known_speakers import sphinx_lines
 
     clips = []
     if shutil.which("espeak-ng"):
@@ -149,9 +149,9 @@ def ordering(quick: bool) -> list[dict]:
 
 def speakers(quick: bool) -> list[dict]:
     """multi_speaker at the default threshold on recordings with known speakers."""
+    from bench.known_speakers import cases
     from common.settings import Settings
     from services.enhance.quality.speaker import SpeakerEncoder
-    from tests.known_speakers import cases
 
     cs = cases()
     if not cs:

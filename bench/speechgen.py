@@ -91,3 +91,10 @@ def noisy_speech(snr_db: float, seconds: float = 14.0) -> tuple[np.ndarray, np.n
     noise = np.random.default_rng(0).standard_normal(clean.size).astype(np.float32)
     noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
     return clean, clean + noise
+
+
+def add_noise(clean: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
+    """``clean`` plus white noise at ``snr_db`` (seeded)."""
+    noise = np.random.default_rng(seed).standard_normal(clean.size).astype(np.float32)
+    noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
+    return (clean + noise).astype(np.float32)

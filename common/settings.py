@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     enhance_pack_rounds: int = Field(
         4, description="batches' worth of chunks pooled before packing (more: less padding)")
 
-    # --- quality annotations (enhance) and the filter tokenize applies (docs/quality.md) -------
+    # --- quality annotations of restored segments and the filter on them (docs/quality.md) ----
     quality_annotations: bool = Field(
         True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
     quality_dnsmos_hop_seconds: float = Field(
@@ -121,14 +121,14 @@ class Settings(BaseSettings):
     quality_fidelity_model: str = Field(
         "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
     quality_batch_segments: int = Field(16, description="segments annotated together")
-    filter_multi_speaker: bool = Field(True, description="tokenize skips multi_speaker segments")
+    filter_multi_speaker: bool = Field(True, description="segments flagged multi_speaker get no tokens")
     filter_min_ovrl: float = Field(
-        2.0, description="tokenize skips segments whose DNSMOS OVRL after restoration is below "
+        2.0, description="segments whose DNSMOS OVRL after restoration is below get no tokens "
         "(0: off)")
     filter_min_ovrl_delta: float | None = Field(
-        None, description="tokenize skips segments whose OVRL after - before is below (unset: off)")
+        None, description="segments whose OVRL after - before is below get no tokens (unset: off)")
     filter_restoration_changed_text: bool = Field(
-        False, description="tokenize skips segments flagged restoration_changed_text")
+        False, description="segments flagged restoration_changed_text get no tokens")
 
     # --- tokenize ------------------------------------------------------------------------------
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")

@@ -5,16 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.speech_corpus import EN_SENTENCES
-from tests.speechgen import have_espeak, synth
+from bench.speech_corpus import EN_SENTENCES
+from bench.speechgen import have_espeak, synth
 
 SR = 16000
-
-
-def add_noise(clean: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
-    noise = np.random.default_rng(seed).standard_normal(clean.size).astype(np.float32)
-    noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
-    return (clean + noise).astype(np.float32)
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,13 @@
-"""DNSMOS through our onnxruntime wrapper: the reference's windows and scores, batched."""
+"""DNSMOS: the reference's windows and scores, batched, on onnxruntime (CPU) and the torch port (CUDA)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from bench.speechgen import add_noise
 from services.enhance.quality.dnsmos import _P_OVR, WINDOW, Dnsmos, _port, _torch_runner, windows
 from services.enhance.quality.weights import dnsmos_model
-from tests.services.enhance.quality.conftest import add_noise
 
 
 def test_windows_tile_the_clip_or_slide_like_the_reference() -> None:

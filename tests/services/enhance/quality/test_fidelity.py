@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.speech_corpus import EN_SENTENCES
+from bench.speechgen import add_noise
 from services.enhance.quality.annotate import AnnotationInput, Annotator
 from services.enhance.quality.fidelity import FidelityChecker, sampled
-from tests.services.enhance.quality.conftest import add_noise
-from tests.speech_corpus import EN_SENTENCES
 
 
 def test_sample_is_stable_and_about_the_fraction() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.known_speakers import sphinx_lines
 from services.enhance.quality.mel import MelSpec
 from services.enhance.quality.speaker import SpeakerEncoder, consistency, partial_slices
-from tests.known_speakers import sphinx_lines
 
 THRESHOLD = 0.84  # the default ONSEI_QUALITY_SPEAKER_THRESHOLD
 
