@@ -57,6 +57,17 @@ def sphinx_lines() -> dict[str, list[np.ndarray]]:
     return {"librivox": [_load(p) for p in libri], "cards": [_load(p) for p in cards]}
 
 
+def sphinx_texts() -> dict[str, list[str]]:
+    """The reference transcripts of :func:`sphinx_lines`, in the same order."""
+    out = {}
+    for voice, name in (("librivox", "librivox/transcription"),
+                        ("cards", "cards/cards.transcription")):
+        lines = (SPHINX / name).read_text().splitlines()
+        out[voice] = [" ".join(w for w in ln.split("(")[0].split() if w not in ("<s>", "</s>"))
+                      for ln in lines if ln.strip()]
+    return out
+
+
 def pyannote_dir() -> Path | None:
     env = os.environ.get("ONSEI_PYANNOTE_SAMPLE")
     cands = [Path(env)] if env else []

@@ -11,6 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# Fields each tokens JSONL line carries (all but the embedding and the re-transcript).
+FILTER_FIELDS = ("dnsmos_before", "dnsmos_after", "dnsmos_delta", "speaker_consistency",
+                 "multi_speaker", "fidelity_cer", "restoration_changed_text")
+
+
+def filter_fields(quality: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a sidecar's ``quality`` that a tokens line carries (None stays None)."""
+    if not quality:
+        return None
+    return {k: quality[k] for k in FILTER_FIELDS if k in quality}
+
 
 @dataclass(frozen=True)
 class FilterPolicy:

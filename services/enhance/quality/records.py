@@ -10,10 +10,6 @@ import numpy as np
 
 from services.enhance.quality.dnsmos import MosScore
 
-# Fields copied into each tokens JSONL line (all but the embedding and the re-transcript).
-FILTER_FIELDS = ("dnsmos_before", "dnsmos_after", "dnsmos_delta", "speaker_consistency",
-                 "multi_speaker", "fidelity_cer", "restoration_changed_text")
-
 
 @dataclass
 class QualityRecord:
@@ -49,10 +45,3 @@ class QualityRecord:
         if self.fidelity_text is not None:
             d["fidelity_text"] = self.fidelity_text
         return d | self.extra
-
-
-def filter_fields(quality: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of a sidecar's ``quality`` that a tokens line carries (None stays None)."""
-    if not quality:
-        return None
-    return {k: quality[k] for k in FILTER_FIELDS if k in quality}

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from common.errors import ModelUnavailable
 
-class AnnotationModelMissing(RuntimeError):
+
+class AnnotationModelMissing(ModelUnavailable):
     """A weights file is not installed; the message says which extra provides it."""
 
 
