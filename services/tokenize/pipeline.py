@@ -64,7 +64,7 @@ class RunStats:
 
     def add_skip(self, seg: Segment) -> None:
         self.skipped.append({"key": seg.key, "reasons": seg.skipped,
-                             "seconds": round(seg.duration, 2)})
+                             "seconds": round(seg.duration, 2), "quality": seg.quality})
         self.skipped_seconds += seg.duration
         for r in seg.skipped:
             self.skipped_by_reason[r] = self.skipped_by_reason.get(r, 0) + 1
