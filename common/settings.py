@@ -110,17 +110,17 @@ class Settings(BaseSettings):
     quality_annotations: bool = Field(
         True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
     quality_dnsmos_hop_seconds: float = Field(
-        0.0, description="DNSMOS window hop (0: fewest 9.01 s windows covering the segment; "
+        0.0, ge=0.0, description="DNSMOS window hop (0: fewest 9.01 s windows covering the segment; "
         "the reference uses 1.0)")
     quality_speaker_threshold: float = Field(
-        0.84, description="speaker consistency below this flags multi_speaker")
+        0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
     quality_fidelity_fraction: float = Field(
-        0.05, description="share of segments re-transcribed after restoration (0-1)")
+        0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration (0-1)")
     quality_fidelity_cer: float = Field(
         0.3, description="re-transcription CER above this flags restoration_changed_text")
     quality_fidelity_model: str = Field(
         "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
-    quality_batch_segments: int = Field(16, description="segments annotated together")
+    quality_batch_segments: int = Field(16, ge=1, description="segments annotated together")
     filter_multi_speaker: bool = Field(True, description="segments flagged multi_speaker get no tokens")
     filter_min_ovrl: float = Field(
         2.0, description="segments whose DNSMOS OVRL after restoration is below get no tokens "
