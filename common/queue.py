@@ -9,6 +9,7 @@ from __future__ import annotations
 from celery import Celery
 from kombu import Queue
 
+from common import kombu_fix
 from common.settings import STAGES, Settings, get_settings
 
 TASK_NAMES: dict[str, str] = {s: f"onsei.{s}.process_shard" for s in STAGES}
@@ -77,6 +78,7 @@ def make_app(main: str, settings: Settings | None = None) -> Celery:
     """``make_app("services.asr")``: a worker of it reads only the ``asr`` queue, even without
     ``-Q``; any other name (the CLI, Flower) knows all three queues."""
     settings = settings or get_settings()
+    kombu_fix.install()  # a Redis outage must not kill the worker (see common/kombu_fix.py)
     app = Celery(main)
     stage = main.rsplit(".", 1)[-1]
     cfg = celery_config(settings, (stage,) if stage in STAGES else STAGES)
