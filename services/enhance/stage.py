@@ -55,6 +55,7 @@ class EnhanceStage(Stage):
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         from services.enhance.pipeline import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
+        from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
 
         self.load()
@@ -64,7 +65,8 @@ class EnhanceStage(Stage):
         reader = SegmentReader(inputs["shard"], plan, b.in_rate, geom.margin,
                                Conditioning(b.in_rate, b.peak, b.highpass_hz),
                                max_member_bytes=s.max_member_bytes,
-                               max_seconds=s.max_member_seconds)
+                               max_seconds=s.max_member_seconds,
+                               max_sidecar_bytes=s.max_sidecar_bytes)
         key = Stage.output_key(s, "enhance", shard_id)
         out_path = workdir / "out" / key
         writer = EnhancedWriter(out_path, b.out_rate)
@@ -79,6 +81,7 @@ class EnhanceStage(Stage):
             raise
         writer.close()
         errors = plan.errors + reader.errors
+        check_written(plan, writer.durations, errors)  # else the shard fails, nothing published
         st = engine.stats
         counts = {
             "members": plan.members,

@@ -11,7 +11,7 @@ import numpy as np
 
 from common.audio import flac_bytes, resample
 from common.shards import ShardWriter
-from services.enhance.segments import CutSegment
+from services.enhance.segments import CutSegment, SegmentSpec
 
 OUT_RATE = 24000
 _END = object()
@@ -27,6 +27,7 @@ class EnhancedWriter:
         self._error: BaseException | None = None
         self.written = 0
         self.seconds_out = 0.0
+        self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
         self._thread = threading.Thread(target=self._work, name="enhance-write", daemon=True)
         self._thread.start()
 
@@ -65,6 +66,7 @@ class EnhancedWriter:
         })
         self.written += 1
         self.seconds_out += out.size / OUT_RATE
+        self.durations.append((s, meta["duration_seconds"]))
 
     def close(self) -> None:
         self._q.put(_END)
