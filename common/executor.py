@@ -65,6 +65,12 @@ class Executor:
             local[name] = dest
         return local
 
+    def input_identities(self, stage: Stage, shard_id: int) -> dict[str, str]:
+        """Each input's current identity (size + ETag/mtime): a prefetched copy is reused only
+        while these are unchanged. Raises NotFound for a missing input."""
+        return {name: self._store(ref.root).identity(ref.key)
+                for name, ref in stage.inputs(shard_id).items()}
+
     def run_shard(self, stage: Stage, shard_id: int, force: bool = False,
                   prefetched: dict[str, Path] | None = None) -> ShardOutcome:
         if not force and self.ledger.is_done(stage.name, shard_id):
