@@ -69,7 +69,8 @@ class Runner:
     def _todo(self, stage: str, ids: range, summary: StageSummary) -> list[int]:
         ledger = self.executor.ledger
         idx = STAGES.index(stage)
-        ready = set(ids) if idx == 0 else ledger.done_ids(STAGES[idx - 1], ids)
+        # never a set of the range's ids: only done ids (what exists) are held
+        ready = ids if idx == 0 else ledger.done_ids(STAGES[idx - 1], ids)
         done = set() if self.force else ledger.done_ids(stage, ids)
         todo = []
         for i in ids:
