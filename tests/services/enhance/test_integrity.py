@@ -19,22 +19,12 @@ from services.enhance.segments import SegmentSpec, read_plan
 from services.enhance.stage import EnhanceStage
 from services.enhance.verify import SegmentMismatch, check_written
 from tests.services.enhance.helpers import asr_line
-from tests.speechgen import wav_bytes
+from tests.speechgen import make_tar, wav_bytes
 
 
 def tone(hz: float, seconds: float = 2.0) -> np.ndarray:
     t = np.arange(int(16000 * seconds)) / 16000
     return (0.5 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
-
-
-def _shard(path: Path, members: list[tuple[str, bytes]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w") as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return path
 
 
 def _write_asr(out: Path, lines: list[dict]) -> None:
@@ -54,7 +44,7 @@ HOSTILE = [  # what the issue reproduced, in one shard
 
 def test_asr_and_enhance_take_the_same_audio(make_settings, tmp_path: Path) -> None:
     s = make_settings(enhancer="none", max_sidecar_bytes=1024)
-    _shard(Path(s.input_url) / "shard-000000.tar", HOSTILE)
+    make_tar(Path(s.input_url) / "shard-000000.tar", HOSTILE)
     asr: dict[str, list] = {}
     for d in decoded_members(Path(s.input_url) / "shard-000000.tar", s):
         asr.setdefault(d.key, []).append(d)
@@ -85,7 +75,7 @@ def test_enhance_refuses_a_key_asr_could_not_have_kept(make_settings, tmp_path: 
     """The reported case: asr's line says a was transcribed (from one of a.wav / a.flac); the
     shard fails with the reason and nothing is published or marked done."""
     s = make_settings(enhancer="none")
-    _shard(Path(s.input_url) / "shard-000000.tar", HOSTILE[:3])
+    make_tar(Path(s.input_url) / "shard-000000.tar", HOSTILE[:3])
     _write_asr(Path(s.output_url), [asr_line("a", "ok", [(0.25, 1.75, True)]),
                                     asr_line("clip", "ok", [(0.25, 1.75, True)])])
     with pytest.raises(SegmentMismatch, match=r"a_0000 \(error:ambiguous_audio:flac,wav\)"):
