@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from common.settings import Settings
-from common.stage import Stage
 
 log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -61,12 +60,14 @@ def shard_lock(root: Path, stem: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _identities(fetch: Callable[[Stage, int, Path], dict[str, Path]], stage: Stage,
-                shard_id: int) -> dict[str, str]:
-    """The inputs' identities now, from the fetch's owner (``Executor.fetch_inputs``: its
+Fetch = Callable[[int, Path], dict[str, Path]]  # (shard id, directory) -> local inputs by name
+
+
+def _identities(fetch: Fetch, shard_id: int) -> dict[str, str]:
+    """The inputs' identities now, from the fetch's owner (``Engine.fetch``: its
     ``input_identities``); {} for a bare fetch function, which only the manifest guards."""
     identify = getattr(getattr(fetch, "__self__", None), "input_identities", None)
-    return identify(stage, shard_id) if identify is not None else {}
+    return identify(shard_id) if identify is not None else {}
 
 
 def _read_manifest(d: Path, identity: dict[str, str]) -> dict[str, Path] | None:
@@ -86,21 +87,20 @@ def _read_manifest(d: Path, identity: dict[str, str]) -> dict[str, Path] | None:
     return paths
 
 
-def fetch_into(fetch: Callable[[Stage, int, Path], dict[str, Path]], stage: Stage,
-               shard_id: int, settings: Settings) -> dict[str, Path]:
+def fetch_into(fetch: Fetch, stage: str, shard_id: int, settings: Settings) -> dict[str, Path]:
     """The shard's inputs in its prefetch dir: reuse a complete download whose sources are
     unchanged, or make one, locked."""
-    root = prefetch_root(settings, stage.name)
+    root = prefetch_root(settings, stage)
     stem = settings.shard_stem(shard_id)
     d = root / stem
-    identity = _identities(fetch, stage, shard_id)  # raises NotFound for a missing input
+    identity = _identities(fetch, shard_id)  # raises NotFound for a missing input
     with shard_lock(root, stem):
         ready = _read_manifest(d, identity)
         if ready is not None:
             return ready
         shutil.rmtree(d, ignore_errors=True)  # partial, stale, or of a changed source
         d.mkdir(parents=True)
-        paths = fetch(stage, shard_id, d)
+        paths = fetch(shard_id, d)
         rel = {k: str(p.relative_to(d)) for k, p in paths.items()}
         tmp = d / f".{MANIFEST}.part"
         tmp.write_text(json.dumps({"files": rel, "identity": identity}))
@@ -118,8 +118,8 @@ def discard(stage: str, shard_id: int, settings: Settings) -> None:
 class Prefetcher:
     """One background thread per worker process fetching received shards in order."""
 
-    def __init__(self, stage: Stage, fetch: Callable[[Stage, int, Path], dict[str, Path]],
-                 is_done: Callable[[int], bool], settings: Settings) -> None:
+    def __init__(self, stage: str, fetch: Fetch, is_done: Callable[[int], bool],
+                 settings: Settings) -> None:
         self.stage = stage
         self.fetch = fetch
         self.is_done = is_done
@@ -147,11 +147,11 @@ class Prefetcher:
                 t0 = time.monotonic()
                 fetch_into(self.fetch, self.stage, shard_id, self.settings)
                 self.fetched += 1
-                log.info("%s %s: inputs prefetched in %.2fs", self.stage.name, shard_id,
+                log.info("%s %s: inputs prefetched in %.2fs", self.stage, shard_id,
                          time.monotonic() - t0)
             # the task fetches again and reports the real error
             except Exception as e:  # noqa: BLE001
-                log.warning("%s %s: prefetch failed: %s", self.stage.name, shard_id, e)
+                log.warning("%s %s: prefetch failed: %s", self.stage, shard_id, e)
             finally:
                 self._q.task_done()
 
@@ -161,7 +161,7 @@ class Prefetcher:
     def gc(self) -> None:
         """Remove downloads older than the visibility timeout (their message went elsewhere),
         of every run that used this scratch dir."""
-        stage_dir = prefetch_root(self.settings, self.stage.name).parent
+        stage_dir = prefetch_root(self.settings, self.stage).parent
         if not stage_dir.is_dir():
             return
         cutoff = time.time() - self.settings.visibility_timeout

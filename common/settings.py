@@ -1,7 +1,7 @@
 """One typed settings object, from ``ONSEI_*`` environment variables and an optional YAML file.
 
 Precedence (highest first): explicit keyword arguments, environment, the YAML file named by
-``ONSEI_CONFIG``, the defaults below. Names are the contract of DESIGN §6.
+``ONSEI_CONFIG``, the defaults below. The names are the contract of README.md's table.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
@@ -20,8 +20,6 @@ from pydantic_settings import (
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
-
-STAGES: tuple[str, ...] = ("asr", "enhance", "tokenize")
 
 
 class Settings(BaseSettings):
@@ -50,7 +48,7 @@ class Settings(BaseSettings):
     max_task_failures: int = Field(3, description="tries before a shard is dead-lettered")
     task_time_limit: int = Field(4 * 3600, description="hard per-shard limit, seconds")
     shutdown_timeout: int = Field(90, description="SIGTERM: seconds to finish the shard in hand")
-    until: str = Field("tokenize", description="last stage of the chain")
+    until: str = Field("", description="last stage of the chain (empty: the last stage)")
     metrics_port: int = Field(0, description="Prometheus port of a worker (0: off)")
     metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
     flower_host: str = Field("127.0.0.1", description="bind address of Flower")
@@ -173,9 +171,6 @@ class Settings(BaseSettings):
                 value = redact_value(value)
             out[f"ONSEI_{name.upper()}"] = value
         return out
-
-
-Stage = Literal["asr", "enhance", "tokenize"]
 
 
 @lru_cache(maxsize=1)

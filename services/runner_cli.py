@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from common.settings import STAGES
+from services.pipeline import STAGES
 
 
 @click.command()

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from common.settings import STAGES, Settings, get_settings
+from common.settings import Settings, get_settings
+from services.pipeline import STAGES, open_ledger
 
 
 def _read_records(ledger: Any, stage: str, ids: set[int]) -> list[dict[str, Any]]:
@@ -24,11 +25,9 @@ def _read_records(ledger: Any, stage: str, ids: set[int]) -> list[dict[str, Any]
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
-    from common.ledger import Ledger
-    from common.storage import open_store
     from common.tracking import Tracker
 
-    ledger = Ledger(open_store(settings.output_url, settings), settings)
+    ledger = open_ledger(settings)
     tracker = Tracker(settings)
     redis_ok = tracker.available()
     now = time.time()

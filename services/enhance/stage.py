@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from common.settings import Settings
-from common.stage import InputRef, Stage, StageResult
+from common.stage import Stage, StageResult
 from services.enhance.backends import Backend, make_backend
 from services.enhance.chunking import ChunkGeometry
+from services.enhance.spec import SPEC
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +41,6 @@ class EnhanceStage(Stage):
         info = self.backend.info()
         return {"model": info.get("enhancer"), "version": info.get("enhancer_version"), **info}
 
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {
-            "shard": InputRef("input", self.settings.shard_name(shard_id)),
-            "asr": InputRef("output", Stage.output_key(self.settings, "asr", shard_id)),
-        }
-
     def geometry(self) -> ChunkGeometry:
         s, b = self.settings, self.backend
         return ChunkGeometry.from_seconds(b.in_rate, s.enhance_chunk_seconds,
@@ -67,7 +62,7 @@ class EnhanceStage(Stage):
                                max_member_bytes=s.max_member_bytes,
                                max_seconds=s.max_member_seconds,
                                max_sidecar_bytes=s.max_sidecar_bytes)
-        key = Stage.output_key(s, "enhance", shard_id)
+        key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         writer = EnhancedWriter(out_path, b.out_rate)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds)

@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.ledger import Ledger
-from common.settings import STAGES, Settings
+from common.settings import Settings
 from common.storage import NotFound, Store, open_store
+from services.pipeline import STAGES, open_ledger
 
 TOP_N = 10
 
@@ -147,7 +147,7 @@ def _add_done(summary: StageSummary, rec: dict[str, Any]) -> None:
 
 def collect(output_url: str, settings: Settings, workers: int = 8) -> ReportData:
     store = open_store(output_url, settings)
-    ledger = Ledger(store, settings)
+    ledger = open_ledger(settings, store)
     data = ReportData(output_url=output_url, tokenizer=settings.tokenizer,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from common.settings import Settings
-from common.stage import InputRef, Stage, StageResult
+from common.stage import Stage, StageResult
 from services.tokenize.loader import LoadedCodec
+from services.tokenize.spec import SPEC
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +70,6 @@ class TokenizeStage(Stage):
             "batching": self.policy,
         }
 
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"enhanced": InputRef("output", Stage.output_key(self.settings, "enhance",
-                                                                  shard_id))}
-
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         from services.tokenize.encode import prepare
         from services.tokenize.pipeline import PipelineConfig, run_pipeline
@@ -80,7 +77,7 @@ class TokenizeStage(Stage):
         self.load()
         assert self.codec is not None
         s = self.settings
-        key = Stage.output_key(s, "tokenize", shard_id)
+        key = SPEC.output_key(s, shard_id)
         out = workdir / "out" / Path(key).name
         cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
                              max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,

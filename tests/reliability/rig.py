@@ -17,9 +17,9 @@ from pathlib import Path
 
 import boto3
 
+from bench.speechgen import make_shard
 from tests.harness import Worker, enqueue, pipeline_env, start_worker, wait_done, worker_logs
 from tests.reliability.servers import RedisServer
-from tests.speechgen import make_shard
 
 APP = "tests.reliability.fault_app"
 CHAINS = {"dummy": ("asr", "enhance", "tokenize"), "real": ("asr", "enhance")}
@@ -28,7 +28,7 @@ PHRASES = ("hello world this is a test", "the weather is nice today",
 
 
 def _speech_members() -> list[bytes]:
-    from tests.speechgen import synth, wav_bytes
+    from bench.speechgen import synth, wav_bytes
 
     return [wav_bytes(synth(p, voice="en")) for p in PHRASES]
 
@@ -199,9 +199,9 @@ class Rig:
 
 
 def _out_key(s, stage: str, i: int) -> str:
-    from common.stage import Stage
+    from services.pipeline import output_key
 
-    return Stage.output_key(s, stage, i)
+    return output_key(stage, s, i)
 
 
 def _items(stage: str, data: bytes) -> list[str]:

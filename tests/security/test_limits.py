@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.speechgen import make_tar
 from common.audio import AudioError, decode_audio
 from common.settings import Settings
 from common.shards import MemberError, Sample, iter_shard
 from tests.reliability.flacgen import silent_flac
-from tests.speechgen import make_tar
 
 
 def test_defaults_bound_members():

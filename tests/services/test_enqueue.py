@@ -9,14 +9,14 @@ from click.testing import CliRunner
 
 from common.ledger import Ledger
 from common.publish import publish_shards
-from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
 from services.enqueue import enqueue, main, parse_range
+from services.pipeline import PIPELINE, make_app
 
 
 def _ledger(s) -> Ledger:
-    return Ledger(open_store(s.output_url, s), s)
+    return Ledger(open_store(s.output_url, s), s, PIPELINE)
 
 
 def _queued_args(url: str, queue: str) -> list[int]:

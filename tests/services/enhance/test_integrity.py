@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.executor import Executor
-from common.ledger import Ledger
+from bench.speechgen import make_tar, wav_bytes
+from common.engine import Engine
 from common.storage import open_store
-from services.asr.prefetch import decoded_members
+from services.asr.decode_ahead import decoded_members
 from services.enhance.segments import SegmentSpec, read_plan
 from services.enhance.stage import EnhanceStage
 from services.enhance.verify import SegmentMismatch, check_written
+from services.pipeline import PIPELINE, open_ledger
 from tests.services.enhance.helpers import asr_line
-from tests.speechgen import make_tar, wav_bytes
 
 
 def tone(hz: float, seconds: float = 2.0) -> np.ndarray:
@@ -57,7 +57,7 @@ def test_asr_and_enhance_take_the_same_audio(make_settings, tmp_path: Path) -> N
     # asr keeps one segment of each transcribed key: enhance must write exactly those
     _write_asr(Path(s.output_url), [asr_line(k, "ok", [(0.25, 1.75, True)]) for k in ok]
                + [asr_line(k, f"error:{asr[k][0].error}", []) for k in ("a", "c")])
-    rec = Executor(s).run_shard(EnhanceStage(s), 0).record
+    rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
     assert rec["counts"]["segments"] == 4 and rec["counts"]["errors"] == 0
     with tarfile.open(Path(s.output_url) / "enhanced/shard-000000.tar") as tf:
         metas = {m.name: json.load(tf.extractfile(m)) for m in tf if m.name.endswith(".json")}
@@ -79,10 +79,9 @@ def test_enhance_refuses_a_key_asr_could_not_have_kept(make_settings, tmp_path: 
     _write_asr(Path(s.output_url), [asr_line("a", "ok", [(0.25, 1.75, True)]),
                                     asr_line("clip", "ok", [(0.25, 1.75, True)])])
     with pytest.raises(SegmentMismatch, match=r"a_0000 \(error:ambiguous_audio:flac,wav\)"):
-        Executor(s).run_shard(EnhanceStage(s), 0)
-    out = open_store(s.output_url)
-    assert list(out.list("enhanced/")) == []
-    assert not Ledger(out, s).is_done("enhance", 0)
+        Engine(s, PIPELINE, EnhanceStage(s)).run(0)
+    assert list(open_store(s.output_url).list("enhanced/")) == []
+    assert not open_ledger(s).is_done("enhance", 0)
 
 
 def _spec(key: str, idx: int, start: float, end: float) -> SegmentSpec:

@@ -44,10 +44,11 @@ def test_collect_counts_match_outputs(make_settings):
 def test_superseded_failure_not_counted(make_settings):
     from common.ledger import Ledger
     from common.storage import open_store
+    from services.pipeline import PIPELINE
 
     s = make_settings()
     write_run(s, shards=2)
-    ledger = Ledger(open_store(s.output_url), s)
+    ledger = Ledger(open_store(s.output_url), s, PIPELINE)
     ledger.mark_failed("asr", 1, "transient", attempts=1)  # then a done record exists already
     data = collect(s.output_url, s)
     assert data.stages["asr"].failed == 0
