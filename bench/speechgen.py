@@ -62,6 +62,18 @@ def wav_bytes(audio: np.ndarray, sr: int = 16000) -> bytes:
     return buf.getvalue()
 
 
+def make_tar(path: str | Path, members: list[tuple[str, bytes]]) -> Path:
+    """A tar of exactly these members, in order (repeated and dotted names allowed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
 def make_shard(path: str | Path, samples: dict[str, dict[str, bytes]]) -> Path:
     """Write a WebDataset tar: members ``{key}.{ext}`` in the given order."""
     path = Path(path)

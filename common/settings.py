@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     input_url: str = Field("./data/raw", description="where the raw shards are")
     output_url: str = Field("./data/out", description="output root (stage outputs + _ledger/)")
     shard_pattern: str = Field("shard-{id:06d}.tar", description="shard id -> shard name")
+    max_range: int = Field(1_000_000, ge=1, description="most shard ids one --range may name")
     scratch_dir: str = Field(tempfile.gettempdir(), description="local scratch for downloads")
     s3_endpoint_url: str | None = Field(
         None, description="S3-compatible endpoint; falls back to AWS_ENDPOINT_URL"

@@ -66,6 +66,7 @@ class EnhanceStage(Stage):
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         from services.enhance.pipeline import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
+        from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
 
         self.load()
@@ -75,7 +76,8 @@ class EnhanceStage(Stage):
         reader = SegmentReader(inputs["shard"], plan, b.in_rate, geom.margin,
                                Conditioning(b.in_rate, b.peak, b.highpass_hz),
                                max_member_bytes=s.max_member_bytes,
-                               max_seconds=s.max_member_seconds)
+                               max_seconds=s.max_member_seconds,
+                               max_sidecar_bytes=s.max_sidecar_bytes)
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         ann = self._annotator
@@ -99,7 +101,9 @@ class EnhanceStage(Stage):
             writer.abort()
             raise
         writer.close()
-        errors = plan.errors + reader.errors + writer.errors
+        errors = plan.errors + reader.errors
+        check_written(plan, writer.durations, errors)  # else the shard fails, nothing published
+        errors += writer.errors  # annotation failures: the segments were written all the same
         st = engine.stats
         counts = {
             "members": plan.members,

@@ -19,7 +19,7 @@ import numpy as np
 
 from common.audio import flac_bytes, resample
 from common.shards import ShardWriter
-from services.enhance.segments import CutSegment
+from services.enhance.segments import CutSegment, SegmentSpec
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ class EnhancedWriter:
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
+        self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
         self._thread = threading.Thread(target=self._work, name="enhance-write", daemon=True)
         self._thread.start()
 
@@ -119,6 +120,7 @@ class EnhancedWriter:
         })
         self.written += 1
         self.seconds_out += out.size / OUT_RATE
+        self.durations.append((s, meta["duration_seconds"]))
 
     def close(self) -> None:
         self._q.put(_END)

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from common.audio import AudioError, read_audio_bytes, resample
+from common.members import iter_keys
 from common.readahead import read_ahead
-from common.shards import MemberError, iter_shard
+from common.shards import MemberError
 from services.enhance.quality.policy import FilterPolicy, filter_fields
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
@@ -79,9 +80,10 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                   max_member_bytes: int | None,
                   quality_filter: FilterPolicy | None = None) -> Iterator[Segment | MemberError]:
     index = 0
-    for item in iter_shard(path, max_member_bytes):
-        if isinstance(item, MemberError):
-            yield item
+    # the audio of each key as every stage decides it (common.members)
+    for item in iter_keys(path, max_member_bytes):
+        if item.key is None or (item.error is not None and item.error != "no_audio"):
+            yield MemberError(item.key, item.name, item.error or "bad_member")
             continue
         seg = Segment(index=index, key=item.key)
         index += 1
@@ -97,9 +99,9 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                 seg.duration = float(meta.get("duration_seconds") or 0.0)
                 yield seg
                 continue
-            audio_bytes = item.files.get("flac") or item.files.get("wav")
-            if audio_bytes is None:
+            if item.error is not None:
                 raise ValueError("missing_audio")
+            audio_bytes = item.audio
             audio, sr = read_audio_bytes(audio_bytes)
             seg.duration = audio.shape[0] / sr
             audio16 = resample(audio, sr, SR)
