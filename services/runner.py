@@ -68,7 +68,8 @@ class Runner:
 
     def _todo(self, stage: str, ids: range, summary: StageSummary) -> list[int]:
         before = self.pipeline.previous(stage)
-        ready = set(ids) if before is None else self.ledger.done_ids(before, ids)
+        # never a set of the range's ids: only done ids (what exists) are held
+        ready = ids if before is None else self.ledger.done_ids(before, ids)
         done = set() if self.force else self.ledger.done_ids(stage, ids)
         todo = []
         for i in ids:

@@ -33,7 +33,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         raise click.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}")
     update = {k: v for k, v in (("input_url", input_url), ("output_url", output_url)) if v}
     settings = Settings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
-    ids = parse_range(range_)
+    ids = parse_range(range_, settings.max_range)
     # before any model loads: the input is there (when asr runs) and the output is writable
     if STAGES[0] in wanted:
         check_input_root(settings.input_url, settings)

@@ -18,7 +18,8 @@ from services.report.render import render_html
 from tests.services.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes")
+CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes",
+          "dnsmos", "speaker", "fidelity", "filters")  # the last four: services/report/quality.py
 
 
 def test_collect_counts_match_outputs(make_settings):
