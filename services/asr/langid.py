@@ -5,8 +5,6 @@ clips of the first ``lid_head_seconds``: a file in another language costs VAD of
 these encoder passes, never VAD or decoding of the whole file. Their encoder output is reused
 for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
 file. Whisper's language distributions are averaged, weighted by the speech seconds of each clip.
-The longest picked clip goes first: when it alone is decisive for a language that is not kept
-(:func:`decisive_drop`), the file is dropped after one encoder pass (the peer pipeline's cost).
 """
 
 from __future__ import annotations
@@ -40,17 +38,3 @@ def aggregate(distributions: list[list[tuple[str, float]]], weights: list[float]
     total_weight = sum(weights) or 1.0
     language, score = max(totals.items(), key=lambda kv: kv[1])
     return LanguageGuess(language, score / total_weight, len(distributions))
-
-
-DECISIVE = 0.95  # one clip this sure of a dropped language, with almost no mass on kept ones
-KEPT_MASS = 0.02
-
-
-def decisive_drop(distribution: list[tuple[str, float]], languages: list[str]) -> bool:
-    """One clip's ``[(token, prob), ...]`` alone settles a drop: its top language is not kept
-    with probability >= ``DECISIVE`` and the kept languages hold <= ``KEPT_MASS``."""
-    probs = {(t[2:-2] if t.startswith("<|") else t): p for t, p in distribution}
-    top = max(probs, key=probs.__getitem__, default=None)
-    kept = sum(probs.get(lang, 0.0) for lang in languages)
-    return top is not None and top not in languages and probs[top] >= DECISIVE \
-        and kept <= KEPT_MASS

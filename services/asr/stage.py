@@ -116,7 +116,7 @@ class AsrStage(Stage):
         ``truncated``: the file was cut short, so the segment ending at its end is flagged."""
         from services.asr.clips import file_spans, head_spans, plan_clips
         from services.asr.coverage import recover
-        from services.asr.langid import aggregate, decisive_drop, pick_clips
+        from services.asr.langid import aggregate, pick_clips
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
 
@@ -130,21 +130,11 @@ class AsrStage(Stage):
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
         t0 = time.perf_counter()
-        # Language ID in two steps: the head's longest picked clip first; a decisive drop stops
-        # there (one encoder pass for a file in another language), else the others are encoded.
-        picked = sorted(pick_clips(len(clips), s.lid_windows),
-                        key=lambda i: -clips[i].speech_seconds)
-        lid: list[tuple[list[int], np.ndarray, Any]] = []
-        dists: list = []
-        for idx in (picked[:1], picked[1:]):
-            if not idx or (dists and decisive_drop(dists[0], s.languages)):
-                continue
-            feats = tr.features(audio, [clips[i] for i in idx])
-            encoded = tr.encode(feats)
-            lid.append((idx, feats, encoded))
-            dists += tr.detect_language(encoded)
-        lid_idx = [i for idx, _, _ in lid for i in idx]
-        guess = aggregate(dists, [clips[i].speech_seconds for i in lid_idx])
+        lid_idx = pick_clips(len(clips), s.lid_windows)
+        lid_feats = tr.features(audio, [clips[i] for i in lid_idx])
+        lid_encoded = tr.encode(lid_feats)
+        guess = aggregate(tr.detect_language(lid_encoded),
+                          [clips[i].speech_seconds for i in lid_idx])
         model_seconds = time.perf_counter() - t0
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
@@ -164,9 +154,8 @@ class AsrStage(Stage):
             return out
 
         texts: list = [None] * len(clips)
-        for idx, feats, encoded in lid:  # reuse the language-ID encoder passes
-            for i, t in zip(idx, tr.transcribe(feats, language, encoded)):
-                texts[i] = t
+        for i, t in zip(lid_idx, tr.transcribe(lid_feats, language, lid_encoded)):
+            texts[i] = t
         rest = [i for i in range(len(clips)) if texts[i] is None]
         for i, t in zip(rest, decode([clips[i] for i in rest])):
             texts[i] = t

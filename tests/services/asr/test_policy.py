@@ -135,13 +135,3 @@ def test_window_audio_caps_long_pauses_with_their_own_edges() -> None:
     assert w[0] == sr and w[-1] == 10 * sr - 1  # starts and ends where the clip does
     assert w[2 * sr] == 3 * sr and w[2 * sr + cap - 1] == 7 * sr - 1  # the pause's two edges
     assert np.array_equal(window_audio(audio, Clip(2.0, 3.0)), audio[2 * sr:3 * sr])
-
-
-def test_decisive_drop_needs_a_sure_non_kept_language() -> None:
-    from services.asr.langid import decisive_drop
-
-    kept = ["ja", "en"]
-    assert decisive_drop([("<|es|>", 0.97), ("<|en|>", 0.01)], kept)
-    assert not decisive_drop([("<|es|>", 0.90), ("<|pt|>", 0.08)], kept)  # not sure enough
-    assert not decisive_drop([("<|es|>", 0.95), ("<|en|>", 0.04)], kept)  # English in reach
-    assert not decisive_drop([("<|en|>", 0.99)], kept) and not decisive_drop([], kept)
