@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.cost import node_of
 from common.ledger import Ledger
 from common.settings import Settings
 from common.stage import Stage
@@ -95,6 +96,7 @@ class Executor:
                 "outputs": sorted(result.outputs),
                 **stage.model_info(),
                 **result.extra,
+                "node": node_of(self.settings).as_record(),  # what the work cost: common/cost
             }
             full = self.ledger.mark_done(stage.name, shard_id, record)
             _notify(stage.name, shard_id, full, None)

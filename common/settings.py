@@ -66,6 +66,16 @@ class Settings(BaseSettings):
     retry_backoff_seconds: float = Field(2.0, description="first retry delay; doubles, jittered")
     retry_backoff_max_seconds: float = Field(600.0, description="longest retry delay")
 
+    # --- cost (common/cost.py; docs/operations.md "Cost") --------------------------------------
+    node_type: str = Field("", description="accelerator of this node as priced: H100, L4, A10G, "
+                           "cpu, ... (common/cost.py); written into every done record")
+    node_pricing: Literal["spot", "on-demand"] = Field("spot", description="spot or on-demand")
+    node_price_per_hour: float | None = Field(
+        None, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
+    node_gpus: int = Field(1, description="GPUs per node")
+    node_parallel_shards: int = Field(
+        0, description="shards the node works on at once (0: worker_concurrency x node_gpus)")
+
     # --- shard limits ------------------------------------------------------------------------
     max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
     max_member_seconds: float = Field(4 * 3600.0, description="longer audio is an error record")

@@ -1,5 +1,6 @@
 """``onsei status [--range A-B] [--json]``: per stage done / queued / running / failed, hours,
-throughput over the last hour, slowest and failed shards.
+throughput over the last hour, slowest and failed shards; GPU-hours, cost per output hour and,
+with a range, the projection to finish it (services/costs.py).
 
 Done and failed come from the ledger (the truth); queued and running from Redis (a mirror).
 With Redis down or empty the ledger part still prints, and the output says so.
@@ -27,6 +28,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     from common.ledger import Ledger
     from common.storage import open_store
     from common.tracking import Tracker
+    from services.costs import summary
 
     ledger = Ledger(open_store(settings.output_url, settings), settings)
     tracker = Tracker(settings)
@@ -35,9 +37,10 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
                            [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
+    records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:
         done_ids = ledger.done_ids(stage, ids)
-        recs = _read_records(ledger, stage, done_ids)
+        recs = records[stage] = _read_records(ledger, stage, done_ids)
         fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
                  and f.get("shard_id") not in done_ids]
         recent = [r for r in recs if r.get("finished_at", 0) >= now - 3600]
@@ -69,6 +72,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
                                      "seconds": round(now - v.get("started", now), 1)}
                                     for i, v in sorted(running.items())[:top]]
         out["stages"][stage] = st
+    out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
     if redis_ok:
         out["redis_empty"] = all(not (s["queued"] or s["reserved"] or s["running"])
                                  for s in out["stages"].values())
@@ -97,6 +101,10 @@ def render(data: dict[str, Any]) -> None:
                   f"{s['audio_hours_out']:.2f}", str(s["last_hour"]["shards"]),
                   f"{s['last_hour']['audio_hours_in']:.2f}")
     con.print(t)
+    from services.costs import render_lines
+
+    for line in render_lines(data["cost"]):
+        con.print(line, highlight=False, markup=False)
     if not data["redis"]:
         con.print("[yellow]Redis unreachable: queued/running unknown; done and failed are from "
                   "the ledger alone.[/]")
