@@ -145,16 +145,18 @@ def summary(records: dict[str, Iterable[dict[str, Any]]], settings: Settings,
 def render_lines(block: dict[str, Any]) -> list[str]:
     """Plain-text lines for a terminal (status, report)."""
     def money(x: float | None) -> str:
-        return "?" if x is None else f"${x:,.2f}"
+        if x is None:
+            return "?"
+        return f"${x:,.2f}" if abs(x) >= 1 or x == 0 else f"${x:.3g}"  # $0.0123 per hour
 
-    lines = ["cost      GPU-h     cost      $/output-h  node-s/shard  shards/h  nodes"]
+    lines = ["cost          GPU-h        cost  $/output-h  node-s/shard  shards/h  nodes"]
     for s, c in block["stages"].items():
-        lines.append(f"  {s:<8}{c['gpu_hours']:>7.2f} {money(c['cost']):>10} "
+        lines.append(f"  {s:<9}{c['gpu_hours']:>9.1f} {money(c['cost']):>11} "
                      f"{money(c['cost_per_output_hour']):>11} "
                      f"{c['node_seconds_per_shard'] or 0:>13.2f} "
                      f"{c['shards_per_hour'] or 0:>9.1f}  {','.join(c['node_types']) or '-'}")
     t = block["total"]
-    lines.append(f"  {'total':<8}{t['gpu_hours']:>7.2f} {money(t['cost']):>10} "
+    lines.append(f"  {'total':<9}{t['gpu_hours']:>9.1f} {money(t['cost']):>11} "
                  f"{money(t['cost_per_output_hour']):>11}   ({t['output_hours']:.2f} output h)")
     p = block.get("projection")
     if p:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
@@ -18,14 +17,9 @@ import click
 from common.settings import STAGES, Settings, get_settings
 
 
-def _read_records(ledger: Any, stage: str, ids: set[int]) -> list[dict[str, Any]]:
-    with ThreadPoolExecutor(16) as pool:
-        recs = pool.map(lambda i: ledger.read_done(stage, i), sorted(ids))
-        return [r for r in recs if r]
-
-
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
     from common.ledger import Ledger
+    from common.recordcache import done_records
     from common.storage import open_store
     from common.tracking import Tracker
     from services.costs import summary
@@ -39,8 +33,9 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
     records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:
-        done_ids = ledger.done_ids(stage, ids)
-        recs = records[stage] = _read_records(ledger, stage, done_ids)
+        # one listing; only records new or rewritten since the last status are read
+        recs = records[stage] = done_records(ledger, stage, ids)
+        done_ids = {r.get("shard_id") for r in recs}
         fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
                  and f.get("shard_id") not in done_ids]
         recent = [r for r in recs if r.get("finished_at", 0) >= now - 3600]

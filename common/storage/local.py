@@ -42,6 +42,14 @@ class LocalStore(Store):
         except FileNotFoundError as e:
             raise NotFound(f"not found: {self.child_url(key)}") from e
 
+    def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
+        for key in self.list(prefix):
+            try:
+                st = os.stat(os.path.join(self.root, key))  # listed under the root: no resolve
+            except FileNotFoundError:
+                continue  # deleted since the walk
+            yield key, f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"  # a rewrite is a new inode
+
     def list(self, prefix: str = "") -> Iterator[str]:
         # Walk only the deepest directory the prefix names, not the whole root.
         base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""

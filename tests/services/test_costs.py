@@ -90,7 +90,7 @@ def test_status_shows_cost_and_projection(make_settings, monkeypatch) -> None:
 
     s = make_settings(broker_url="redis://127.0.0.1:1/0")
     _fill_ledger(s)
-    d = collect(s, range(0, 10))
+    d = collect(s, range(10))
     assert d["cost"]["total"]["cost_per_output_hour"] == 1.0
     assert d["cost"]["projection"]["stages"]["tokenize"]["shards_left"] == 6
     monkeypatch.setattr("services.status.get_settings", lambda: s)
