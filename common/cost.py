@@ -90,10 +90,14 @@ def node_of(settings: Settings) -> Node:
                 settings.node_pricing, price, gpus, max(1, parallel))
 
 
+def charge(node: Node, wall_seconds: float) -> tuple[float, float, float | None]:
+    """(node-hours, GPU-hours, cost) of ``wall_seconds`` of one shard on ``node``."""
+    hours = wall_seconds / 3600 / node.parallel_shards
+    gpu_hours = hours * (node.gpus if node.type != "cpu" else 0)
+    return hours, gpu_hours, None if node.price_per_hour is None else hours * node.price_per_hour
+
+
 def shard_usage(record: dict[str, Any], fallback: Node) -> tuple[float, float, float | None]:
     """(node-hours, GPU-hours, cost) one done record stands for (cost None: price unknown)."""
-    node = Node.from_record(record.get("node"), fallback)
-    hours = float(record.get("wall_seconds") or 0.0) / 3600 / node.parallel_shards
-    gpu_hours = hours * (node.gpus if node.type != "cpu" else 0)
-    cost = None if node.price_per_hour is None else hours * node.price_per_hour
-    return hours, gpu_hours, cost
+    return charge(Node.from_record(record.get("node"), fallback),
+                  float(record.get("wall_seconds") or 0.0))

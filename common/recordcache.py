@@ -24,8 +24,8 @@ from common.ledger import Ledger, stage_dir
 log = logging.getLogger(__name__)
 
 # What status and the cost block read from a record (the rest stays in the ledger).
-FIELDS = ("shard_id", "shard", "stage", "host", "finished_at", "wall_seconds",
-          "audio_seconds_in", "audio_seconds_out", "node")
+FIELDS = ("shard_id", "host", "finished_at", "wall_seconds", "audio_seconds_in",
+          "audio_seconds_out", "node")
 VERSION = 1
 
 

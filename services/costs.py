@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from common.cost import Node, node_of, shard_usage
+from common.cost import Node, charge, node_of
 from common.settings import STAGES, Settings
 
 
@@ -31,7 +31,8 @@ class StageCost:
     node_types: tuple[str, ...] = ()
 
     def add(self, rec: dict[str, Any], fallback: Node, now: float) -> None:
-        node_h, gpu_h, cost = shard_usage(rec, fallback)
+        node = Node.from_record(rec.get("node"), fallback)
+        node_h, gpu_h, cost = charge(node, float(rec.get("wall_seconds") or 0.0))
         self.done += 1
         self.node_hours += node_h
         self.gpu_hours += gpu_h
@@ -47,9 +48,8 @@ class StageCost:
             self.first_start = start if self.first_start is None else min(self.first_start,
                                                                           start)
             self.last_finish = fin if self.last_finish is None else max(self.last_finish, fin)
-        typ = Node.from_record(rec.get("node"), fallback).type
-        if typ not in self.node_types:
-            self.node_types += (typ,)
+        if node.type not in self.node_types:
+            self.node_types += (node.type,)
 
     @property
     def node_seconds_per_shard(self) -> float | None:
