@@ -42,6 +42,11 @@ class CountingStore(Store):
         self._n("LIST", max(1, math.ceil(len(keys) / PAGE)))
         return iter(keys)
 
+    def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
+        pairs = list(self.inner.list_tagged(prefix))
+        self._n("LIST", max(1, math.ceil(len(pairs) / PAGE)))
+        return iter(pairs)
+
     def read_bytes(self, key: str) -> bytes:
         self._n("GET")
         return self.inner.read_bytes(key)
