@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # What status and the cost block read from a record (the rest stays in the ledger).
 FIELDS = ("shard_id", "host", "finished_at", "wall_seconds", "audio_seconds_in",
           "audio_seconds_out", "node")
-VERSION = 1
+VERSION = 2
 
 
 def cache_path(ledger: Ledger, stage: str) -> Path:
@@ -42,15 +42,36 @@ def _load(path: Path) -> dict[str, list[Any]]:
         return {}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return {}
-    entries = data.get("records")
-    return entries if isinstance(entries, dict) else {}
+    entries, nodes = data.get("records"), data.get("nodes")
+    if not isinstance(entries, dict) or not isinstance(nodes, list):
+        return {}
+    try:
+        for entry in entries.values():  # [tag, record, node index]: one node dict shared
+            if entry[2] is not None:
+                entry[1]["node"] = nodes[entry[2]]
+    except (IndexError, TypeError, KeyError):
+        return {}
+    return entries
 
 
 def _save(path: Path, entries: dict[str, list[Any]]) -> None:
+    """Each distinct node block is written once (a fleet has a handful): a third the size."""
+    index: dict[str, int] = {}
+    nodes: list[Any] = []
+    rows: dict[str, list[Any]] = {}
+    for key, (tag, rec, *_) in entries.items():
+        node = rec.get("node")
+        slot = None
+        if node is not None:
+            text = json.dumps(node, sort_keys=True)
+            slot = index.setdefault(text, len(nodes))
+            if slot == len(nodes):
+                nodes.append(node)
+        rows[key] = [tag, {k: v for k, v in rec.items() if k != "node"}, slot]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-        tmp.write_bytes(json.dumps({"version": VERSION, "records": entries},
+        tmp.write_bytes(json.dumps({"version": VERSION, "nodes": nodes, "records": rows},
                                    separators=(",", ":")).encode())
         os.replace(tmp, path)
     except OSError as e:  # a read-only scratch only costs the next call a full read
@@ -77,7 +98,7 @@ def done_records(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
                 if rec is None:  # deleted since the listing
                     entries.pop(str(i), None)
                 else:
-                    entries[str(i)] = [tagged[i], rec]
+                    entries[str(i)] = [tagged[i], rec, None]
         if ids is None:  # a full listing: forget records that are gone
             entries = {k: v for k, v in entries.items() if int(k) in tagged}
         _save(path, entries)

@@ -30,8 +30,7 @@ class StageCost:
     last_finish: float | None = None
     node_types: tuple[str, ...] = ()
 
-    def add(self, rec: dict[str, Any], fallback: Node, now: float) -> None:
-        node = Node.from_record(rec.get("node"), fallback)
+    def add(self, rec: dict[str, Any], node: Node, now: float) -> None:
         node_h, gpu_h, cost = charge(node, float(rec.get("wall_seconds") or 0.0))
         self.done += 1
         self.node_hours += node_h
@@ -94,11 +93,16 @@ def stage_costs(records: dict[str, Iterable[dict[str, Any]]], settings: Settings
                 now: float | None = None) -> dict[str, StageCost]:
     now = time.time() if now is None else now
     fallback = node_of(settings)
+    parsed: dict[int, Node] = {}  # records read from the cache share their node blocks
     out = {}
     for stage in STAGES:
         sc = StageCost(stage)
         for rec in records.get(stage, ()):
-            sc.add(rec, fallback, now)
+            block = rec.get("node")
+            node = parsed.get(id(block))
+            if node is None or block is None:
+                node = parsed[id(block)] = Node.from_record(block, fallback)
+            sc.add(rec, node, now)
         out[stage] = sc
     return out
 

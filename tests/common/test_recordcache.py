@@ -61,3 +61,18 @@ def test_a_broken_cache_file_is_a_full_read(make_settings) -> None:
     cache_path(led, "enhance").write_text("{not json")
     reads.clear()
     assert done_records(led, "enhance")[0]["shard_id"] == 1 and reads == [1]
+
+
+def test_node_blocks_survive_the_cache(make_settings) -> None:
+    s = make_settings()
+    led, reads = _ledger(s)
+    a = {"type": "L4", "price_per_hour": 0.3}
+    b = {"type": "H100", "price_per_hour": 2.0}
+    for i, node in enumerate([a, b, a, None]):
+        led.mark_done("tokenize", i, {"wall_seconds": 1.0, **({"node": node} if node else {})})
+    first = done_records(led, "tokenize")
+    reads.clear()
+    again = done_records(led, "tokenize")
+    assert reads == [] and again == first
+    assert [r.get("node") for r in again] == [a, b, a, None]
+    assert again[0]["node"] is again[2]["node"]  # one shared block per distinct node
