@@ -17,8 +17,8 @@ import numpy as np
 
 
 def make_files(total_seconds: float, file_seconds: float = 60.0, seed: int = 0) -> list[bytes]:
-    from tests.speech_corpus import EN_SENTENCES
-    from tests.speechgen import silence, synth, wav_bytes
+    from bench.speech_corpus import EN_SENTENCES
+    from bench.speechgen import silence, synth, wav_bytes
 
     rng = random.Random(seed)
     cache = {s: synth(s) for s in EN_SENTENCES}
@@ -46,9 +46,9 @@ def _settings(tmp: Path):
 
 
 def stage_vs_plain_loop(quick: bool) -> list[dict]:
+    from bench.speechgen import make_shard
     from common.audio import decode_audio
     from services.asr.stage import AsrStage
-    from tests.speechgen import make_shard
 
     total = 60.0 if quick else 300.0
     files = make_files(total)

@@ -56,11 +56,11 @@ def _segments(lengths: list[int], margin: int):
 def throughput(quick: bool) -> list[dict]:
     import torch
 
+    from bench.factories.sidon import build_small_sidon
     from common.settings import Settings
     from services.enhance.chunking import ChunkGeometry
     from services.enhance.pipeline import Enhancer
     from services.enhance.sidon import SidonBackend
-    from tests.factories.sidon import build_small_sidon
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     lengths = _mix(24 if quick else 96, seed=2)
@@ -101,11 +101,11 @@ def snr(quick: bool) -> list[dict]:
 
     if shutil.which("espeak-ng") is None:
         return []
+    from bench.speechgen import noisy_speech, si_snr
     from services.enhance.chunking import ChunkGeometry, pad_segment
     from services.enhance.denoise import RNNoiseBackend
     from services.enhance.pipeline import Enhancer
     from services.enhance.segments import CutSegment, SegmentSpec
-    from tests.services.enhance.test_denoise import noisy_speech, si_snr
 
     rows = []
     for snr_in in (0.0, 10.0):

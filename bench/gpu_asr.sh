@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 from common.settings import Settings
 from services.asr.model import resolve_model
-from tests.speech_corpus import EN_SENTENCES
-from tests.speechgen import synth
+from bench.speech_corpus import EN_SENTENCES
+from bench.speechgen import synth
 
 out = Path(".gpu_asr")
 np.savez_compressed(out / "seed.npz", **{f"s{i:02d}": synth(s) for i, s in enumerate(EN_SENTENCES)})

@@ -17,11 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.executor import Executor
-from common.prefetch import Prefetcher, discard, fetch_into
+from common.engine import Engine
+from common.prefetch import Prefetcher
 from common.settings import Settings
-from common.stage import InputRef, Stage, StageResult
+from common.stage import Stage, StageResult
 from common.storage.local import LocalStore
+from services.pipeline import PIPELINE, output_key
 
 LATENCY = 0.03  # seconds per request (S3 first byte, typical)
 BANDWIDTH = 5e6  # bytes/s per stream (small files: the copy costs no CPU here)
@@ -67,9 +68,6 @@ class FixedTimeModel(Stage):
     def model_info(self) -> dict:
         return {"model": "fixed-time-double"}
 
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"shard": InputRef("input", self.settings.shard_name(shard_id))}
-
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         t0 = time.monotonic()
         for _ in range(ITEMS):
@@ -77,39 +75,38 @@ class FixedTimeModel(Stage):
         model = time.monotonic() - t0
         out = workdir / "out.jsonl"
         out.write_bytes(b"x" * OUTPUT_BYTES)
-        return StageResult({Stage.output_key(self.settings, "asr", shard_id): out},
+        return StageResult({output_key("asr", self.settings, shard_id): out},
                            model_seconds=model)
 
 
-def _setup(root: Path, n: int) -> tuple[Settings, Executor]:
+def _setup(root: Path, n: int, read_ahead: bool) -> tuple[Settings, Engine]:
     s = Settings(input_url=str(root / "raw"), output_url=str(root / "out"),
                  scratch_dir=str(root / "scratch"), prefetch_shards=1)
     (root / "raw").mkdir(parents=True)
     for i in range(n):
         (root / "raw" / s.shard_name(i)).write_bytes(b"\0" * INPUT_BYTES)
-    return s, Executor(s, SlowStore(root / "raw"), SlowStore(root / "out"))
+    return s, Engine(s, PIPELINE, FixedTimeModel(s), SlowStore(root / "raw"),
+                     SlowStore(root / "out"), read_ahead=read_ahead)
 
 
 def _busy(model: float, wall: float) -> float:
     return round(model / wall, 3)
 
 
-def _run_naive(s: Settings, ex: Executor, n: int) -> float:
-    stage = FixedTimeModel(s)
+def _run_naive(s: Settings, ex: Engine, n: int) -> float:
     model, t_first = 0.0, None
     t0 = time.monotonic()
     for i in range(n):
-        rec = ex.run_shard(stage, i).record
+        rec = ex.run(i).record
         model += rec["model_seconds"]
         if t_first is None:
             t_first = rec["fetch_seconds"]
     return _busy(model, time.monotonic() - t0 - (t_first or 0))
 
 
-def _run_ours(s: Settings, ex: Executor, n: int) -> float:
+def _run_ours(s: Settings, ex: Engine, n: int) -> float:
     """The task body of common.worker: received -> prefetch; run with the prefetched inputs."""
-    stage = FixedTimeModel(s)
-    pre = Prefetcher(FixedTimeModel(s), ex.fetch_inputs, lambda i: False, s)
+    pre = Prefetcher(ex.name, ex.fetch, lambda i: False, s)
     model, t_first = 0.0, None
     t0 = time.monotonic()
     pre.submit(0)
@@ -117,11 +114,10 @@ def _run_ours(s: Settings, ex: Executor, n: int) -> float:
         if i + 1 < n:
             pre.submit(i + 1)  # the reserved message's task_received
         tf = time.monotonic()
-        inputs = fetch_into(ex.fetch_inputs, stage, i, s)
+        ex.fetch_ahead(i)  # what the attempt finds ready (measured only for the first)
         if t_first is None:
             t_first = time.monotonic() - tf
-        rec = ex.run_shard(stage, i, force=True, prefetched=inputs).record
-        discard(stage.name, i, s)
+        rec = ex.attempt(i, check_done=False).record or {}
         model += rec["model_seconds"]
     return _busy(model, time.monotonic() - t0 - (t_first or 0))
 
@@ -129,9 +125,9 @@ def _run_ours(s: Settings, ex: Executor, n: int) -> float:
 def busy_fraction(quick: bool) -> list[dict]:
     n = 3 if quick else 8
     with tempfile.TemporaryDirectory() as d:
-        s1, ex1 = _setup(Path(d) / "a", n)
+        s1, ex1 = _setup(Path(d) / "a", n, read_ahead=True)
         ours = _run_ours(s1, ex1, n)
-        s2, ex2 = _setup(Path(d) / "b", n)
+        s2, ex2 = _setup(Path(d) / "b", n, read_ahead=False)
         naive = _run_naive(s2, ex2, n)
     return [{"name": f"model busy fraction ({n} shards, {ITEMS * PER_ITEM:.0f}s model, "
                      f"{INPUT_BYTES / BANDWIDTH:.1f}s download each)",
@@ -143,7 +139,7 @@ def enqueue_speed(quick: bool) -> list[dict]:
     import redis
 
     from common.publish import plain_publish, publish_shards
-    from common.queue import make_app
+    from services.pipeline import make_app
 
     url = "redis://127.0.0.1:6379/15"
     r = redis.Redis.from_url(url)

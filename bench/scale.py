@@ -29,7 +29,8 @@ from pathlib import Path
 import click
 
 from bench.scale_ledger import CountingStore, counted_store, fill_ledger, hide_shards
-from common.settings import STAGES, Settings
+from common.settings import Settings
+from services.pipeline import STAGES, open_ledger, output_key
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -219,11 +220,7 @@ def run_pipeline(root: Path, redis: Redis, shards: int, workers: int, stage_ms: 
 
 def audit(s: Settings, shards: int, run: Run) -> dict[str, object]:
     """Every shard done in every stage, each stage's work done once, each output complete."""
-    from common.ledger import Ledger
-    from common.stage import Stage
-    from common.storage import open_store
-
-    ledger = Ledger(open_store(s.output_url, s), s)
+    ledger = open_ledger(s)
     ids = range(shards)
     lost = {st: len(set(ids) - ledger.done_ids(st, ids)) for st in STAGES}
     twice = {st: int(run.stages[st]["process_calls"]) - (shards - lost[st]) for st in STAGES}
@@ -231,7 +228,7 @@ def audit(s: Settings, shards: int, run: Run) -> dict[str, object]:
     bad = 0
     out = Path(s.output_url)
     for i in ids:
-        p = out / Stage.output_key(s, "tokenize", i)
+        p = out / output_key("tokenize", s, i)
         want = f"raw\nasr {i}\nenhance {i}\ntokenize {i}\n".encode()
         if not p.is_file() or p.read_bytes() != want:
             bad += 1
@@ -242,7 +239,6 @@ def audit(s: Settings, shards: int, run: Run) -> dict[str, object]:
 
 # --- control plane at ledger scale -----------------------------------------------------------
 def control_plane(root: Path, redis: Redis, run: Run, ledger_shards: int) -> dict[str, object]:
-    from common.ledger import Ledger
     from services.enqueue import enqueue
     from services.status import collect
 
@@ -261,7 +257,7 @@ def control_plane(root: Path, redis: Redis, run: Run, ledger_shards: int) -> dic
 
     s = _settings(root, redis.url(2), out="out")
     fill_ledger(s, ledger_shards)
-    led = Ledger(CountingStore.open(s), s)
+    led = open_ledger(s, store=CountingStore.open(s))
     t0 = time.perf_counter()
     n_done = len(led.done_ids("tokenize", ids))
     res["list_done_s_per_stage"] = time.perf_counter() - t0

@@ -21,16 +21,28 @@ from typing import Any
 
 from celery.signals import task_postrun, task_prerun
 
-from common.queue import TASK_NAMES, make_app
+from common.pipeline import Pipeline, StageSpec
+from common.queue import app_settings, task_name
 from common.stage import InputRef, Stage, StageResult
 from common.worker import register_stage_task
+from services.pipeline import PIPELINE, make_app
 
 STATS = "onsei:scale:{stage}"
-_PREV = {"asr": None, "enhance": "asr", "tokenize": "enhance"}
 
 
 def stage_seconds() -> float:
     return float(os.environ.get("ONSEI_SCALE_STAGE_MS", "2")) / 1000
+
+
+def _spec(name: str) -> StageSpec:
+    """The real stage's output key and ledger directory; one input: the previous output."""
+    real, prev = PIPELINE.spec(name), PIPELINE.previous(name)
+    return StageSpec(name, f"bench.scale_app:Fixed{name.capitalize()}", real.output_key,
+                     (lambda s, i: {"src": InputRef("input", s.shard_name(i))}) if prev is None
+                     else (lambda s, i, p=prev: {"src": InputRef.of_stage(p)}), real.ledger_dir)
+
+
+SCALE_PIPELINE = Pipeline(_spec(n) for n in PIPELINE.names)
 
 
 class _Fixed(Stage):
@@ -42,17 +54,11 @@ class _Fixed(Stage):
     def model_info(self) -> dict[str, Any]:
         return {"model": f"fixed-{self.name}", "version": "0"}
 
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        prev = _PREV[self.name]
-        if prev is None:
-            return {"src": InputRef("input", self.settings.shard_name(shard_id))}
-        return {"src": InputRef("output", Stage.output_key(self.settings, prev, shard_id))}
-
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         t0 = time.perf_counter()
         time.sleep(stage_seconds())
         body = inputs["src"].read_bytes() + f"{self.name} {shard_id}\n".encode()
-        key = Stage.output_key(self.settings, self.name, shard_id)
+        key = SCALE_PIPELINE.output_key(self.name, self.settings, shard_id)
         out = workdir / Path(key).name
         out.write_bytes(body)
         spent = time.perf_counter() - t0
@@ -73,9 +79,9 @@ class FixedTokenize(_Fixed):
 
 
 app = make_app("bench.scale_app")
-tasks = {cls.name: register_stage_task(app, cls.name, cls)
+tasks = {cls.name: register_stage_task(app, SCALE_PIPELINE, cls.name, cls)
          for cls in (FixedAsr, FixedEnhance, FixedTokenize)}
-_STAGE_OF = {v: k for k, v in TASK_NAMES.items()}
+_STAGE_OF = {task_name(s): s for s in SCALE_PIPELINE.names}
 
 # --- per-task timing (one pipelined Redis round trip per task, outside the measured span) ----
 _state: dict[str, Any] = {"client": None, "pid": -1, "t0": {}, "stage_s": 0.0}
@@ -83,7 +89,6 @@ _state: dict[str, Any] = {"client": None, "pid": -1, "t0": {}, "stage_s": 0.0}
 
 def _client() -> Any:
     if _state["pid"] != os.getpid():  # a forked pool process opens its own connection
-        from common.queue import app_settings
         from common.tracking import redis_client
 
         _state["client"], _state["pid"] = redis_client(app_settings(app)), os.getpid()

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
-from common.settings import STAGES, Settings
+from common.settings import Settings
 from common.storage.base import Store
+from services.pipeline import STAGES, open_ledger
 
 PAGE = 1000  # keys per ListObjectsV2 page
 
@@ -78,24 +79,26 @@ class CountingStore(Store):
 
 @contextmanager
 def counted_store() -> Iterator[Counter]:
-    """Every store opened through ``common.storage.open_store`` meanwhile counts into one
-    Counter (callers import it inside their functions, so patching the module suffices)."""
+    """Every store opened through ``open_store`` meanwhile (by name from common.storage or by
+    services.pipeline's ledgers) counts into one Counter."""
     import common.storage
+    import services.pipeline
 
     real = common.storage.open_store
     counts: Counter = Counter()
-    with mock.patch.object(common.storage, "open_store",
-                           lambda url, s=None: CountingStore(real(url, s), counts)):
+
+    def counted(url: str, s: Settings | None = None) -> CountingStore:
+        return CountingStore(real(url, s), counts)
+
+    with mock.patch.object(common.storage, "open_store", counted), \
+            mock.patch.object(services.pipeline, "open_store", counted):
         yield counts
 
 
 def fill_ledger(s: Settings, shards: int) -> None:
     """Give every stage a done record for ids 0..shards-1: copies of the stage's first record
     (what the run wrote), with the shard fields set. Existing records are kept."""
-    from common.ledger import Ledger
-    from common.storage import open_store
-
-    led = Ledger(open_store(s.output_url, s), s)
+    led = open_ledger(s)
     root = Path(s.output_url)  # the bench's local store: plain writes, no fsync per record
     for stage in STAGES:
         have = led.done_ids(stage, range(shards))
@@ -114,10 +117,8 @@ def fill_ledger(s: Settings, shards: int) -> None:
 @contextmanager
 def hide_shards(s: Settings, ids: range) -> Iterator[None]:
     """Move these shards' done records (every stage) aside, and back afterwards."""
-    from common.ledger import Ledger
-
     root = Path(s.output_url)
-    led = Ledger(None, s)  # type: ignore[arg-type]  # keys only
+    led = open_ledger(s, store=CountingStore.open(s))  # keys only
     side = root.parent / "hidden"
     moved: list[tuple[Path, Path]] = []
     for stage in STAGES:

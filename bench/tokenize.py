@@ -45,8 +45,8 @@ def _model():
     if _MODEL is None:
         import torch
 
+        from bench.factories.neucodec import build_small_model
         from services.tokenize.loader import trim_semantic_layers
-        from tests.factories.neucodec import build_small_model
 
         torch.set_num_threads(1)
         _MODEL = build_small_model()

@@ -1,37 +1,33 @@
-"""What is done (DESIGN §3): one done record per stage and shard, written last.
+"""What is done (docs/architecture.md): one done record per stage and shard, written last.
 
-``_ledger/<stage>/shard-000123.json`` (tokenize: ``_ledger/tokenize/<tokenizer>/...``) under
-the output root. The object store is the truth; Redis only mirrors it. Failure records live
-beside them under ``_ledger/_failed/<stage>/`` (tokenize: ``.../tokenize/<tokenizer>/``) and
-never count as done.
+``_ledger/<stage>/shard-000123.json`` under the output root, where a stage's spec may name a
+deeper directory (one per codec: ``_ledger/<stage>/<variant>/...``). The object store is the
+truth; Redis only mirrors it. Failure records live beside them under ``_ledger/_failed/...``
+(per variant too) and never count as done.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import socket
 import time
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.redact import redact_text
 from common.settings import Settings
 from common.storage import NotFound, Store
 
+if TYPE_CHECKING:
+    from common.pipeline import Pipeline
+
 LEDGER = "_ledger"
-
-
-def stage_dir(stage: str, settings: Settings) -> str:
-    if stage == "tokenize":
-        return f"{LEDGER}/tokenize/{settings.tokenizer}"
-    return f"{LEDGER}/{stage}"
-
-
-def failed_dir(stage: str, settings: Settings) -> str:
-    # Per tokenizer too: a new tokenizer neither inherits nor erases the old one's failures.
-    return f"{LEDGER}/_failed/{stage_dir(stage, settings)[len(LEDGER) + 1:]}"
+# A stem longer than this cannot be a file name on common file systems (255 bytes): such a
+# shard's failure record goes under a hashed name instead, so it is still written.
+MAX_STEM_BYTES = 200
 
 
 def stem_parser(settings: Settings) -> Callable[[str], int | None]:
@@ -56,16 +52,35 @@ def stem_parser(settings: Settings) -> Callable[[str], int | None]:
 
 
 class Ledger:
-    def __init__(self, store: Store, settings: Settings) -> None:
+    """``pipeline`` says where each stage's records live (its spec's ledger directory); without
+    one a stage's records are under ``_ledger/<stage>/``."""
+
+    def __init__(self, store: Store, settings: Settings, pipeline: Pipeline | None = None) -> None:
         self.store = store
         self.settings = settings
+        self.pipeline = pipeline
 
     # --- keys -----------------------------------------------------------------------------
+    def stage_dir(self, stage: str) -> str:
+        sub = self.pipeline.ledger_subdir(stage, self.settings) if self.pipeline else stage
+        return f"{LEDGER}/{sub}"
+
+    def failed_dir(self, stage: str) -> str:
+        # Per variant too: a new codec neither inherits nor erases the old one's failures.
+        return f"{LEDGER}/_failed/{self.stage_dir(stage)[len(LEDGER) + 1:]}"
+
     def done_key(self, stage: str, shard_id: int) -> str:
-        return f"{stage_dir(stage, self.settings)}/{self.settings.shard_stem(shard_id)}.json"
+        return f"{self.stage_dir(stage)}/{self.settings.shard_stem(shard_id)}.json"
 
     def failed_key(self, stage: str, shard_id: int) -> str:
-        return f"{failed_dir(stage, self.settings)}/{self.settings.shard_stem(shard_id)}.json"
+        try:
+            stem = self.settings.shard_stem(shard_id)
+        except (ValueError, TypeError, OverflowError):
+            stem = ""
+        if not stem or len(stem.encode()) > MAX_STEM_BYTES or "/" in stem:
+            digest = hashlib.sha256(repr(shard_id).encode()).hexdigest()[:16]
+            stem = f"_invalid-{digest}"  # no shard's stem: never counted as a shard's failure
+        return f"{self.failed_dir(stage)}/{stem}.json"
 
     # --- done records -------------------------------------------------------------------------
     def mark_done(self, stage: str, shard_id: int, record: dict[str, Any]) -> dict[str, Any]:
@@ -97,10 +112,10 @@ class Ledger:
         """Shard ids with a done record: one LIST per page of the stage's prefix, no per-shard
         request. With ``ids`` (a range or set) the listing is narrowed to their common name
         prefix where the names allow it."""
-        return self._ids_under(stage_dir(stage, self.settings) + "/", ids)
+        return self._ids_under(self.stage_dir(stage) + "/", ids)
 
     def done_records(self, stage: str) -> list[dict[str, Any]]:
-        prefix = stage_dir(stage, self.settings) + "/"
+        prefix = self.stage_dir(stage) + "/"
         out = []
         for key in self.store.list(prefix):
             if key.endswith(".json") and "/" not in key[len(prefix):]:
@@ -118,7 +133,7 @@ class Ledger:
         rec = {
             "stage": stage,
             "shard_id": shard_id,
-            "shard": self.settings.shard_name(shard_id),
+            "shard": _shard_name(self.settings, shard_id),
             "reason": redact_text(reason),
             "traceback": redact_text(traceback),
             "attempts": attempts,
@@ -129,7 +144,7 @@ class Ledger:
         self.store.write_bytes(self.failed_key(stage, shard_id), _dumps(rec))
 
     def failures(self, stage: str) -> list[dict[str, Any]]:
-        prefix = failed_dir(stage, self.settings) + "/"
+        prefix = self.failed_dir(stage) + "/"
         out = []
         for key in self.store.list(prefix):
             try:
@@ -139,12 +154,12 @@ class Ledger:
         return out
 
     def failed_ids(self, stage: str, ids: Collection[int] | None = None) -> set[int]:
-        return self._ids_under(failed_dir(stage, self.settings) + "/", ids)
+        return self._ids_under(self.failed_dir(stage) + "/", ids)
 
     def done_tagged(self, stage: str, ids: Collection[int] | None = None) -> dict[int, str]:
         """Like :meth:`done_ids`, with each record's tag (changes when it is rewritten: see
         ``Store.list_tagged``), for a cache of the records (common/recordcache.py)."""
-        return self._tagged_under(stage_dir(stage, self.settings) + "/", ids, tagged=True)
+        return self._tagged_under(self.stage_dir(stage) + "/", ids, tagged=True)
 
     def _ids_under(self, prefix: str, ids: Collection[int] | None) -> set[int]:
         return set(self._tagged_under(prefix, ids, tagged=False))
@@ -179,6 +194,14 @@ def _common_stem_prefix(settings: Settings, ids: Collection[int] | None) -> str:
     if len(a) != len(b):
         return ""
     return os.path.commonprefix([a, b])
+
+
+def _shard_name(settings: Settings, shard_id: int) -> str:
+    try:
+        name = settings.shard_name(shard_id)
+    except (ValueError, TypeError, OverflowError) as e:
+        return f"<no name: {e}>"
+    return name if len(name) <= MAX_STEM_BYTES else name[:MAX_STEM_BYTES] + "..."
 
 
 def _dumps(obj: Any) -> bytes:

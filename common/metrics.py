@@ -7,7 +7,7 @@ directory and serves ``settings.metrics_host:metrics_port``; every pool process 
 to memory-mapped files there, and a scrape sums them. So a worker with --concurrency=4 is one
 scrape target on one port, like the compose and SkyPilot files expose it. Off when the port is 0.
 
-The executor reports each shard through ``common.executor.SHARD_OBSERVERS``; ``onsei run`` gets
+The engine reports each shard through ``common.engine.SHARD_OBSERVERS``; ``onsei run`` gets
 the same counters in-process (served when it calls :func:`serve`).
 """
 
@@ -98,7 +98,7 @@ def serve(host: str, port: int) -> Any:
 def install_worker_metrics(app: Any, stage: str) -> None:
     """Celery worker hooks (once per process): serve from the MainProcess, observe shards in
     the pool processes, drop a dead pool process's live gauges."""
-    from common.executor import SHARD_OBSERVERS
+    from common.engine import SHARD_OBSERVERS
 
     if observe_shard not in SHARD_OBSERVERS:
         SHARD_OBSERVERS.append(observe_shard)

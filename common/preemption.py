@@ -106,18 +106,14 @@ def watchdog(timeout: float, on_handback: Callable[[Any], None] | None = None,
 def uncount_attempt(request: Any) -> None:
     """A handed-back shard: no longer running, and this delivery does not count as an attempt
     (common/tracking.py keeps both in the broker's Redis)."""
-    from common.queue import TASK_NAMES
+    from common.queue import stage_of_task
     from common.settings import get_settings
-    from common.tracking import attempts_key, redis_client, running_key
+    from common.tracking import Tracker
 
-    stage = next((s for s, n in TASK_NAMES.items() if n == request.name), None)
-    client = redis_client(get_settings())
-    if stage is None or not request.args or client is None:
+    stage = stage_of_task(request.name)
+    if stage is None or not request.args:
         return
-    shard_id = int(request.args[0])
-    client.hdel(running_key(stage), str(shard_id))
-    if int(client.decr(attempts_key(stage, shard_id))) <= 0:
-        client.delete(attempts_key(stage, shard_id))
+    Tracker(get_settings()).uncount(stage, int(request.args[0]))
 
 
 def install_preemption(app: Any, timeout: Callable[[], float] | float | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from celery import Celery
 
-from common.queue import TASK_NAMES, app_settings
+from common.queue import app_settings, task_name
 from common.tracking import queued_key
 
 
@@ -39,7 +39,7 @@ class _Template:
     """One real message as kombu's Redis channel would store it, rendered by string splicing."""
 
     def __init__(self, app: Celery, channel: Any, stage: str, kwargs: dict[str, Any]) -> None:
-        m = app.amqp.as_task_v2(_TID, TASK_NAMES[stage], args=[0], kwargs=kwargs)
+        m = app.amqp.as_task_v2(_TID, task_name(stage), args=[0], kwargs=kwargs)
         body = json.dumps(m.body)
         assert body.startswith("[[0], "), body  # Celery protocol 2: [args, kwargs, embed]
         self.body_tail = body[len("[[0]"):].encode()
@@ -82,7 +82,7 @@ def publish_shards(app: Celery, stage: str, ids: Iterable[int], until: str,
         producer = app.amqp.Producer(conn, auto_declare=True)
         with producer.batch(max_size=batch):
             for i in ids:
-                app.send_task(TASK_NAMES[stage], args=[i], kwargs=kwargs, producer=producer,
+                app.send_task(task_name(stage), args=[i], kwargs=kwargs, producer=producer,
                               queue=stage, routing_key=stage)
     from common.tracking import Tracker
 
@@ -94,7 +94,7 @@ def plain_publish(app: Celery, stage: str, ids: Iterable[int], until: str) -> in
     """The naive loop (bench baseline): one ``apply_async``-style call per shard."""
     n = 0
     for i in ids:
-        app.send_task(TASK_NAMES[stage], args=[i], kwargs={"until": until, "force": False},
+        app.send_task(task_name(stage), args=[i], kwargs={"until": until, "force": False},
                       queue=stage, routing_key=stage)
         n += 1
     return n

@@ -1,22 +1,43 @@
-"""One queue setup for every stage (DESIGN §4): routing table, JSON only, at-least-once.
+"""One queue setup for every stage (docs/architecture.md): routing, JSON only, at-least-once.
 
-Each stage's ``app.py`` calls :func:`make_app`; stages hand work on by task *name* through
-:func:`send_stage_task`, so no stage imports another.
+Each stage's ``celery.py`` builds its app through ``services.pipeline.make_app``; stages hand
+work on by task *name* through :func:`send_stage_task`, so no stage imports another. A stage's
+task is ``onsei.<stage>.process_shard`` on the queue ``<stage>``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Any
+
 from celery import Celery
 from kombu import Queue
 
-from common.settings import STAGES, Settings, get_settings
+from common import kombu_fix
+from common.settings import Settings, get_settings
 
-TASK_NAMES: dict[str, str] = {s: f"onsei.{s}.process_shard" for s in STAGES}
-NEXT_STAGE: dict[str, str | None] = {"asr": "enhance", "enhance": "tokenize", "tokenize": None}
-ROUTES: dict[str, dict[str, str]] = {TASK_NAMES[s]: {"queue": s, "routing_key": s} for s in STAGES}
+_PREFIX, _SUFFIX = "onsei.", ".process_shard"
 
 
-def celery_config(settings: Settings, consume: tuple[str, ...] = STAGES) -> dict:
+def task_name(stage: str) -> str:
+    return f"{_PREFIX}{stage}{_SUFFIX}"
+
+
+def stage_of_task(name: str | None) -> str | None:
+    """``onsei.asr.process_shard`` -> ``asr``; None for any other task."""
+    if name and name.startswith(_PREFIX) and name.endswith(_SUFFIX):
+        return name[len(_PREFIX):-len(_SUFFIX)] or None
+    return None
+
+
+def route_task(name: str, *_: Any, **__: Any) -> dict[str, str] | None:
+    """A stage's task goes to the stage's own queue, whoever sends it."""
+    stage = stage_of_task(name)
+    return {"queue": stage, "routing_key": stage} if stage else None
+
+
+def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict:
     """``consume``: the queues a worker of this app reads by default (a stage app: its own)."""
     broker = settings.broker_url.get_secret_value()
     return {
@@ -28,7 +49,7 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = STAGES) -> dict
         "accept_content": ["json"],  # a pickled message is refused
         "task_queues": [Queue(s, routing_key=s) for s in consume],
         "task_create_missing_queues": True,  # hand-on to another stage's queue
-        "task_routes": ROUTES,
+        "task_routes": (route_task,),
         "task_acks_late": True,  # ack after the shard is done
         "task_reject_on_worker_lost": True,  # a killed worker's shard is re-queued
         # Our task records its own failures and retries by re-publishing, so an exception acks;
@@ -73,13 +94,37 @@ def _ssl_options(url: str) -> dict | None:
     return None
 
 
-def make_app(main: str, settings: Settings | None = None) -> Celery:
-    """``make_app("services.asr")``: a worker of it reads only the ``asr`` queue, even without
-    ``-Q``; any other name (the CLI, Flower) knows all three queues."""
+class StageApp(Celery):
+    """A Celery app whose worker is called ``<node>@host`` unless ``-n`` says otherwise, so two
+    stages' workers on one host are told apart (Celery's default is ``celery@host``)."""
+
+    onsei_node: str | None = None
+
+    @cached_property
+    def Worker(self):
+        from celery.utils.nodenames import default_nodename, host_format
+
+        base = self.subclass_with_self("celery.apps.worker:Worker")
+        node, cli_default = self.onsei_node, host_format(default_nodename(None))
+
+        class NamedWorker(base):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, hostname: str | None = None, **kw: Any) -> None:
+                if node and hostname in (None, cli_default):
+                    hostname = host_format(f"{node}@%h")
+                super().__init__(*args, hostname=hostname, **kw)
+
+        return NamedWorker
+
+
+def make_app(main: str, settings: Settings | None = None, queues: Iterable[str] = (),
+             include: Iterable[str] = (), node: str | None = None) -> Celery:
+    """An app whose workers read ``queues`` by default; ``include``: the modules of its tasks
+    (imported by a worker at start), ``node``: the worker's default node name."""
     settings = settings or get_settings()
-    app = Celery(main)
-    stage = main.rsplit(".", 1)[-1]
-    cfg = celery_config(settings, (stage,) if stage in STAGES else STAGES)
+    kombu_fix.install()  # a Redis outage must not kill the worker (see common/kombu_fix.py)
+    app = StageApp(main, include=list(include))
+    app.onsei_node = node
+    cfg = celery_config(settings, tuple(queues))
     if cfg["broker_use_ssl"] is None:
         cfg.pop("broker_use_ssl")
         cfg.pop("redis_backend_use_ssl")
@@ -98,19 +143,10 @@ def send_stage_task(app: Celery, stage: str, shard_id: int, until: str,
     from common.tracking import Tracker
 
     app.send_task(
-        TASK_NAMES[stage], args=[shard_id], kwargs={"until": until, "force": force}, queue=stage,
+        task_name(stage), args=[shard_id], kwargs={"until": until, "force": force}, queue=stage,
         routing_key=stage, serializer="json",
     )
     tracker = getattr(app, "_onsei_tracker", None)
     if tracker is None:  # one Redis client per app (redis-py re-connects after a fork)
         tracker = app._onsei_tracker = Tracker(app_settings(app))  # type: ignore[attr-defined]
     tracker.add_queued(stage, [shard_id])
-
-
-def next_stage(stage: str, until: str) -> str | None:
-    if stage == until:
-        return None
-    nxt = NEXT_STAGE[stage]
-    if nxt is None or STAGES.index(nxt) > STAGES.index(until):
-        return None
-    return nxt

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from common.ledger import Ledger, stage_dir
+from common.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ VERSION = 2
 
 def cache_path(ledger: Ledger, stage: str) -> Path:
     s = ledger.settings
-    name = hashlib.sha256(f"{ledger.store.url}\n{stage_dir(stage, s)}".encode()).hexdigest()
+    name = hashlib.sha256(f"{ledger.store.url}\n{ledger.stage_dir(stage)}".encode()).hexdigest()
     return Path(s.scratch_dir) / "ledger-cache" / f"{name[:24]}.json"
 
 

@@ -1,7 +1,7 @@
 """One typed settings object, from ``ONSEI_*`` environment variables and an optional YAML file.
 
 Precedence (highest first): explicit keyword arguments, environment, the YAML file named by
-``ONSEI_CONFIG``, the defaults below. Names are the contract of DESIGN §6.
+``ONSEI_CONFIG``, the defaults below. The names are the contract of README.md's table.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-STAGES: tuple[str, ...] = ("asr", "enhance", "tokenize")
-
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="ignore", validate_default=True)
@@ -31,6 +29,7 @@ class Settings(BaseSettings):
     input_url: str = Field("./data/raw", description="where the raw shards are")
     output_url: str = Field("./data/out", description="output root (stage outputs + _ledger/)")
     shard_pattern: str = Field("shard-{id:06d}.tar", description="shard id -> shard name")
+    max_range: int = Field(1_000_000, ge=1, description="most shard ids one --range may name")
     scratch_dir: str = Field(tempfile.gettempdir(), description="local scratch for downloads")
     s3_endpoint_url: str | None = Field(
         None, description="S3-compatible endpoint; falls back to AWS_ENDPOINT_URL"
@@ -49,7 +48,7 @@ class Settings(BaseSettings):
     max_task_failures: int = Field(3, description="tries before a shard is dead-lettered")
     task_time_limit: int = Field(4 * 3600, description="hard per-shard limit, seconds")
     shutdown_timeout: int = Field(90, description="SIGTERM: seconds to finish the shard in hand")
-    until: str = Field("tokenize", description="last stage of the chain")
+    until: str = Field("", description="last stage of the chain (empty: the last stage)")
     metrics_port: int = Field(0, description="Prometheus port of a worker (0: off)")
     metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
     flower_host: str = Field("127.0.0.1", description="bind address of Flower")
@@ -118,6 +117,30 @@ class Settings(BaseSettings):
     enhance_pack_rounds: int = Field(
         4, description="batches' worth of chunks pooled before packing (more: less padding)")
 
+    # --- quality annotations of restored segments and the filter on them (docs/quality.md) ----
+    quality_annotations: bool = Field(
+        True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
+    quality_dnsmos_hop_seconds: float = Field(
+        0.0, ge=0.0, description="DNSMOS window hop (0: fewest 9.01 s windows covering the segment; "
+        "the reference uses 1.0)")
+    quality_speaker_threshold: float = Field(
+        0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
+    quality_fidelity_fraction: float = Field(
+        0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration (0-1)")
+    quality_fidelity_cer: float = Field(
+        0.3, description="re-transcription CER above this flags restoration_changed_text")
+    quality_fidelity_model: str = Field(
+        "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
+    quality_batch_segments: int = Field(16, ge=1, description="segments annotated together")
+    filter_multi_speaker: bool = Field(True, description="segments flagged multi_speaker get no tokens")
+    filter_min_ovrl: float = Field(
+        2.0, description="segments whose DNSMOS OVRL after restoration is below get no tokens "
+        "(0: off)")
+    filter_min_ovrl_delta: float | None = Field(
+        None, description="segments whose OVRL after - before is below get no tokens (unset: off)")
+    filter_restoration_changed_text: bool = Field(
+        False, description="segments flagged restoration_changed_text get no tokens")
+
     # --- tokenize ------------------------------------------------------------------------------
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
     neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
@@ -182,9 +205,6 @@ class Settings(BaseSettings):
                 value = redact_value(value)
             out[f"ONSEI_{name.upper()}"] = value
         return out
-
-
-Stage = Literal["asr", "enhance", "tokenize"]
 
 
 @lru_cache(maxsize=1)

@@ -1,9 +1,10 @@
 """The contract between a stage's pure processing and whoever drives it.
 
-A stage (``services/<stage>/stage.py``) is a class implementing :class:`Stage`. The Celery task
-of the stage and the one-process runner both drive it through :func:`common.executor.run_shard`,
-which downloads the inputs, calls :meth:`Stage.process`, publishes the outputs whole, then
-writes the done record last.
+A stage (``services/<stage>/stage.py``) is a class implementing :class:`Stage`; what it reads
+and writes is its spec (:mod:`common.pipeline`). The Celery task of the stage and the
+one-process runner both drive it through :class:`common.engine.Engine`, which downloads the
+inputs, calls :meth:`Stage.process`, publishes the outputs whole, then writes the done record
+last. Importing a stage module imports no Celery and no model stack.
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ from typing import Any, ClassVar, Literal
 
 from common.settings import Settings
 
-Root = Literal["input", "output"]
+Root = Literal["input", "output", "stage"]
 
 
 @dataclass(frozen=True)
 class InputRef:
-    """One object a stage reads for a shard: which root (raw input or output) and which key."""
+    """One object a stage reads for a shard: which root (raw input or output) and which key;
+    root ``stage``: the output of the stage named by ``key`` (resolved by the pipeline)."""
 
     root: Root
     key: str
+
+    @classmethod
+    def of_stage(cls, name: str) -> InputRef:
+        return cls("stage", name)
 
 
 @dataclass
@@ -55,21 +61,5 @@ class Stage(abc.ABC):
         """``{"model": name, "version": ..., ...}`` for the done record."""
 
     @abc.abstractmethod
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        """The objects to fetch before :meth:`process`, by name."""
-
-    @abc.abstractmethod
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         """Turn the local input files into local output files under ``workdir``."""
-
-    # Output keys, shared with readers of the next stage.
-    @staticmethod
-    def output_key(settings: Settings, stage: str, shard_id: int) -> str:
-        stem = settings.shard_stem(shard_id)
-        if stage == "asr":
-            return f"asr/{stem}.jsonl"
-        if stage == "enhance":
-            return f"enhanced/{stem}.tar"
-        if stage == "tokenize":
-            return f"tokens/{settings.tokenizer}/{stem}.jsonl"
-        raise ValueError(f"unknown stage {stage!r}")

@@ -1,6 +1,6 @@
 """Redis bookkeeping beside the broker: which shards are queued, running, how often delivered.
 
-Only a mirror for speed (DESIGN §3): the ledger in the object store is the truth. Every call is
+Only a mirror for speed (docs/architecture.md, the ledger): the ledger in the object store is the truth. Every call is
 best effort; with Redis away, or a broker that is not Redis, the methods return empty answers
 and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them too.
 
@@ -121,6 +121,17 @@ class Tracker:
     def stop_running(self, stage: str, shard_id: int) -> None:
         """Not running any more but still queued (a retry is on its way)."""
         self._safe(lambda c: c.hdel(running_key(stage), str(shard_id)), None)
+
+    def uncount(self, stage: str, shard_id: int) -> None:
+        """Handed back without an outcome (preempted, or its outcome could not be written):
+        not running, and this delivery does not count as an attempt."""
+
+        def go(c: Any) -> None:
+            c.hdel(running_key(stage), str(shard_id))
+            if int(c.decr(attempts_key(stage, shard_id))) <= 0:
+                c.delete(attempts_key(stage, shard_id))
+
+        self._safe(go, None)
 
     def running(self, stage: str) -> dict[int, dict[str, Any]]:
         raw = self._safe(lambda c: c.hgetall(running_key(stage)), {})

@@ -1,9 +1,9 @@
-"""The body every stage task shares: skip if done, run the shard, hand it on, dead-letter.
+"""The Celery adapter of the attempt engine: count deliveries, retry, dead-letter, hand on.
 
-A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, "asr", AsrStage)``.
+A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, PIPELINE, name)``.
 The model is loaded once per worker process, after the fork (``worker_process_init``), never in
-the Celery parent: CUDA does not survive fork. The parent only prefetches inputs
-(``task_received`` -> :mod:`common.prefetch`).
+the Celery parent: CUDA does not survive fork. The parent only reads inputs ahead
+(``task_received`` -> :mod:`common.prefetch`). What an attempt does is :mod:`common.engine`.
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from __future__ import annotations
 import logging
 import os
 import random
-import traceback
+import time
 from collections.abc import Callable
 
 from celery import Celery, Task
 from celery.exceptions import Reject
 from celery.signals import task_received, worker_process_init
 
-from common.executor import Executor
-from common.prefetch import Prefetcher, discard, fetch_into
-from common.queue import TASK_NAMES, app_settings, next_stage, send_stage_task
-from common.redact import redact_text
+from common.engine import Attempt, Engine, shard_log
+from common.pipeline import Pipeline
+from common.prefetch import Prefetcher
+from common.queue import app_settings, send_stage_task, task_name
 from common.settings import Settings
 from common.stage import Stage
 from common.tracking import Tracker
@@ -31,17 +31,20 @@ log = logging.getLogger(__name__)
 
 
 class StageRuntime:
-    """Per-process state: settings, executor, tracker, the stage (model loaded lazily, once).
+    """Per-process state: the engine (stage built and loaded lazily, once) and the tracker.
 
     Re-created after a fork: a pool process must not share the parent's sockets.
     """
 
-    def __init__(self, app: Celery, stage_cls: Callable[[Settings], Stage]) -> None:
+    def __init__(self, app: Celery, pipeline: Pipeline, name: str,
+                 stage_cls: Callable[[Settings], Stage] | None = None) -> None:
         self._app = app
+        self.pipeline = pipeline
+        self.name = name
         self._stage_cls = stage_cls
         self._pid = -1
-        self._stage: Stage | None = None
         self._prefetcher: Prefetcher | None = None
+        self.unrecorded = 0  # outcomes in a row that could not be written (back-off grows)
 
     @property
     def settings(self) -> Settings:
@@ -49,20 +52,16 @@ class StageRuntime:
 
     def _fresh(self) -> None:
         if self._pid != os.getpid():
+            s = self.settings
+            self._engine = Engine(s, self.pipeline, self._stage_cls or self.name,
+                                  read_ahead=s.prefetch_shards > 0)
+            self._tracker = Tracker(s)
             self._pid = os.getpid()
-            self._executor = Executor(self.settings)
-            self._tracker = Tracker(self.settings)
 
     @property
-    def stage(self) -> Stage:
-        if self._stage is None:
-            self._stage = self._stage_cls(self.settings)
-        return self._stage
-
-    @property
-    def executor(self) -> Executor:
+    def engine(self) -> Engine:
         self._fresh()
-        return self._executor
+        return self._engine
 
     @property
     def tracker(self) -> Tracker:
@@ -71,96 +70,98 @@ class StageRuntime:
 
     @property
     def prefetcher(self) -> Prefetcher:
-        """Lives in the worker's main process; its own executor, its own (unloaded) stage."""
+        """Lives in the worker's main process, whose engine never builds or loads the stage."""
         if self._prefetcher is None:
-            ex = Executor(self.settings)
-            stage = self._stage_cls(self.settings)
-            self._prefetcher = Prefetcher(
-                stage, ex.fetch_inputs, lambda i: ex.ledger.is_done(stage.name, i), self.settings)
+            ex = self.engine
+            self._prefetcher = Prefetcher(self.name, ex.fetch,
+                                          lambda i: ex.ledger.is_done(self.name, i),
+                                          self.settings)
         return self._prefetcher
 
-    def load(self) -> None:
-        self.stage.load()
 
-
-def backoff_seconds(settings: Settings, attempts: int, exc: BaseException) -> float:
+def backoff_seconds(settings: Settings, attempts: int, exc: BaseException | None) -> float:
     """Exponential back-off with full jitter; non-transient errors wait 5x longer."""
-    base = settings.retry_backoff_seconds * (1 if is_transient(exc) else 5)
+    transient = exc is not None and is_transient(exc)
+    base = settings.retry_backoff_seconds * (1 if transient else 5)
     cap = min(settings.retry_backoff_max_seconds, base * 2 ** max(0, attempts - 1))
     return random.uniform(cap / 2, cap)
 
 
-def register_stage_task(app: Celery, stage_name: str,
-                        stage_cls: Callable[[Settings], Stage]) -> Task:
-    runtime = StageRuntime(app, stage_cls)
-    task_name = TASK_NAMES[stage_name]
+def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
+                        stage_cls: Callable[[Settings], Stage] | None = None) -> Task:
+    """The task of ``stage_name``; its class comes from its spec unless ``stage_cls`` is given
+    (test stages), and is imported only in the pool process that runs it."""
+    runtime = StageRuntime(app, pipeline, stage_name, stage_cls)
+    name = task_name(stage_name)
+    if shard_log.level == logging.NOTSET:  # a line per shard even at Celery's default level
+        shard_log.setLevel(logging.INFO)
 
     @worker_process_init.connect(weak=False)
     def _load_model(**_: object) -> None:  # after fork, in each pool process
         try:
-            runtime.load()
-        except Exception:  # the task will raise a clear error per shard instead
+            runtime.engine.load()
+        except Exception:  # the task records the clear error per shard instead
             log.exception("%s: model load failed at process start", stage_name)
 
     @task_received.connect(weak=False)
     def _prefetch(request: object = None, **_: object) -> None:  # worker main process
-        if runtime.settings.prefetch_shards <= 0 or getattr(request, "name", None) != task_name:
+        if runtime.settings.prefetch_shards <= 0 or getattr(request, "name", None) != name:
             return
         try:
             runtime.prefetcher.submit(int(request.args[0]))  # type: ignore[attr-defined]
         except Exception as e:  # noqa: BLE001 - prefetch is an optimisation, never a failure
             log.warning("%s: cannot prefetch: %s", stage_name, e)
 
-    @app.task(name=task_name, bind=True, acks_late=True, max_retries=None)
-    def process_shard(self: Task, shard_id: int, until: str = "tokenize",
+    @app.task(name=name, bind=True, acks_late=True, max_retries=None)
+    def process_shard(self: Task, shard_id: int, until: str | None = None,
                       force: bool = False) -> dict:
-        settings, ex, tracker = runtime.settings, runtime.executor, runtime.tracker
+        settings, engine, tracker = runtime.settings, runtime.engine, runtime.tracker
         shard_id = int(shard_id)
-        if not force and ex.ledger.is_done(stage_name, shard_id):  # a redelivery does no harm
-            tracker.finish(stage_name, shard_id, clear_attempts=True)
-            _hand_on(app, stage_name, shard_id, until)
-            return {"shard_id": shard_id, "skipped": True}
         # Redis counts every delivery (crashes too); the message's own retry count bounds the
         # loop even if that counter is lost.
         attempts = max(tracker.start(stage_name, shard_id, settings.visibility_timeout * 4),
                        int(self.request.retries or 0) + 1)
         if attempts > settings.max_task_failures:  # crashed or timed out every time
-            ex.ledger.mark_failed(stage_name, shard_id, "too many deliveries (worker lost or "
-                                  "hard time limit)", attempts=attempts - 1, dead=True)
-            log.error("%s %s: dead-lettered after %d deliveries", stage_name, shard_id,
-                      attempts - 1)
-            tracker.finish(stage_name, shard_id, clear_attempts=True)
-            return {"shard_id": shard_id, "dead_lettered": True}
-        try:
-            inputs = None
-            if settings.prefetch_shards > 0:
-                inputs = fetch_into(ex.fetch_inputs, runtime.stage, shard_id, settings)
-            # done-ness was checked above: skip the executor's second round trip
-            outcome = ex.run_shard(runtime.stage, shard_id, force=True, prefetched=inputs)
-        except Exception as e:
-            reason = redact_text(f"{type(e).__name__}: {e}")
-            dead = attempts >= settings.max_task_failures
-            ex.ledger.mark_failed(stage_name, shard_id, reason, traceback.format_exc(),
-                                  attempts=attempts, dead=dead)
-            _discard(stage_name, shard_id, settings)
-            if dead:
-                log.error("%s %s: dead-lettered: %s", stage_name, shard_id, reason)
-                tracker.finish(stage_name, shard_id, clear_attempts=True)
-                return {"shard_id": shard_id, "dead_lettered": True, "reason": reason}
+            outcome = engine.record_dead(shard_id, "too many deliveries (worker lost or hard "
+                                         "time limit)", attempts - 1)
+        else:
+            outcome = engine.attempt(shard_id, attempts, last=attempts >= settings.max_task_failures,
+                                     check_done=not force)
+        if outcome.status == "unrecorded":
+            # No outcome written: the message must not go. It does not count as an attempt;
+            # back off (longer while it lasts) and hand it back to the queue.
+            runtime.unrecorded += 1
+            tracker.uncount(stage_name, shard_id)
+            wait = backoff_seconds(settings, runtime.unrecorded, outcome.error)
+            log.warning("%s %s: outcome not recorded; requeued in %.1fs", stage_name, shard_id,
+                        wait)
+            time.sleep(wait)
+            raise Reject(outcome.reason, requeue=True)
+        runtime.unrecorded = 0
+        if outcome.status == "failed":
             tracker.stop_running(stage_name, shard_id)
-            countdown = backoff_seconds(settings, attempts, e)
-            log.warning("%s %s: attempt %d failed (%s); retry in %.1fs", stage_name, shard_id,
-                        attempts, reason, countdown)
-            raise self.retry(exc=e, countdown=countdown, max_retries=None,
-                             kwargs={"until": until, "force": force}) from e
-        _discard(stage_name, shard_id, settings)
+            countdown = backoff_seconds(settings, attempts, outcome.error)
+            log.warning("%s %s: attempt %d failed; retry in %.1fs", stage_name, shard_id,
+                        attempts, countdown)
+            raise self.retry(exc=outcome.error, countdown=countdown, max_retries=None,
+                             kwargs={"until": until, "force": force})
         tracker.finish(stage_name, shard_id, clear_attempts=True)
-        _hand_on(app, stage_name, shard_id, until, force=force)
-        return {"shard_id": shard_id, "skipped": outcome.skipped}
+        if outcome.ok:
+            nxt = pipeline.next(stage_name, until)
+            if nxt is not None:
+                send_stage_task(app, nxt, shard_id, until or pipeline.last, force=force)
+        return _summary(outcome)
 
     process_shard.runtime = runtime  # type: ignore[attr-defined]
     _install_ops_hooks(app, stage_name)
     return process_shard
+
+
+def _summary(outcome: Attempt) -> dict:
+    out: dict = {"shard_id": outcome.shard_id, "skipped": outcome.status == "skipped"}
+    if outcome.status == "dead":
+        out.update(dead_lettered=True, reason=outcome.reason)
+    return out
 
 
 # --- operations hooks (owned by operations: common/preemption.py, common/metrics.py) -----------
@@ -172,17 +173,6 @@ def _install_ops_hooks(app: Celery, stage_name: str) -> None:
 
     install_preemption(app)
     install_worker_metrics(app, stage_name)
-
-
-def _discard(stage: str, shard_id: int, settings: Settings) -> None:
-    if settings.prefetch_shards > 0:
-        discard(stage, shard_id, settings)
-
-
-def _hand_on(app: Celery, stage: str, shard_id: int, until: str, force: bool = False) -> None:
-    nxt = next_stage(stage, until)
-    if nxt is not None:
-        send_stage_task(app, nxt, shard_id, until, force=force)
 
 
 __all__ = ["Reject", "StageRuntime", "backoff_seconds", "register_stage_task"]

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.cost import Node, charge, node_of
-from common.settings import STAGES, Settings
+from common.settings import Settings
+from services.pipeline import STAGES
 
 
 @dataclass
@@ -132,7 +133,7 @@ def summary(records: dict[str, Iterable[dict[str, Any]]], settings: Settings,
     """The cost block of status / report: per stage, total, and (given the range's size)
     the projection. Output hours of the pipeline: those of its last stage (``until``)."""
     costs = stage_costs(records, settings, now)
-    final = costs[settings.until]
+    final = costs[settings.until or STAGES[-1]]
     priced = all(c.priced or c.done == 0 for c in costs.values()) and any(
         c.done for c in costs.values())
     cost = sum(c.cost for c in costs.values())

@@ -1,6 +1,6 @@
 """``enqueue-shards --range 0-50000 [--stage asr] [--until tokenize] [--force] [--dry-run]``.
 
-Reconciles the ledger with the queues (DESIGN §3): for every shard of the range, the first stage
+Reconciles the ledger with the queues (docs/architecture.md): for every shard of the range, the first stage
 from ``--stage`` to ``--until`` without a done record is where it is enqueued, unless a message
 for it is already on its way (the Redis queued sets). So after Redis is lost, running this again
 re-enqueues exactly what is missing, and a shard whose ASR is done but whose enhance message
@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 
 import click
 
-from common.settings import STAGES, Settings, get_settings
+from common.settings import Settings, get_settings
+from services.pipeline import PIPELINE, STAGES, open_ledger
 
 
-def parse_range(text: str) -> range:
-    """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard."""
+def parse_range(text: str, max_ids: int | None = None) -> range:
+    """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard. A range is
+    a ``range``, never a set of its ids: only its size is checked against ``max_ids``
+    (``ONSEI_MAX_RANGE``), so ``0-99999999999`` is refused at once instead of exhausting memory.
+    """
     try:
         if "-" in text:
             a, b = text.split("-", 1)
@@ -29,6 +33,10 @@ def parse_range(text: str) -> range:
         raise click.BadParameter(f"expected A-B or N, got {text!r}") from None
     if len(r) == 0 or r.start < 0:
         raise click.BadParameter(f"empty or negative range {text!r}")
+    if max_ids is not None and len(r) > max_ids:
+        raise click.BadParameter(
+            f"range {text} names {len(r):,} shards, more than ONSEI_MAX_RANGE={max_ids:,}; "
+            "split it into smaller ranges or raise ONSEI_MAX_RANGE")
     return r
 
 
@@ -48,17 +56,16 @@ class Plan:
 
 def plan(settings: Settings, ids: range, stage: str, until: str, force: bool,
          retry_failed: bool) -> Plan:
-    from common.ledger import Ledger
-    from common.storage import open_store
     from common.tracking import Tracker
 
-    chain = list(STAGES[STAGES.index(stage): STAGES.index(until) + 1])
+    chain = PIPELINE.chain(stage, until)
     p = Plan({s: [] for s in chain})
     tracker = Tracker(settings)
     p.redis_ok = tracker.client is None or tracker.available()
-    ledger = Ledger(open_store(settings.output_url, settings), settings)
-    before = STAGES.index(stage) - 1
-    ready = set(ids) if before < 0 else ledger.done_ids(STAGES[before], ids)
+    ledger = open_ledger(settings)
+    before = PIPELINE.previous(stage)
+    # the ids are streamed from the range; only done ids (what exists) are ever held in sets
+    ready = ids if before is None else ledger.done_ids(before, ids)
     p.waiting = len(ids) - len(ready)
     if force:
         p.to_enqueue[stage] = [i for i in ids if i in ready]
@@ -98,7 +105,7 @@ def enqueue(settings: Settings, ids: range, stage: str, until: str, force: bool 
     if not p.redis_ok:
         raise click.ClickException("the broker (Redis) is unreachable; nothing enqueued")
     from common.publish import publish_shards
-    from common.queue import make_app
+    from services.pipeline import make_app
 
     app = make_app("onsei", settings)
     for s, todo in p.to_enqueue.items():
@@ -119,17 +126,17 @@ def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: 
          dry_run: bool) -> None:
     """Enqueue the shards of a range whose stages are not done (and not already queued)."""
     settings = get_settings()
-    until = until or settings.until
+    until = until or settings.until or PIPELINE.last
     if STAGES.index(until) < STAGES.index(stage):
         raise click.BadParameter(f"--until {until} comes before --stage {stage}")
-    ids = parse_range(range_)
+    ids = parse_range(range_, settings.max_range)
     t0 = time.perf_counter()
     p = enqueue(settings, ids, stage, until, force, dry_run, retry_failed)
     dt = time.perf_counter() - t0
     per_stage = ", ".join(f"{s}={len(v)}" for s, v in p.to_enqueue.items() if v) or "none"
     verb = "would enqueue" if dry_run else "enqueued"
     skipped = p.done + p.queued + p.failed + p.waiting
-    waiting = f", waiting for {STAGES[STAGES.index(stage) - 1]} {p.waiting}" if p.waiting else ""
+    waiting = f", waiting for {PIPELINE.previous(stage)} {p.waiting}" if p.waiting else ""
     click.echo(f"{verb} {p.enqueued} ({per_stage}); skipped {skipped} (done {p.done}, "
                f"queued {p.queued}, dead-lettered {p.failed}{waiting}) in {dt:.2f}s")
 

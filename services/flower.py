@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from common.queue import make_app
+from services.pipeline import make_app
 
 # ``celery -A services.flower:app flower``: an app that knows all three queues (Flower's
 # broker page lists the app's queues when no worker has reported its own yet).

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from common.errors import ModelUnavailable
 from common.modelcache import (
     BUNDLED_PREFIX,
     MANIFEST,
@@ -36,7 +37,7 @@ SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extracto
                "decoder_cpu.pt"]
 
 
-class FetchError(RuntimeError):
+class FetchError(ModelUnavailable):
     pass
 
 

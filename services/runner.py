@@ -1,7 +1,7 @@
 """The whole pipeline in one process, no broker (``onsei run``): the embedded default.
 
-The same :class:`~common.stage.Stage` classes and :class:`~common.executor.Executor` as the
-Celery workers, so outputs and done records are identical. Stage-major order: every shard
+The same :class:`~common.stage.Stage` classes and :class:`~common.engine.Engine` as the
+Celery workers, so outputs, done and failure records are identical. Stage-major order: every shard
 through asr, then through enhance, ...: one model in memory at a time, and a stage whose model
 cannot be had fails with its message after the earlier stages' outputs are saved. The next
 shard's inputs download in a background thread while the model computes (common.prefetch).
@@ -11,32 +11,28 @@ A stage is imported only when it is asked for.
 from __future__ import annotations
 
 import gc
-import importlib
-import inspect
 import logging
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from common.executor import Executor
-from common.prefetch import Prefetcher, discard, fetch_into
-from common.redact import redact_text
-from common.settings import STAGES, Settings
+from common.engine import Engine, reason_of
+from common.pipeline import Pipeline
+from common.prefetch import Prefetcher
+from common.settings import Settings
 from common.stage import Stage
+from common.storage import open_store
+from services.pipeline import PIPELINE, open_ledger
 
 log = logging.getLogger(__name__)
 
 
 def load_stage_class(name: str) -> type[Stage]:
-    """``services.<name>.stage``'s Stage subclass whose ``name`` is ``name``."""
-    if name not in STAGES:
-        raise ValueError(f"unknown stage {name!r} (known: {', '.join(STAGES)})")
-    mod = importlib.import_module(f"services.{name}.stage")
-    for _, obj in inspect.getmembers(mod, inspect.isclass):
-        if issubclass(obj, Stage) and obj is not Stage and getattr(obj, "name", None) == name:
-            return obj
-    raise LookupError(f"services.{name}.stage defines no Stage with name {name!r}")
+    """The Stage class named in the stage's spec (only that stage's module is imported)."""
+    cls = PIPELINE.spec(name).load_class()
+    if not (isinstance(cls, type) and issubclass(cls, Stage) and cls.name == name):
+        raise LookupError(f"{PIPELINE.spec(name).stage_class} is no Stage named {name!r}")
+    return cls
 
 
 @dataclass
@@ -59,18 +55,21 @@ Progress = Callable[[str, int, int], None]
 
 class Runner:
     def __init__(self, settings: Settings, stages: list[str], force: bool = False,
-                 stage_classes: dict[str, type[Stage]] | None = None) -> None:
+                 stage_classes: dict[str, type[Stage]] | None = None,
+                 pipeline: Pipeline = PIPELINE) -> None:
         self.settings = settings
-        self.stages = [s for s in STAGES if s in stages]  # always in pipeline order
+        self.pipeline = pipeline
+        self.stages = [s for s in pipeline.names if s in stages]  # always in pipeline order
         self.force = force
         self.stage_classes = stage_classes or {}
-        self.executor = Executor(settings)
+        self.output = open_store(settings.output_url, settings)
+        self.ledger = open_ledger(settings, self.output)
 
     def _todo(self, stage: str, ids: range, summary: StageSummary) -> list[int]:
-        ledger = self.executor.ledger
-        idx = STAGES.index(stage)
-        ready = set(ids) if idx == 0 else ledger.done_ids(STAGES[idx - 1], ids)
-        done = set() if self.force else ledger.done_ids(stage, ids)
+        before = self.pipeline.previous(stage)
+        # never a set of the range's ids: only done ids (what exists) are held
+        ready = ids if before is None else self.ledger.done_ids(before, ids)
+        done = set() if self.force else self.ledger.done_ids(stage, ids)
         todo = []
         for i in ids:
             if i not in ready:
@@ -89,41 +88,35 @@ class Runner:
             progress(name, 0, len(todo))
         if not todo:
             return summary
+        engine = Engine(self.settings, self.pipeline, self.stage_classes.get(name) or name,
+                        output_store=self.output, read_ahead=True)
         try:
-            cls = self.stage_classes.get(name) or load_stage_class(name)
-            stage = cls(self.settings)
-            stage.load()
+            engine.load()
         # say why, in the stage's own words; the earlier stages' outputs are saved
         except Exception as e:  # noqa: BLE001
-            summary.error = redact_text(f"{type(e).__name__}: {e}")
+            summary.error = reason_of(e)
             summary.waiting.extend(todo)
             return summary
-        pre = Prefetcher(cls(self.settings), self.executor.fetch_inputs,
-                         lambda i: False, self.settings)
+        pre = Prefetcher(name, engine.fetch, lambda i: False, self.settings)
         for n, shard_id in enumerate(todo):
             if n + 1 < len(todo):
                 pre.submit(todo[n + 1])  # download the next while this one computes
-            try:
-                inputs = fetch_into(self.executor.fetch_inputs, stage, shard_id, self.settings)
-                out = self.executor.run_shard(stage, shard_id, force=self.force,
-                                              prefetched=inputs)
+            # the listing above was the done check; this shard is either not done or forced
+            a = engine.attempt(shard_id, check_done=False)
+            if a.ok:
                 summary.processed.append(shard_id)
-                rec = out.record or {}
+                rec = a.record or {}
                 summary.model_seconds += rec.get("model_seconds", 0.0)
                 summary.audio_seconds_in += rec.get("audio_seconds_in", 0.0)
                 summary.audio_seconds_out += rec.get("audio_seconds_out", 0.0)
-            except Exception as e:  # noqa: BLE001 - this shard failed; the others go on
-                reason = redact_text(f"{type(e).__name__}: {e}")
-                summary.failed[shard_id] = reason
-                self.executor.ledger.mark_failed(name, shard_id, reason, traceback.format_exc(),
-                                                 attempts=1)
-                log.error("%s %s: %s", name, shard_id, reason)
-            finally:
-                discard(name, shard_id, self.settings)
+            else:  # this shard failed (and has its record unless it says otherwise); others go on
+                summary.failed[shard_id] = a.reason if a.status != "unrecorded" else (
+                    f"{a.reason} (not recorded: {reason_of(a.error)})" if a.error else a.reason)
+                log.error("%s %s: %s", name, shard_id, summary.failed[shard_id])
             if progress:
                 progress(name, 1, len(todo))
         pre.join()
-        del stage
+        del engine
         gc.collect()  # one model in memory at a time
         summary.seconds = time.monotonic() - t0
         return summary

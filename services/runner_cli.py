@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from common.settings import STAGES
+from services.pipeline import STAGES
 
 
 @click.command()
@@ -32,7 +32,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         raise click.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}")
     update = {k: v for k, v in (("input_url", input_url), ("output_url", output_url)) if v}
     settings = get_settings().model_copy(update=update)
-    ids = parse_range(range_)
+    ids = parse_range(range_, settings.max_range)
     con = Console(stderr=True)
     bars: dict[str, int] = {}
     with Progress(TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(),

@@ -14,17 +14,16 @@ from typing import Any
 
 import click
 
-from common.settings import STAGES, Settings, get_settings
+from common.settings import Settings, get_settings
+from services.pipeline import STAGES, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
-    from common.ledger import Ledger
     from common.recordcache import done_records
-    from common.storage import open_store
     from common.tracking import Tracker
     from services.costs import summary
 
-    ledger = Ledger(open_store(settings.output_url, settings), settings)
+    ledger = open_ledger(settings)
     tracker = Tracker(settings)
     redis_ok = tracker.available()
     now = time.time()
@@ -122,7 +121,8 @@ def status(range_: str | None, as_json: bool) -> None:
     """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""
     from services.enqueue import parse_range
 
-    data = collect(get_settings(), parse_range(range_) if range_ else None)
+    settings = get_settings()
+    data = collect(settings, parse_range(range_, settings.max_range) if range_ else None)
     if as_json:
         click.echo(json.dumps(data, indent=1))
     else:

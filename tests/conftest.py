@@ -22,6 +22,9 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Quality annotations cost seconds per shard (docs/quality.md); the tests that check them turn
+# them on, the rest of the suite (and the workers it starts) runs without.
+os.environ.setdefault("ONSEI_QUALITY_ANNOTATIONS", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 

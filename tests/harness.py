@@ -180,9 +180,10 @@ def settings_from(env: dict[str, str]):
 def ledger_for(env: dict[str, str]):
     from common.ledger import Ledger
     from common.storage import open_store
+    from services.pipeline import PIPELINE
 
     s = settings_from(env)
-    return Ledger(open_store(s.output_url, s), s)
+    return Ledger(open_store(s.output_url, s), s, PIPELINE)
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, interval: float = 0.5,

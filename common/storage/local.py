@@ -42,6 +42,13 @@ class LocalStore(Store):
         except FileNotFoundError as e:
             raise NotFound(f"not found: {self.child_url(key)}") from e
 
+    def identity(self, key: str) -> str:
+        try:
+            st = self._path(key).stat()
+        except FileNotFoundError as e:
+            raise NotFound(f"not found: {self.child_url(key)}") from e
+        return f"{st.st_size}:{st.st_mtime_ns}"
+
     def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
         out = []
         for key, entry in self._walk(prefix):

@@ -154,6 +154,10 @@ class S3Store(Store):
     def size(self, key: str) -> int:
         return int(self.head(key)["ContentLength"])
 
+    def identity(self, key: str) -> str:
+        head = self.head(key)
+        return f"{int(head['ContentLength'])}:{head.get('ETag', '')}"
+
     def list(self, prefix: str = "") -> Iterator[str]:
         return (obj["Key"][len(self.root):] for obj in self._objects(prefix))
 

@@ -1,6 +1,5 @@
-"""ASR stage: language ID and transcription with faster-whisper (imported lazily: no torch)."""
+"""ASR stage: language ID and transcription with faster-whisper.
 
-from services.asr import tasks  # noqa: F401  (registers the task)
-from services.asr.app import app
-
-__all__ = ["app"]
+Importing the package imports nothing: ``services.asr.stage`` needs neither Celery nor the model
+stack until used; the fleet's app is ``services/asr/celery.py`` (``celery -A services.asr``).
+"""

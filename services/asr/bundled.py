@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from common.errors import ModelUnavailable
+
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
 
 
@@ -39,7 +41,7 @@ BUNDLED: dict[str, BundledModel] = {
 }
 
 
-class BundledModelMissing(RuntimeError):
+class BundledModelMissing(ModelUnavailable):
     pass
 
 

@@ -3,6 +3,8 @@ float16 there and int8 on CPU (int8 is the fast path on CPUs; float16 halves GPU
 
 from __future__ import annotations
 
+from common.device import resolve_device as common_resolve_device
+
 
 def cuda_available() -> bool:
     import ctranslate2
@@ -14,12 +16,7 @@ def cuda_available() -> bool:
 
 
 def resolve_device(device: str) -> str:
-    device = (device or "auto").lower()
-    if device == "auto":
-        return "cuda" if cuda_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"ONSEI_ASR_DEVICE must be auto, cuda or cpu, not {device!r}")
-    return device
+    return common_resolve_device(device, "ONSEI_ASR_DEVICE", cuda_available, indexed=False)
 
 
 def resolve_compute_type(compute_type: str, device: str) -> str:

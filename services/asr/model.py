@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.errors import ModelUnavailable
 from common.modelcache import BUNDLED_PREFIX
 from common.settings import Settings
 from services.asr.bundled import ensure_bundled
@@ -26,10 +27,6 @@ from services.asr.device import resolve_compute_type, resolve_device
 log = logging.getLogger(__name__)
 
 REQUIRED_FILES = ("model.bin", "config.json")
-
-
-class ModelUnavailable(RuntimeError):
-    """The model cannot be had here; the message says what to do."""
 
 
 @dataclass(frozen=True)

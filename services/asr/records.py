@@ -1,4 +1,4 @@
-"""The lines of ``asr/shard-000123.jsonl`` (DESIGN §2): one per source member.
+"""The lines of ``asr/shard-000123.jsonl`` (docs/architecture.md, formats): one per source member.
 
 ``{"key", "language", "language_probability", "duration", "status", "segments": [{"idx", "start",
 "end", "text", "avg_logprob", "no_speech_prob", "compression_ratio", "kept", "reason"}]}``;

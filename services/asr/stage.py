@@ -1,4 +1,4 @@
-"""The ASR stage (DESIGN §2, stage 1a): language ID, then batched transcription, per source file.
+"""The ASR stage (docs/architecture.md): language ID, then batched transcription, per source file.
 
 Reads the raw shard, writes ``asr/shard-000123.jsonl`` with exactly one line per member. The
 model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's fork).
@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from common.settings import Settings
-from common.stage import InputRef, Stage, StageResult
+from common.stage import Stage, StageResult
 from services.asr import records
-from services.asr.prefetch import SAMPLE_RATE, decoded_members
+from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
+from services.asr.spec import SPEC
 
 
 @dataclass
@@ -52,9 +53,6 @@ class AsrStage(Stage):
         if self._loaded is None:
             return {"model": self.settings.asr_model, "version": None}
         return self._loaded.info()
-
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"shard": InputRef("input", self.settings.shard_name(shard_id))}
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         self.load()
@@ -94,7 +92,7 @@ class AsrStage(Stage):
         for k in ("files", "ok", "dropped", "errors", "segments", "kept_segments"):
             counts.setdefault(k, 0)
         return StageResult(
-            outputs={Stage.output_key(self.settings, "asr", shard_id): out},
+            outputs={SPEC.output_key(self.settings, shard_id): out},
             counts=dict(counts), audio_seconds_in=seconds_in, audio_seconds_out=seconds_out,
             model_seconds=model_seconds,
             extra={"languages": dict(languages), "decode_wait_seconds": round(decode_wait, 3)},

@@ -1,7 +1,8 @@
-"""The ASR task: one shard per task; the model loads once per worker process, after the fork."""
+"""The asr task: one shard per task; the stage's model loads once per worker process, after
+the fork (common/worker.py)."""
 
 from common.worker import register_stage_task
-from services.asr.app import app
-from services.asr.stage import AsrStage
+from services.asr.celery import app
+from services.pipeline import PIPELINE
 
-process_shard = register_stage_task(app, "asr", AsrStage)
+process_shard = register_stage_task(app, PIPELINE, "asr")

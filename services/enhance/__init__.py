@@ -1,10 +1,5 @@
-"""Stage enhance: Sidon speech restoration of the kept ASR segments (DESIGN §2, §7).
+"""Stage enhance: speech restoration of the kept ASR segments (docs/enhance.md).
 
-Importing this package loads Celery and numpy only; torch / transformers load in the worker
-process when the model does.
+Importing the package imports nothing: torch / transformers load in the worker process when the
+model does; the fleet's app is ``services/enhance/celery.py`` (``celery -A services.enhance``).
 """
-
-from services.enhance import tasks  # noqa: F401  (registers the task)
-from services.enhance.app import app
-
-__all__ = ["app"]

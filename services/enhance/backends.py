@@ -12,10 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from common.device import resolve_device as common_resolve_device
+from common.device import torch_cuda_available
+from common.errors import ModelUnavailable
 from common.settings import Settings
 
 
-class EnhancerUnavailable(RuntimeError):
+class EnhancerUnavailable(ModelUnavailable):
     """The configured enhancer cannot be loaded; the message says what to do."""
 
 
@@ -80,8 +83,4 @@ def make_backend(settings: Settings) -> Backend:
 
 
 def resolve_device(setting: str) -> str:
-    if setting and setting != "auto":
-        return setting
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return common_resolve_device(setting, "ONSEI_ENHANCE_DEVICE", torch_cuda_available)

@@ -1,7 +1,8 @@
-"""The enhance task (model loaded once per worker process, after the fork)."""
+"""The enhance task: one shard per task; the stage's model loads once per worker process, after
+the fork (common/worker.py)."""
 
 from common.worker import register_stage_task
-from services.enhance.app import app
-from services.enhance.stage import EnhanceStage
+from services.enhance.celery import app
+from services.pipeline import PIPELINE
 
-process_shard = register_stage_task(app, "enhance", EnhanceStage)
+process_shard = register_stage_task(app, PIPELINE, "enhance")

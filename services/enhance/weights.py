@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from common.errors import ModelUnavailable
 from common.settings import Settings
 from common.storage import open_store, split_url
 
 log = logging.getLogger(__name__)
 
 
-class WeightsUnavailable(RuntimeError):
+class WeightsUnavailable(ModelUnavailable):
     pass
 
 

@@ -62,8 +62,9 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
 
 
 def _suggest(cfg, total: int | None) -> None:
-    from common.settings import STAGES, get_settings
+    from common.settings import get_settings
     from services.fleet.sizing import balance, measured_rates, render
+    from services.pipeline import STAGES
 
     current: dict[str, int] = {}
     for name, t in cfg.targets.items():

@@ -14,7 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from common.settings import STAGES, Settings
+from common.settings import Settings
+from services.pipeline import STAGES, open_ledger
 
 SAMPLE = 2000
 
@@ -56,11 +57,9 @@ def measured_rates(settings: Settings, sample: int = SAMPLE,
     """Each stage's node-seconds per shard from (a sample of) its done records."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from common.ledger import Ledger
-    from common.storage import open_store
     from services.costs import stage_costs
 
-    ledger = Ledger(open_store(settings.output_url, settings), settings)
+    ledger = open_ledger(settings)
     rng = random.Random(seed)
     records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:

@@ -14,9 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.ledger import Ledger
-from common.settings import STAGES, Settings
+from common.settings import Settings
 from common.storage import NotFound, Store, open_store
+from services.pipeline import STAGES, open_ledger
+from services.report.quality import QualityData
 
 TOP_N = 10
 
@@ -71,6 +72,7 @@ class ReportData:
     slowest: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     cost: dict[str, Any] = field(default_factory=dict)  # services.costs.summary
+    quality: QualityData = field(default_factory=QualityData)
 
 
 def _jsonl(store: Store, key: str) -> tuple[list[dict[str, Any]], int]:
@@ -152,7 +154,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
     from services.costs import summary
 
     store = open_store(output_url, settings)
-    ledger = Ledger(store, settings)
+    ledger = open_ledger(settings, store)
     data = ReportData(output_url=output_url, tokenizer=settings.tokenizer,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []
@@ -163,6 +165,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
         records[stage] = ledger.done_records(stage)
         for rec in records[stage]:
             _add_done(stage_sum, rec)
+            for entry in rec.get("skipped") or []:  # segments the quality filter removed
+                data.quality.add_skipped(entry)
             done_ids.add(int(rec.get("shard_id", -1)))
             slow.append({"stage": stage, "shard": rec.get("shard", "?"),
                          "wall_seconds": float(rec.get("wall_seconds") or 0.0),
@@ -192,6 +196,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
         for key, (rows, bad) in zip(tok_keys, pool.map(lambda k: _jsonl(store, k), tok_keys)):
             data.token_lines += len(rows)
             data.token_seconds += sum(float(r.get("duration_seconds") or 0.0) for r in rows)
+            for r in rows:
+                data.quality.add_line(r)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
     return data
@@ -226,4 +232,5 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "failed": data.failed,
         "unreadable": data.unreadable,
         "cost": data.cost,
+        "quality": data.quality.as_dict(),
     }

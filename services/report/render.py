@@ -179,6 +179,9 @@ def render_html(data: ReportData) -> str:
         ("throughput", "Per-stage throughput", chart_throughput(data)),
         ("walltimes", "Shard wall times", chart_walltimes(data)),
     ]
+    from services.report.quality import charts as quality_charts
+
+    charts += quality_charts(data.quality)
     figs = "".join(
         f'<figure><img id="chart-{cid}" class="chart" alt="{escape(cap)}" '
         f'src="data:image/png;base64,{b64}"><figcaption>{escape(cap)}</figcaption></figure>'

@@ -1,6 +1,5 @@
-"""Stage tokenize: NeuCodec 50 Hz tokens per enhanced segment -> JSONL (torch loads lazily)."""
+"""Stage tokenize: NeuCodec 50 Hz tokens per enhanced segment -> JSONL.
 
-from services.tokenize import tasks  # noqa: F401  (registers the task)
-from services.tokenize.app import app
-
-__all__ = ["app"]
+Importing the package imports nothing: torch loads when the model does; the fleet's app is
+``services/tokenize/celery.py`` (``celery -A services.tokenize``).
+"""

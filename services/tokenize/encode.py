@@ -182,7 +182,7 @@ def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool):
             for it in items:
                 c = model.encode_code(torch.from_numpy(it.audio[: it.length])[None, None])
                 got = c[0, 0].to("cpu", torch.int64).numpy()
-                if got.shape[0] != it.frames:  # the frame-count contract of DESIGN §7
+                if got.shape[0] != it.frames:  # the frame-count contract (docs/tokenize.md)
                     raise RuntimeError(f"codec yielded {got.shape[0]} codes for {it.length} "
                                        f"samples, expected {it.frames}")
                 codes_out.append(got)

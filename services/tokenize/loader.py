@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common.device import resolve_device as common_resolve_device
+from common.device import torch_cuda_available
+from common.errors import ModelUnavailable
 from services.tokenize.known_configs import (
     HUB_IDS,
     SEMANTIC_HUB_IDS,
@@ -37,7 +40,7 @@ SEMANTIC_LAYERS_USED = 16  # encode_code reads hidden_states[16] of w2v-BERT 2.0
 _construct_lock = threading.Lock()
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(ModelUnavailable):
     """The model cannot be loaded as configured; the message says what to do."""
 
 
@@ -199,11 +202,7 @@ def _unused_layer(key: str) -> bool:
 
 
 def resolve_device(spec: str) -> str:
-    import torch
-
-    if spec == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return spec
+    return common_resolve_device(spec, "ONSEI_TOKENIZE_DEVICE", torch_cuda_available)
 
 
 def load_codec(directory: Path, variant: str, device: str = "auto",

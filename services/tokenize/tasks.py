@@ -1,7 +1,8 @@
-"""The tokenize task: one shard of enhanced segments -> one JSONL of NeuCodec tokens."""
+"""The tokenize task: one shard per task; the stage's model loads once per worker process, after
+the fork (common/worker.py)."""
 
 from common.worker import register_stage_task
-from services.tokenize.app import app
-from services.tokenize.stage import TokenizeStage
+from services.pipeline import PIPELINE
+from services.tokenize.celery import app
 
-process_shard = register_stage_task(app, "tokenize", TokenizeStage)
+process_shard = register_stage_task(app, PIPELINE, "tokenize")

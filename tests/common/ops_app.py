@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.queue import make_app
-from common.stage import InputRef, Stage, StageResult
+from common.stage import Stage, StageResult
 from common.worker import register_stage_task
+from services.pipeline import PIPELINE, make_app, output_key
 
 
 class SleepStage(Stage):
@@ -23,9 +23,6 @@ class SleepStage(Stage):
     def model_info(self) -> dict[str, Any]:
         return {"model": "sleep", "version": "1"}
 
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"shard": InputRef("input", self.settings.shard_name(shard_id))}
-
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         seconds = float(inputs["shard"].read_text())
         marker = os.environ.get("OPS_TEST_STARTED_DIR")
@@ -35,10 +32,10 @@ class SleepStage(Stage):
         time.sleep(seconds)
         out = workdir / "out.jsonl"
         out.write_text('{"ok": true}\n')
-        return StageResult(outputs={Stage.output_key(self.settings, "asr", shard_id): out},
+        return StageResult(outputs={output_key("asr", self.settings, shard_id): out},
                            counts={"files": 1}, audio_seconds_in=10.0, audio_seconds_out=8.0,
                            model_seconds=time.monotonic() - t0)
 
 
 app = make_app("tests.common.ops_app")
-process_shard = register_stage_task(app, "asr", SleepStage)
+process_shard = register_stage_task(app, PIPELINE, "asr", SleepStage)

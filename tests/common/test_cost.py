@@ -1,14 +1,15 @@
 """Node prices and what one done record cost (common/cost.py), and the node block the
-executor writes into every done record."""
+engine writes into every done record."""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.speechgen import make_shard
 from common.cost import PRICES, Node, node_of, normalize_type, shard_usage, table_price
-from common.executor import Executor
+from common.engine import Engine
+from services.pipeline import PIPELINE
 from tests.dummy.stages import DummyAsr
-from tests.speechgen import make_shard
 
 
 def test_type_names_normalize_to_the_table() -> None:
@@ -53,7 +54,7 @@ def test_shard_usage_charges_the_share_of_the_node() -> None:
 def test_done_record_carries_the_node(make_settings, tmp_path) -> None:
     s = make_settings(node_type="A10G", node_pricing="on-demand", worker_concurrency=2)
     make_shard(tmp_path / "raw" / s.shard_name(0), {"a": {"wav": b"x" * 64}})
-    rec = Executor(s).run_shard(DummyAsr(s), 0).record
+    rec = Engine(s, PIPELINE, DummyAsr).run(0).record
     assert rec["node"] == {"type": "A10G", "pricing": "on-demand",
                            "price_per_hour": PRICES["A10G"][0], "gpus": 1, "parallel_shards": 2}
     assert rec["wall_seconds"] >= 0 and rec["audio_seconds_out"] == 2.0

@@ -1,4 +1,4 @@
-"""Ledger (DESIGN §3) over a local store and over S3 (moto's server over HTTP)."""
+"""Ledger (docs/architecture.md) over a local store and over S3 (moto's server over HTTP)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from common.ledger import Ledger
 from common.storage import StorageError, open_store
+from services.pipeline import PIPELINE
 from tests.faultproxy import FaultProxy
 
 
@@ -17,14 +18,14 @@ def env(request, make_settings, tmp_path):
     if request.param == "local":
         def make(**kw):
             s = make_settings(**kw)
-            return Ledger(open_store(str(tmp_path / "out"), s), s)
+            return Ledger(open_store(str(tmp_path / "out"), s), s, PIPELINE)
         return make(), None, make
     bucket = request.getfixturevalue("s3_bucket")
     proxy = request.getfixturevalue("s3_proxy")
 
     def make(**kw):
         s = make_settings(s3_endpoint_url=proxy.url, **kw)
-        return Ledger(open_store(f"s3://{bucket}/out", s), s)
+        return Ledger(open_store(f"s3://{bucket}/out", s), s, PIPELINE)
 
     return make(), proxy, make
 
@@ -107,7 +108,7 @@ def test_done_ids_over_50000_range_costs_list_pages_only(inproc_s3, make_setting
     done = set(range(0, 50_000, step))
     with FaultProxy(inproc_s3.url) as proxy:
         s = make_settings(s3_endpoint_url=proxy.url)
-        ledger = Ledger(open_store(f"s3://{bucket}/out", s), s)
+        ledger = Ledger(open_store(f"s3://{bucket}/out", s), s, PIPELINE)
         inproc_s3.put_keys(bucket, (f"out/{ledger.done_key('asr', i)}" for i in done))
         inproc_s3.put_keys(bucket, (f"out/{ledger.done_key('asr', i)}"
                                     for i in range(120_000, 120_100)))  # outside the range
@@ -127,6 +128,6 @@ def test_done_ids_local_range(make_settings, tmp_path) -> None:
     root.mkdir(parents=True)
     for i in range(0, 50_000, 50):
         (root / f"{s.shard_stem(i)}.json").write_bytes(b"{}")
-    ledger = Ledger(open_store(str(tmp_path / "out"), s), s)
+    ledger = Ledger(open_store(str(tmp_path / "out"), s), s, PIPELINE)
     assert ledger.done_ids("asr", range(50_000)) == set(range(0, 50_000, 50))
     assert ledger.done_ids("asr", range(100, 300)) == {100, 150, 200, 250}

@@ -11,8 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from common import metrics
-from common.queue import make_app, send_stage_task
+from common.queue import send_stage_task
 from common.settings import Settings
+from services.pipeline import make_app
 from tests.common.ops_worker import start_worker, stop, wait_for
 from tests.conftest import free_port
 from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures

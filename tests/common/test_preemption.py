@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from common.queue import make_app, send_stage_task
+from common.queue import send_stage_task
 from common.settings import Settings
 from common.tracking import attempts_key, running_key
+from services.pipeline import make_app
 from tests.common.ops_worker import start_worker, stop, wait_for
 from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 

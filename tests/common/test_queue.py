@@ -9,10 +9,11 @@ import pytest
 import redis
 
 from common.publish import plain_publish, publish_shards
-from common.queue import TASK_NAMES, celery_config, make_app, next_stage
+from common.queue import celery_config, task_name
 from common.settings import Settings
 from common.tracking import Tracker, queued_key
 from common.worker import backoff_seconds
+from services.pipeline import PIPELINE, make_app
 
 
 def test_config_is_json_only_and_at_least_once() -> None:
@@ -31,15 +32,15 @@ def test_stage_app_reads_only_its_own_queue() -> None:
     assert [q.name for q in make_app("services.enhance", s).conf.task_queues] == ["enhance"]
     assert {q.name for q in make_app("onsei", s).conf.task_queues} == {"asr", "enhance",
                                                                       "tokenize"}
-    route = make_app("services.asr", s).amqp.router.route({}, TASK_NAMES["tokenize"])
+    route = make_app("services.asr", s).amqp.router.route({}, task_name("tokenize"))
     assert route["queue"].name == "tokenize"
 
 
 def test_next_stage_respects_until() -> None:
-    assert next_stage("asr", "tokenize") == "enhance"
-    assert next_stage("asr", "asr") is None
-    assert next_stage("enhance", "enhance") is None
-    assert next_stage("tokenize", "tokenize") is None
+    assert PIPELINE.next("asr", "tokenize") == "enhance"
+    assert PIPELINE.next("asr", "asr") is None
+    assert PIPELINE.next("enhance", "enhance") is None
+    assert PIPELINE.next("tokenize", "tokenize") is None
 
 
 def test_backoff_grows_with_jitter_and_cap() -> None:
@@ -61,7 +62,7 @@ def test_fast_publish_equals_celery_message(private_redis_url: str) -> None:
     assert set(fast) == set(ref)
     assert set(fast["headers"]) == set(ref["headers"])
     assert set(fast["properties"]) - {"delivery_mode"} <= set(ref["properties"])
-    assert fast["headers"]["task"] == TASK_NAMES["enhance"]
+    assert fast["headers"]["task"] == task_name("enhance")
     assert fast["properties"]["delivery_info"]["routing_key"] == "enhance"
     bodies = [json.loads(base64.b64decode(m["body"])) for m in raw]
     assert [b[0] for b in bodies] == [[5], [6], [7], [8]]  # FIFO for the workers

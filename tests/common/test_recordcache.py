@@ -4,15 +4,16 @@ On the local store and on the S3 server (ETags)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from common.ledger import Ledger
 from common.recordcache import cache_path, done_records
-from common.storage import open_store
+from services.pipeline import open_ledger
 
 
-def _ledger(s) -> tuple[Ledger, list[int]]:
-    led = Ledger(open_store(s.output_url, s), s)
+def _ledger(s) -> tuple[Any, list[int]]:
+    led = open_ledger(s)
     reads: list[int] = []
     real = led.read_done
 

@@ -1,4 +1,4 @@
-"""Settings: env + YAML + defaults, the DESIGN §6 names, redaction."""
+"""Settings: env + YAML + defaults, the names of README.md's table, redaction."""
 
 from __future__ import annotations
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.speechgen import make_shard
 from common.ledger import Ledger
-from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
 from common.worker import register_stage_task
+from services.pipeline import PIPELINE, make_app
 from tests.dummy.stages import DummyAsr
-from tests.speechgen import make_shard
 
 CALLS: list[int] = []
 
@@ -39,13 +39,13 @@ def setup(make_settings, private_redis_url):
     s = make_settings(broker_url=private_redis_url, max_task_failures=3,
                       retry_backoff_seconds=0.01)
     make_shard(Path(s.input_url) / s.shard_name(0), {"a": {"wav": b"x"}})
-    return s, Ledger(open_store(s.output_url, s), s)
+    return s, Ledger(open_store(s.output_url, s), s, PIPELINE)
 
 
 def _task(s, cls):
     app = make_app("t", s)
     app.conf.task_always_eager = True
-    return register_stage_task(app, "asr", cls)
+    return register_stage_task(app, PIPELINE, "asr", cls)
 
 
 def test_transient_failure_is_retried_then_done(setup) -> None:

@@ -1,9 +1,9 @@
 """A Celery app with the three dummy stages: ``celery -A tests.dummy worker -Q asr`` etc."""
 
-from common.queue import make_app
 from common.worker import register_stage_task
+from services.pipeline import PIPELINE, make_app
 from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
 
 app = make_app("tests.dummy")
-tasks = {s.name: register_stage_task(app, s.name, s) for s in (DummyAsr, DummyEnhance,
+tasks = {s.name: register_stage_task(app, PIPELINE, s.name, s) for s in (DummyAsr, DummyEnhance,
                                                              DummyTokenize)}

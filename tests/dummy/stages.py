@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from common.shards import MemberError, ShardWriter, iter_shard
-from common.stage import InputRef, Stage, StageResult
+from common.stage import Stage, StageResult
+from services.pipeline import output_key
 
 
 def _pause(shard_id: int) -> None:
@@ -34,15 +35,12 @@ class _Base(Stage):
         return {"model": f"dummy-{self.name}", "version": "0"}
 
     def _out(self, shard_id: int, workdir: Path) -> tuple[str, Path]:
-        key = Stage.output_key(self.settings, self.name, shard_id)
+        key = output_key(self.name, self.settings, shard_id)
         return key, workdir / "out" / Path(key).name
 
 
 class DummyAsr(_Base):
     name = "asr"
-
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"shard": InputRef("input", self.settings.shard_name(shard_id))}
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         _pause(shard_id)
@@ -64,9 +62,6 @@ class DummyAsr(_Base):
 class DummyEnhance(_Base):
     name = "enhance"
 
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"asr": InputRef("output", Stage.output_key(self.settings, "asr", shard_id))}
-
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         _pause(shard_id)
         key, path = self._out(shard_id, workdir)
@@ -84,10 +79,6 @@ class DummyEnhance(_Base):
 
 class DummyTokenize(_Base):
     name = "tokenize"
-
-    def inputs(self, shard_id: int) -> dict[str, InputRef]:
-        return {"enhanced": InputRef("output", Stage.output_key(self.settings, "enhance",
-                                                                 shard_id))}
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         _pause(shard_id)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from bench.speechgen import synth
 from tests.reliability.flacgen import silent_flac
-from tests.speechgen import synth
 
 GOOD_TEXT = "the quick brown fox jumps over the lazy dog near the river bank"
 

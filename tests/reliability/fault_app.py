@@ -17,9 +17,9 @@ import signal
 import time
 from pathlib import Path
 
-from common.queue import make_app
 from common.stage import Stage
 from common.worker import register_stage_task
+from services.pipeline import PIPELINE, make_app
 
 
 def _hang_once(stage: str, shard_id: int) -> None:
@@ -65,7 +65,7 @@ def stage_classes(pipeline: str) -> list[type[Stage]]:
     return [mod.DummyAsr, mod.DummyEnhance, mod.DummyTokenize]
 
 
-PIPELINE = os.environ.get("ONSEI_FAULT_PIPELINE", "dummy")
+KIND = os.environ.get("ONSEI_FAULT_PIPELINE", "dummy")
 app = make_app("tests.reliability.fault_app")
-tasks = {cls.name: register_stage_task(app, cls.name, with_faults(cls))
-         for cls in stage_classes(PIPELINE)}
+tasks = {cls.name: register_stage_task(app, PIPELINE, cls.name, with_faults(cls))
+         for cls in stage_classes(KIND)}

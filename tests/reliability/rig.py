@@ -17,9 +17,9 @@ from pathlib import Path
 
 import boto3
 
+from bench.speechgen import make_shard
 from tests.harness import Worker, enqueue, pipeline_env, start_worker, wait_done, worker_logs
 from tests.reliability.servers import RedisServer
-from tests.speechgen import make_shard
 
 APP = "tests.reliability.fault_app"
 CHAINS = {"dummy": ("asr", "enhance", "tokenize"), "real": ("asr", "enhance")}
@@ -28,7 +28,7 @@ PHRASES = ("hello world this is a test", "the weather is nice today",
 
 
 def _speech_members() -> list[bytes]:
-    from tests.speechgen import synth, wav_bytes
+    from bench.speechgen import synth, wav_bytes
 
     return [wav_bytes(synth(p, voice="en")) for p in PHRASES]
 
@@ -74,9 +74,10 @@ class Rig:
     @classmethod
     def create(cls, root: Path, s3_endpoint: str, pipeline: str = "dummy", shards: int = 12,
                keys_per_shard: int = 3, member_bytes: int = 256, s3_for_workers: str | None = None,
-               scratch: Path | None = None, **env_extra: str) -> Rig:
+               scratch: Path | None = None, persist_redis: bool = False,
+               **env_extra: str) -> Rig:
         root.mkdir(parents=True, exist_ok=True)
-        redis = RedisServer(root / "redis").start()
+        redis = RedisServer(root / "redis", persist=persist_redis).start()
         bucket = f"faults-{uuid.uuid4().hex[:10]}"
         s3 = boto3.client("s3", endpoint_url=s3_endpoint)
         s3.create_bucket(Bucket=bucket)
@@ -121,8 +122,8 @@ class Rig:
         return {**self.env, "AWS_ENDPOINT_URL": self.s3_direct,
                 "ONSEI_S3_ENDPOINT_URL": self.s3_direct}
 
-    def start_workers(self, n: int = 1, **extra: str) -> list[Worker]:
-        started = [start_worker(APP, ",".join(self.chain), {**self.env, **extra},
+    def start_workers(self, n: int = 1, queues: str | None = None, **extra: str) -> list[Worker]:
+        started = [start_worker(APP, queues or ",".join(self.chain), {**self.env, **extra},
                                 log_dir=self.root / "logs") for _ in range(n)]
         self.workers.extend(started)
         return started
@@ -198,9 +199,9 @@ class Rig:
 
 
 def _out_key(s, stage: str, i: int) -> str:
-    from common.stage import Stage
+    from services.pipeline import output_key
 
-    return Stage.output_key(s, stage, i)
+    return output_key(stage, s, i)
 
 
 def _items(stage: str, data: bytes) -> list[str]:

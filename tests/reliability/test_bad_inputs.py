@@ -17,6 +17,7 @@ import pytest
 
 from common.settings import Settings
 from common.shards import MemberError, Sample, ShardError, iter_shard
+from services.pipeline import PIPELINE
 from tests.reliability.catalogue import (
     GOOD_KEYS,
     Case,
@@ -54,7 +55,7 @@ def _line_key(c: Case) -> str:
 
 
 def test_reader_and_decoder_catalogue(cases, sp16, tmp_path, monkeypatch):
-    from services.asr.prefetch import decode_item
+    from services.asr.decode_ahead import decode_item
 
     monkeypatch.chdir(tmp_path)
     shard = write_catalogue_shard(tmp_path / "shard.tar", cases, _enc(sp16, 16000))
@@ -127,12 +128,12 @@ def test_member_with_huge_size_is_skipped_unread(tmp_path, sp16):
 # --- through the ASR stage -----------------------------------------------------------------------
 
 def _run_asr(make_settings, shard_cases: list[Case], good: bytes, tmp_path: Path):
-    from common.executor import Executor
+    from common.engine import Engine
     from services.asr.stage import AsrStage
 
     s = make_settings(asr_model="bundled:whisper-base", asr_device="cpu", **LIMITS)
     write_catalogue_shard(Path(s.input_url) / s.shard_name(0), shard_cases, good)
-    outcome = Executor(s).run_shard(AsrStage(s), 0)
+    outcome = Engine(s, PIPELINE, AsrStage(s)).run(0)
     lines = [json.loads(x) for x in
              (Path(s.output_url) / "asr" / f"{s.shard_stem(0)}.jsonl").read_text().splitlines()]
     return s, outcome, lines
@@ -185,16 +186,17 @@ def test_catalogue_through_asr_stage(full, cases, sp16, make_settings, tmp_path)
 def test_damaged_shard_through_asr_stage_publishes_nothing(make_settings, sp16):
     """A truncated tar fails as a whole (ShardError: the worker records it and dead-letters it
     after its retries); no half output and no done record are ever published."""
-    from common.executor import Executor
+    from common.engine import Engine
     from common.ledger import Ledger
     from common.storage import open_store
     from services.asr.stage import AsrStage
+    from services.pipeline import PIPELINE
 
     s = make_settings(asr_model="bundled:whisper-base", asr_device="cpu")
     path = write_catalogue_shard(Path(s.input_url) / s.shard_name(0), [], _enc(sp16, 16000))
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(ShardError, match="truncated"):
-        Executor(s).run_shard(AsrStage(s), 0)
+        Engine(s, PIPELINE, AsrStage(s)).run(0)
     out = open_store(s.output_url)
     assert list(out.list("asr/")) == []
-    assert not Ledger(out, s).is_done("asr", 0)
+    assert not Ledger(out, s, PIPELINE).is_done("asr", 0)

@@ -199,3 +199,25 @@ def test_hung_shard_freed_by_hard_time_limit(pipeline, rigs, tmp_path, s3_endpoi
     assert (rig.root / "hung-asr-1").exists() and (rig.root / "hung-enhance-2").exists()
     logs = rig.logs(tail=10**7)
     assert logs.count("Hard time limit") >= 2, logs[-5000:]  # freed by the hard limit
+
+
+# --- Redis down for a while ----------------------------------------------------------------------
+@pytest.mark.parametrize("stage", [pytest.param("asr", marks=pytest.mark.slow), "enhance",
+                                   pytest.param("tokenize", marks=pytest.mark.slow)])
+def test_worker_survives_redis_down_while_a_message_is_reserved(stage, rigs, tmp_path,
+                                                                s3_endpoint):
+    """Redis stopped for 20 s while ``stage``'s worker holds a message (issue 12 item 4: kombu
+    crashed the worker restoring unacked messages): every worker lives on and the run ends."""
+    rig = _make(rigs, tmp_path, s3_endpoint, "dummy", shards=2, persist_redis=True,
+                ONSEI_DUMMY_SECONDS="3")
+    workers = {s: rig.start_workers(1, queues=s)[0] for s in rig.chain}
+    rig.enqueue()
+    held = f"onsei.{stage}.process_shard"
+    assert wait_until(lambda: f"{held}[" in workers[stage].log_text(), 60), rig.logs()[-4000:]
+    rig.redis.stop(hard=True)
+    time.sleep(20)
+    rig.redis.start()
+    _finish(rig, _timeouts("dummy"), allow_redone=True)
+    logs = rig.logs(tail=10**6)
+    assert all(w.alive for w in workers.values()), logs[-6000:]
+    assert "Unrecoverable error" not in logs, logs[-6000:]

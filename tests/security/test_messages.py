@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from common.queue import TASK_NAMES, make_app
-from common.settings import STAGES, Settings
+from common.queue import task_name
+from services.pipeline import STAGES, Settings, make_app
 from tests.harness import pipeline_env, start_worker
 from tests.reliability.servers import RedisServer, make_tls_files
 
@@ -46,14 +46,17 @@ class Payload:
 
 @pytest.mark.parametrize("stage", STAGE_PARAMS)
 def test_stage_app_config_is_json_only(stage):
-    app = importlib.import_module(f"services.{stage}").app
+    from celery.app.utils import find_app
+
+    app = find_app(f"services.{stage}")  # what `celery -A services.<stage>` finds
+    app.loader.import_default_modules()  # its include=: what a worker imports at start
     conf = app.conf
     assert list(conf.accept_content) == ["json"]
     assert conf.task_serializer == "json"
     assert conf.result_serializer == "json"
     assert conf.result_accept_content in (None, ["json"])
     assert conf.event_serializer == "json"
-    assert TASK_NAMES[stage] in app.tasks
+    assert task_name(stage) in app.tasks
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +85,9 @@ def test_worker_refuses_pickle(stage, private_redis, tmp_path):
             time.sleep(0.3)
         assert "ready" in worker.log_text(), worker.log_text()[-3000:]
         sender = make_app("probe", Settings(broker_url=private_redis.url))
-        evil = sender.send_task(TASK_NAMES[stage], args=[Payload(marker)], queue=stage,
+        evil = sender.send_task(task_name(stage), args=[Payload(marker)], queue=stage,
                                 routing_key=stage, serializer="pickle")
-        good = sender.send_task(TASK_NAMES[stage], args=[999_999], queue=stage,
+        good = sender.send_task(task_name(stage), args=[999_999], queue=stage,
                                 routing_key=stage, serializer="json")
         deadline = time.monotonic() + 60
         while good.id not in worker.log_text() and time.monotonic() < deadline:

@@ -13,10 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from common.ledger import Ledger
-from common.queue import celery_config, make_app
+from common.queue import celery_config
 from common.redact import RedactingFilter, install_log_redaction, redact_text
 from common.settings import Settings
 from common.storage import open_store
+from services.pipeline import PIPELINE, make_app
 from tests.conftest import free_port
 from tests.harness import run_cli
 
@@ -68,7 +69,7 @@ def test_rediss_turns_on_verified_tls():
 def test_ledger_failure_record_redacted(tmp_path):
     s = Settings(output_url=str(tmp_path / "out"))
     store = open_store(s.output_url)
-    ledger = Ledger(store, s)
+    ledger = Ledger(store, s, PIPELINE)
     ledger.mark_failed("asr", 7, f"ConnectionError: redis://:{PW}@10.1.1.1:6379/0 refused",
                        traceback=f"boto: aws_secret_access_key={PW}\n  password: {PW}\n")
     raw = b"".join(store.read_bytes(k) for k in store.list("_ledger/_failed/"))

@@ -8,9 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from common.ledger import Ledger
-from common.storage import open_store
 from services.costs import projection, render_lines, stage_costs, summary
+from services.pipeline import open_ledger
 
 NOW = 1_000_000.0
 
@@ -78,7 +77,7 @@ def _settings():
 
 
 def _fill_ledger(s) -> None:
-    led = Ledger(open_store(s.output_url, s), s)
+    led = open_ledger(s)
     for stage, recs in _records().items():
         for r in recs:
             led.mark_done(stage, r["shard_id"], {k: v for k, v in r.items()

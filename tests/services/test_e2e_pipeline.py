@@ -13,6 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from bench.speechgen import have_espeak, make_shard, synth, wav_bytes
 from tests.harness import (
     enqueue,
     ledger_for,
@@ -23,7 +24,6 @@ from tests.harness import (
     wait_done,
     worker_logs,
 )
-from tests.speechgen import have_espeak, make_shard, synth, wav_bytes
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
 N = 3
@@ -33,8 +33,8 @@ TEXTS = [("en", "the quick brown fox jumps over the lazy dog"),
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from tests.factories.neucodec import build_small_neucodec
-    from tests.factories.sidon import build_small_sidon
+    from bench.factories.neucodec import build_small_neucodec
+    from bench.factories.sidon import build_small_sidon
 
     root = tmp_path_factory.mktemp("models")
     return {"sidon": str(build_small_sidon(root / "sidon")),

@@ -15,6 +15,7 @@ import boto3
 import pytest
 import redis
 
+from bench.speechgen import make_shard
 from common.tracking import Tracker
 from tests.harness import (
     enqueue,
@@ -27,7 +28,6 @@ from tests.harness import (
     wait_until,
     worker_logs,
 )
-from tests.speechgen import make_shard
 
 KEYS = 3  # members per shard; the dummy asr makes 2 segments each
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
+from bench.speechgen import make_shard
 from common.ledger import Ledger
 from common.storage import open_store
+from services.pipeline import PIPELINE
 from services.runner import Runner
 from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
-from tests.speechgen import make_shard
 
 CLASSES = {"asr": DummyAsr, "enhance": DummyEnhance, "tokenize": DummyTokenize}
 
@@ -47,7 +49,7 @@ def test_model_unavailable_fails_clearly_after_saving_earlier_stages(make_settin
                  stage_classes={**CLASSES, "enhance": _NoModel}).run(range(2))
     assert len(out) == 2 and len(out[0].processed) == 2
     assert "Sidon weights not found offline" in out[1].error
-    led = Ledger(open_store(s.output_url, s), s)
+    led = Ledger(open_store(s.output_url, s), s, PIPELINE)
     assert led.done_ids("asr") == {0, 1} and led.done_ids("enhance") == set()
 
 
@@ -57,7 +59,7 @@ def test_failing_shard_is_recorded_and_others_go_on(make_settings, monkeypatch) 
     monkeypatch.setenv("ONSEI_DUMMY_FAIL", "1")
     out = Runner(s, ["asr"], stage_classes=CLASSES).run(range(3))
     assert out[0].processed == [0, 2] and "dummy failure" in out[0].failed[1]
-    assert Ledger(open_store(s.output_url, s), s).failed_ids("asr") == {1}
+    assert Ledger(open_store(s.output_url, s), s, PIPELINE).failed_ids("asr") == {1}
     later = Runner(s, ["enhance"], stage_classes=CLASSES).run(range(3))
     assert later[0].waiting == [1] and later[0].processed == [0, 2]
 
@@ -72,4 +74,8 @@ def test_stage_found_by_name_without_importing_others() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], timeout=120, check=False)
     assert res.returncode == 0, res.stderr
-    assert "services.enhance.stage" in res.stdout and "services.asr" not in res.stdout
+    loaded = ast.literal_eval(res.stdout)
+    assert "services.enhance.stage" in loaded
+    # the other stages' specs (what they read and write) only, none of their code
+    others = [m for m in loaded if m.startswith(("services.asr.", "services.tokenize."))]
+    assert sorted(others) == ["services.asr.spec", "services.tokenize.spec"]

@@ -24,3 +24,14 @@ def test_import_does_not_pull_other_stacks(module: str, banned: tuple[str, ...])
                          timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]", f"{module} imported {res.stdout.strip()}"
+
+
+@pytest.mark.parametrize("stage", ["asr", "enhance", "tokenize"])
+def test_stage_module_imports_without_celery(stage: str) -> None:
+    """The processing of a stage is usable without a broker: no Celery, no worker hooks."""
+    code = (f"import sys, services.{stage}.stage, services.{stage}.spec; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('celery', 'kombu')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"

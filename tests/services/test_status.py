@@ -9,14 +9,14 @@ from click.testing import CliRunner
 
 from common.ledger import Ledger
 from common.publish import publish_shards
-from common.queue import make_app
 from common.storage import open_store
 from common.tracking import Tracker
+from services.pipeline import PIPELINE, make_app
 from services.status import collect, status
 
 
 def _fill(s) -> None:
-    led = Ledger(open_store(s.output_url, s), s)
+    led = Ledger(open_store(s.output_url, s), s, PIPELINE)
     for i in range(3):
         led.mark_done("asr", i, {"audio_seconds_in": 1800.0, "audio_seconds_out": 900.0,
                                  "wall_seconds": 10.0 + i})

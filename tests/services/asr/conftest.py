@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
-from tests.speechgen import concat, have_espeak, make_shard, silence, synth, wav_bytes
+from bench.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
+from bench.speechgen import concat, have_espeak, make_shard, silence, synth, wav_bytes
+from services.pipeline import PIPELINE
 
 SR = 16000
 MODEL = os.environ.get("ONSEI_TEST_ASR_MODEL", "bundled:whisper-base")
@@ -131,12 +132,12 @@ class ShardRun:
 @pytest.fixture(scope="session")
 def shard_run(asr_stage, corpus: Corpus, asr_root: Path) -> ShardRun:
     """Shard 7 through the executor (fetch, process, publish, done record), once."""
-    from common.executor import Executor
+    from common.engine import Engine
 
     tmp = asr_root
     settings = asr_stage.settings
     make_shard(tmp / "raw" / settings.shard_name(7), corpus.members)
-    outcome = Executor(settings).run_shard(asr_stage, 7)
+    outcome = Engine(settings, PIPELINE, asr_stage).run(7)
     assert outcome.record is not None
     raw = (tmp / "out" / "asr" / "shard-000007.jsonl").read_text(encoding="utf-8")
     lines = [json.loads(x) for x in raw.splitlines()]

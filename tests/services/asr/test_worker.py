@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.speech_corpus import EN_SENTENCES
+from bench.speechgen import concat, have_espeak, make_shard, synth, wav_bytes
 from tests.services.asr.conftest import MODEL, _model_cache
-from tests.speech_corpus import EN_SENTENCES
-from tests.speechgen import concat, have_espeak, make_shard, synth, wav_bytes
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.timeout(600),
@@ -49,9 +49,10 @@ def _read_lines(out: Path, shard: int) -> list[dict]:
 def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
                                                    isolated_redis_url: str) -> None:
     from common.ledger import Ledger
-    from common.queue import make_app, send_stage_task
+    from common.queue import send_stage_task
     from common.settings import Settings
     from common.storage import open_store
+    from services.pipeline import PIPELINE, make_app
 
     env = _env(tmp_path, isolated_redis_url)
     _small_shard(tmp_path / "raw" / "shard-000003.tar")
@@ -79,7 +80,7 @@ def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
         settings = Settings(broker_url=isolated_redis_url, output_url=str(tmp_path / "out"))
         app = make_app("asr-test-client", settings)
         send_stage_task(app, "asr", 3, until="asr")
-        ledger = Ledger(open_store(str(tmp_path / "out")), settings)
+        ledger = Ledger(open_store(str(tmp_path / "out")), settings, PIPELINE)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not ledger.is_done("asr", 3):
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()

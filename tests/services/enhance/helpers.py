@@ -1,4 +1,4 @@
-"""A raw shard with its ASR JSONL, as the asr stage writes them (DESIGN §2)."""
+"""A raw shard with its ASR JSONL, as the asr stage writes them (docs/architecture.md, formats)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.speechgen import make_shard, synth, wav_bytes
+from bench.speechgen import make_shard, synth, wav_bytes
 
 RATE = 16000
 

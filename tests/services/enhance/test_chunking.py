@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.factories.sidon import build_small_sidon
 from common.settings import Settings
 from services.enhance.chunking import ChunkGeometry, pad_segment, split_segment
 from services.enhance.pipeline import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.sidon import SidonBackend
-from tests.factories.sidon import build_small_sidon
 
 RATE = 16000
 

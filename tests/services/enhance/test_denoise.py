@@ -5,30 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.speechgen import have_espeak, noisy_speech, si_snr
 from services.enhance.chunking import ChunkGeometry, pad_segment
 from services.enhance.denoise import RNNoiseBackend, rnnoise_denoise
 from services.enhance.pipeline import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec
-from tests.speechgen import have_espeak, synth
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
-
-
-def si_snr(ref: np.ndarray, est: np.ndarray) -> float:
-    """Scale-invariant SNR (dB) of ``est`` against the clean ``ref``."""
-    a = float(np.dot(ref, est) / np.dot(ref, ref))
-    noise = est - a * ref
-    return float(10 * np.log10(np.sum((a * ref) ** 2) / np.sum(noise ** 2)))
-
-
-def noisy_speech(snr_db: float, seconds: float = 14.0) -> tuple[np.ndarray, np.ndarray]:
-    phrase = synth("she sells sea shells by the sea shore, and the shells she sells are "
-                   "surely sea shells", "en", rate=48000)
-    clean = np.tile(phrase, int(np.ceil(seconds * 48000 / phrase.size)))[: int(seconds * 48000)]
-    clean = (0.5 * clean / np.abs(clean).max()).astype(np.float32)
-    noise = np.random.default_rng(0).standard_normal(clean.size).astype(np.float32)
-    noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
-    return clean, clean + noise
 
 
 @pytest.mark.parametrize("snr_in", [0.0, 10.0])

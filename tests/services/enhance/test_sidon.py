@@ -8,9 +8,9 @@ import boto3
 import numpy as np
 import pytest
 
+from bench.factories.sidon import build_small_sidon
 from services.enhance.backends import EnhancerUnavailable, make_backend
 from services.enhance.sidon import SidonBackend
-from tests.factories.sidon import build_small_sidon
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,13 @@ import pytest
 import soundfile as sf
 
 import services.enhance.segments as segments_mod
+from bench.factories.sidon import build_small_sidon
+from bench.speechgen import have_espeak, make_shard, wav_bytes
 from common.audio import resample
-from common.executor import Executor
+from common.engine import Engine
 from services.enhance.stage import EnhanceStage
-from tests.factories.sidon import build_small_sidon
+from services.pipeline import PIPELINE
 from tests.services.enhance.helpers import asr_line, build_inputs, speech
-from tests.speechgen import have_espeak, make_shard, wav_bytes
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
 
@@ -41,7 +42,7 @@ def run_stage(make_settings, base: Path, tmp_path: Path, **over):
     shutil.copytree(base / "out", out)
     s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhance_device="cpu",
                       enhance_batch_size=4, **over)
-    return s, out, Executor(s).run_shard(EnhanceStage(s), 0).record
+    return s, out, Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
 
 
 @pytest.mark.parametrize("enhancer", ["sidon", "rnnoise", "none"])
@@ -97,7 +98,13 @@ def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) ->
     assert corr > 0.99, corr
 
 
-def test_bad_members_are_recorded_and_the_rest_goes_on(make_settings, tmp_path) -> None:
+def test_bad_members_fail_the_shard_with_every_reason(make_settings, tmp_path) -> None:
+    """Members asr kept but enhance cannot write (issue 12): the shard fails, naming each one,
+    and nothing is published or marked done (it was once marked done with holes)."""
+    from common.storage import open_store
+    from services.enhance.verify import SegmentMismatch
+    from services.pipeline import open_ledger
+
     raw, out = tmp_path / "raw", tmp_path / "out"
     make_shard(raw / "shard-000007.tar", {
         "good": {"wav": wav_bytes(speech(4.0))},
@@ -112,13 +119,15 @@ def test_bad_members_are_recorded_and_the_rest_goes_on(make_settings, tmp_path) 
     (out / "asr/shard-000007.jsonl").write_text(
         "".join(json.dumps(x) + "\n" for x in lines) + "{not json\n")
     s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
-    rec = Executor(s).run_shard(EnhanceStage(s), 7).record
-    reasons = {(e["key"], e["reason"].split(":")[0]) for e in rec["errors"]}
-    assert ("broken", "error") in reasons and ("noaudio", "no_audio_member") in reasons
-    assert ("missing", "missing_member") in reasons and (None, "asr_line_5_malformed") in reasons
-    assert rec["counts"]["segments"] == 2 and rec["counts"]["errors"] == 4
-    names = [n for n, _ in read_tar(out / "enhanced/shard-000007.tar")]
-    assert names == ["good_0000.flac", "good_0000.json", "good_0001.flac", "good_0001.json"]
+    with pytest.raises(SegmentMismatch) as ei:
+        Engine(s, PIPELINE, EnhanceStage(s)).run(7)
+    msg = str(ei.value)
+    assert msg.startswith("enhance wrote 2 segments, asr kept 5: missing ")
+    for part in ("broken_0000 (error:", "noaudio_0000 (error:no_audio)",
+                 "missing_0000 (missing_member)", "asr_line_5_malformed"):
+        assert part in msg, msg
+    assert list(open_store(s.output_url).list("enhanced/")) == []
+    assert not open_ledger(s).is_done("enhance", 7)
 
 
 def test_shard_with_nothing_kept_gives_an_empty_tar(make_settings, tmp_path) -> None:
@@ -128,7 +137,7 @@ def test_shard_with_nothing_kept_gives_an_empty_tar(make_settings, tmp_path) -> 
     (out / "asr/shard-000003.jsonl").write_text(
         json.dumps(asr_line("x", "dropped:language", [], language="de")) + "\n")
     s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
-    rec = Executor(s).run_shard(EnhanceStage(s), 3).record
+    rec = Engine(s, PIPELINE, EnhanceStage(s)).run(3).record
     assert rec["counts"]["segments"] == 0 and rec["counts"]["members_decoded"] == 0
     assert rec["padded_fraction"] == 0.0 and rec["audio_seconds_out"] == 0.0
     assert read_tar(out / "enhanced/shard-000003.tar") == []

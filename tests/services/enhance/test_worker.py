@@ -35,8 +35,8 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
          "-c", "1", "-n", name, "--without-gossip", "--without-mingle", "-l", "warning"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        from common.queue import make_app
         from common.settings import Settings
+        from services.pipeline import make_app
 
         app = make_app("enhance-test", Settings(broker_url=isolated_redis_url))
         replies: dict = {}

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from common.ledger import Ledger
-from common.storage import open_store
 from services.fleet.sizing import StageRate, balance, measured_rates, pipeline_rate
+from services.pipeline import open_ledger
 from tests.services.fleet.fake_sky import FakeSky
 
 
@@ -40,7 +39,7 @@ def test_balance_rounds_to_the_total_and_keeps_one_each() -> None:
 
 
 def _fill(s, walls: dict[str, float], n: int = 30) -> None:
-    led = Ledger(open_store(s.output_url, s), s)
+    led = open_ledger(s)
     for stage, wall in walls.items():
         for i in range(n):
             led.mark_done(stage, i, {"wall_seconds": wall, "audio_seconds_out": 600.0,

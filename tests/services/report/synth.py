@@ -1,4 +1,4 @@
-"""Synthetic stage outputs and ledger records in the DESIGN §2/§3 formats (for report tests)."""
+"""Synthetic stage outputs and ledger records in the formats of docs/architecture.md (for report tests)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from pathlib import Path
 from common.ledger import Ledger
 from common.settings import Settings
 from common.storage import open_store
+from services.pipeline import PIPELINE
 
 
 def write_run(settings: Settings, shards: int = 3, files_per_shard: int = 4) -> dict:
     """Write asr jsonl, tokens jsonl and done/failure records; return the expected totals."""
     store = open_store(settings.output_url, settings)
-    ledger = Ledger(store, settings)
+    ledger = Ledger(store, settings, PIPELINE)
     totals = {"files": 0, "ok": 0, "kept_segments": 0, "token_lines": 0, "kept_seconds": 0.0}
     for sid in range(shards):
         stem = settings.shard_stem(sid)

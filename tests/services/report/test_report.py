@@ -17,7 +17,8 @@ from services.report.render import render_html
 from tests.services.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes")
+CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes",
+          "dnsmos", "speaker", "fidelity", "filters")  # the last four: services/report/quality.py
 
 
 def test_collect_counts_match_outputs(make_settings):
@@ -44,10 +45,11 @@ def test_collect_counts_match_outputs(make_settings):
 def test_superseded_failure_not_counted(make_settings):
     from common.ledger import Ledger
     from common.storage import open_store
+    from services.pipeline import PIPELINE
 
     s = make_settings()
     write_run(s, shards=2)
-    ledger = Ledger(open_store(s.output_url), s)
+    ledger = Ledger(open_store(s.output_url), s, PIPELINE)
     ledger.mark_failed("asr", 1, "transient", attempts=1)  # then a done record exists already
     data = collect(s.output_url, s)
     assert data.stages["asr"].failed == 0

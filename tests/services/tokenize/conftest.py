@@ -10,7 +10,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from tests.factories.neucodec import build_small_neucodec
+from bench.factories.neucodec import build_small_neucodec
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.factories.neucodec import build_small_neucodec
 from services.tokenize.encode import encode_batch, prepare
-from tests.factories.neucodec import build_small_neucodec
 from tests.services.tokenize.conftest import tone
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from common.audio import resample
-from common.executor import Executor
-from common.stage import Stage
+from common.engine import Engine
+from services.pipeline import PIPELINE, output_key
 from services.tokenize.stage import TokenizeStage
 from tests.services.tokenize.conftest import tone, write_enhanced_tar
 
@@ -21,7 +21,7 @@ SEGMENTS = [("000000051649_0000", 0.6, "hello there"), ("000000051649_0001", 1.0
 def _setup(make_settings, tmp_path: Path, codec, **kw) -> tuple:
     s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu",
                       tokenize_batch_seconds=2.0, **kw)
-    tar = Path(s.output_url) / Stage.output_key(s, "enhance", 7)
+    tar = Path(s.output_url) / output_key("enhance", s, 7)
     bad = {"000000051651_0000": {"flac": b"not audio", "json": b'{"text": "x"}'},
            "000000051651_0001": {"flac": (tmp_path / "none").as_posix().encode()}}
     write_enhanced_tar(tar, SEGMENTS, extra=bad)
@@ -33,7 +33,7 @@ def _setup(make_settings, tmp_path: Path, codec, **kw) -> tuple:
 @pytest.mark.parametrize("policy", ["auto", "stitched"])
 def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, policy: str) -> None:
     s, stage = _setup(make_settings, tmp_path, codec, tokenize_batching=policy)
-    outcome = Executor(s).run_shard(stage, 7)
+    outcome = Engine(s, PIPELINE, stage).run(7)
     out = Path(s.output_url) / "tokens" / "neucodec" / "shard-000007.jsonl"
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in lines] == [k for k, _, _ in SEGMENTS]  # the tar's keys, its order
@@ -48,7 +48,7 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, polic
         n16 = resample(tone(seconds, 24_000), 24_000, 16_000).shape[0]
         assert len(toks) == n16 // 320
     rec = outcome.record
-    assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2,
+    assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2, "skipped": 0,
                              "tokens": sum(len(r["codes"]["neu_tokens"]) for r in lines)}
     assert {e["reason"] for e in rec["errors_sample"]} == {"audio:undecodable", "missing_json"}
     assert rec["tokenizer"] == "neucodec"
@@ -58,4 +58,4 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, polic
     assert abs(rec["audio_seconds_out"] - sum(x[1] for x in SEGMENTS)) < 0.01
     ledger = Path(s.output_url) / "_ledger" / "tokenize" / "neucodec" / "shard-000007.json"
     assert ledger.is_file()
-    assert Executor(s).run_shard(stage, 7).skipped
+    assert Engine(s, PIPELINE, stage).run(7).skipped

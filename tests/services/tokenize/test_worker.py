@@ -8,9 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from common.queue import make_app, send_stage_task
+from common.queue import send_stage_task
 from common.settings import Settings
-from common.stage import Stage
+from services.pipeline import make_app, output_key
 from tests.conftest import REPO
 from tests.harness import stop_process
 from tests.services.tokenize.conftest import write_enhanced_tar
@@ -30,7 +30,7 @@ def test_worker_answers_ping_and_tokenizes_a_shard(isolated_redis_url: str, tmp_
     s = Settings(broker_url=isolated_redis_url, output_url=str(out),
                  scratch_dir=str(tmp_path / "scratch"), neucodec_model=str(neucodec_dir),
                  tokenize_device="cpu")
-    write_enhanced_tar(out / Stage.output_key(s, "enhance", 3),
+    write_enhanced_tar(out / output_key("enhance", s, 3),
                        [("000000000001_0000", 0.5, "one"), ("000000000001_0001", 0.7, "two")])
     env = {**os.environ, "ONSEI_BROKER_URL": isolated_redis_url, "ONSEI_OUTPUT_URL": str(out),
            "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_NEUCODEC_MODEL": str(neucodec_dir),

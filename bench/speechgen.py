@@ -1,4 +1,4 @@
-"""Test speech from espeak-ng, shared by every stage's tests.
+"""Test speech from espeak-ng, shared by the tests and the benches (bench ships, tests do not).
 
     synth("hello world", voice="en") -> float32 mono at 16 kHz
     wav_bytes(audio, 16000)          -> WAV file bytes (PCM 16)
@@ -62,6 +62,18 @@ def wav_bytes(audio: np.ndarray, sr: int = 16000) -> bytes:
     return buf.getvalue()
 
 
+def make_tar(path: str | Path, members: list[tuple[str, bytes]]) -> Path:
+    """A tar of exactly these members, in order (repeated and dotted names allowed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
 def make_shard(path: str | Path, samples: dict[str, dict[str, bytes]]) -> Path:
     """Write a WebDataset tar: members ``{key}.{ext}`` in the given order."""
     path = Path(path)
@@ -74,3 +86,27 @@ def make_shard(path: str | Path, samples: dict[str, dict[str, bytes]]) -> Path:
                 info.mode = 0o644
                 tf.addfile(info, io.BytesIO(data))
     return path
+
+
+def si_snr(ref: np.ndarray, est: np.ndarray) -> float:
+    """Scale-invariant SNR (dB) of ``est`` against the clean ``ref``."""
+    a = float(np.dot(ref, est) / np.dot(ref, ref))
+    noise = est - a * ref
+    return float(10 * np.log10(np.sum((a * ref) ** 2) / np.sum(noise ** 2)))
+
+
+def noisy_speech(snr_db: float, seconds: float = 14.0) -> tuple[np.ndarray, np.ndarray]:
+    phrase = synth("she sells sea shells by the sea shore, and the shells she sells are "
+                   "surely sea shells", "en", rate=48000)
+    clean = np.tile(phrase, int(np.ceil(seconds * 48000 / phrase.size)))[: int(seconds * 48000)]
+    clean = (0.5 * clean / np.abs(clean).max()).astype(np.float32)
+    noise = np.random.default_rng(0).standard_normal(clean.size).astype(np.float32)
+    noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
+    return clean, clean + noise
+
+
+def add_noise(clean: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
+    """``clean`` plus white noise at ``snr_db`` (seeded)."""
+    noise = np.random.default_rng(seed).standard_normal(clean.size).astype(np.float32)
+    noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
+    return (clean + noise).astype(np.float32)

@@ -1,0 +1,11 @@
+"""What the ASR stage reads and writes (the pipeline order: services/pipeline.py)."""
+
+from common.pipeline import StageSpec
+from common.stage import InputRef
+
+SPEC = StageSpec(
+    name="asr",
+    stage_class="services.asr.stage:AsrStage",
+    output_key=lambda s, i: f"asr/{s.shard_stem(i)}.jsonl",
+    inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i))},
+)

@@ -1,0 +1,12 @@
+"""What the enhance stage reads and writes: the raw shard and ASR's kept segments in."""
+
+from common.pipeline import StageSpec
+from common.stage import InputRef
+
+SPEC = StageSpec(
+    name="enhance",
+    stage_class="services.enhance.stage:EnhanceStage",
+    output_key=lambda s, i: f"enhanced/{s.shard_stem(i)}.tar",
+    inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i)),
+                         "asr": InputRef.of_stage("asr")},
+)

@@ -1,0 +1,13 @@
+"""What the tokenize stage reads and writes. Each tokenizer has its own outputs and ledger, so
+a new codec re-runs this stage only, beside the old one's results."""
+
+from common.pipeline import StageSpec
+from common.stage import InputRef
+
+SPEC = StageSpec(
+    name="tokenize",
+    stage_class="services.tokenize.stage:TokenizeStage",
+    output_key=lambda s, i: f"tokens/{s.tokenizer}/{s.shard_stem(i)}.jsonl",
+    inputs=lambda s, i: {"enhanced": InputRef.of_stage("enhance")},
+    ledger_dir=lambda s: f"tokenize/{s.tokenizer}",
+)
