@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import queue
-import threading
 from pathlib import Path
 
 import numpy as np
 
 from common.audio import flac_bytes, resample
 from common.shards import ShardWriter
+from common.writebehind import WriteBehind
 from services.enhance.segments import CutSegment
 
 OUT_RATE = 24000
-_END = object()
 
 
 class EnhancedWriter:
@@ -23,30 +22,13 @@ class EnhancedWriter:
     def __init__(self, path: Path, rate: int, ahead: int = 32) -> None:
         self.rate = rate
         self._writer = ShardWriter(path)
-        self._q: queue.Queue = queue.Queue(maxsize=ahead)
-        self._error: BaseException | None = None
         self.written = 0
         self.seconds_out = 0.0
-        self._thread = threading.Thread(target=self._work, name="enhance-write", daemon=True)
-        self._thread.start()
+        self._behind: WriteBehind[tuple[CutSegment, np.ndarray]] = WriteBehind(
+            lambda item: self._write(*item), ahead, name="enhance-write")
 
     def put(self, seg: CutSegment, audio: np.ndarray) -> None:
-        if self._error is not None:
-            raise self._error
-        self._q.put((seg, audio))
-
-    def _work(self) -> None:
-        while True:
-            item = self._q.get()
-            if item is _END:
-                return
-            if self._error is not None:
-                continue  # drain so put() never blocks forever
-            seg, audio = item
-            try:
-                self._write(seg, audio)
-            except BaseException as e:  # noqa: BLE001 - re-raised in the producer
-                self._error = e
+        self._behind.put((seg, audio))
 
     def _write(self, seg: CutSegment, audio: np.ndarray) -> None:
         out = resample(audio, self.rate, OUT_RATE)
@@ -67,14 +49,15 @@ class EnhancedWriter:
         self.seconds_out += out.size / OUT_RATE
 
     def close(self) -> None:
-        self._q.put(_END)
-        self._thread.join()
-        if self._error is not None:
+        try:
+            self._behind.join()
+        except BaseException:
             self._writer.abort()
-            raise self._error
+            raise
         self._writer.close()
 
     def abort(self) -> None:
-        self._q.put(_END)
-        self._thread.join()
+        # called while another error propagates: that one is reported, not the writer's
+        with contextlib.suppress(BaseException):
+            self._behind.join()
         self._writer.abort()
