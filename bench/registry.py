@@ -3,4 +3,4 @@
 A row dict: ``{"name", "ours", "baseline", "ratio", "goal", "unit"}``.
 """
 
-MODULES: list[str] = ["shards", "storage", "enhance", "orchestration", "tokenize", "asr"]
+MODULES: list[str] = ["shards", "storage", "enhance", "orchestration", "tokenize", "asr", "quality"]

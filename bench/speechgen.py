@@ -62,6 +62,18 @@ def wav_bytes(audio: np.ndarray, sr: int = 16000) -> bytes:
     return buf.getvalue()
 
 
+def make_tar(path: str | Path, members: list[tuple[str, bytes]]) -> Path:
+    """A tar of exactly these members, in order (repeated and dotted names allowed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
 def make_shard(path: str | Path, samples: dict[str, dict[str, bytes]]) -> Path:
     """Write a WebDataset tar: members ``{key}.{ext}`` in the given order."""
     path = Path(path)
@@ -91,3 +103,10 @@ def noisy_speech(snr_db: float, seconds: float = 14.0) -> tuple[np.ndarray, np.n
     noise = np.random.default_rng(0).standard_normal(clean.size).astype(np.float32)
     noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
     return clean, clean + noise
+
+
+def add_noise(clean: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
+    """``clean`` plus white noise at ``snr_db`` (seeded)."""
+    noise = np.random.default_rng(seed).standard_normal(clean.size).astype(np.float32)
+    noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (snr_db / 10))
+    return (clean + noise).astype(np.float32)

@@ -124,6 +124,13 @@ class Engine:
             local[name] = path
         return local
 
+    def input_identities(self, shard_id: int) -> dict[str, str]:
+        """Each input's current identity (size + ETag/mtime): a copy in the shared download
+        directory is reused only while these are unchanged (common/prefetch.py finds this
+        method through :meth:`fetch`). Raises NotFound for a missing input."""
+        return {name: (self.input if ref.root == "input" else self.output).identity(ref.key)
+                for name, ref in self.pipeline.inputs(self.name, self.settings, shard_id).items()}
+
     def fetch_ahead(self, shard_id: int) -> dict[str, Path]:
         """The shard's inputs in its shared download directory (made once, reused)."""
         return fetch_into(self.fetch, self.name, shard_id, self.settings)

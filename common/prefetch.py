@@ -3,7 +3,13 @@
 A worker reserves ``prefetch_shards`` messages beyond the one in hand (unacked: if the worker
 dies, Redis gives them back after the visibility timeout). When one is received
 (``task_received``, in the worker's main process) a background thread fetches its inputs into
-``<scratch>/prefetch/<stage>/<shard>/``; the task (in a pool process) then finds them ready.
+``<scratch>/prefetch/<stage>/<run>/<shard>/``; the task (in a pool process) then finds them ready.
+
+``<run>`` is a hash of the input and output URLs: two runs over different inputs on one node
+never see each other's downloads (issue 12: a run once processed another run's shard 2). And
+nothing is reused on its name alone: the manifest records each input's identity (size + ETag on
+S3, size + mtime on disk) when it was fetched, and a copy is used only while the source still
+has that identity and the file that size.
 
 Parent and pool process agree through an exclusive ``flock`` per shard (released by the kernel
 when a holder dies) and a manifest written last: whoever takes the lock first downloads, the
@@ -14,6 +20,7 @@ are fetched again.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -31,8 +38,14 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 
 
+def run_key(settings: Settings) -> str:
+    """The scratch namespace of one (input, output) pair."""
+    both = f"{settings.input_url}\n{settings.output_url}".encode()
+    return hashlib.sha256(both).hexdigest()[:16]
+
+
 def prefetch_root(settings: Settings, stage: str) -> Path:
-    return Path(settings.scratch_dir) / "prefetch" / stage
+    return Path(settings.scratch_dir) / "prefetch" / stage / run_key(settings)
 
 
 @contextmanager
@@ -47,33 +60,50 @@ def shard_lock(root: Path, stem: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _read_manifest(d: Path) -> dict[str, Path] | None:
-    try:
-        names = json.loads((d / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    paths = {k: d / v for k, v in names.items()}
-    return paths if all(p.is_file() for p in paths.values()) else None
-
-
 Fetch = Callable[[int, Path], dict[str, Path]]  # (shard id, directory) -> local inputs by name
 
 
+def _identities(fetch: Fetch, shard_id: int) -> dict[str, str]:
+    """The inputs' identities now, from the fetch's owner (``Engine.fetch``: its
+    ``input_identities``); {} for a bare fetch function, which only the manifest guards."""
+    identify = getattr(getattr(fetch, "__self__", None), "input_identities", None)
+    return identify(shard_id) if identify is not None else {}
+
+
+def _read_manifest(d: Path, identity: dict[str, str]) -> dict[str, Path] | None:
+    """The complete download in ``d`` if its sources still have ``identity``, else None."""
+    try:
+        manifest = json.loads((d / MANIFEST).read_text())
+        files, recorded = manifest["files"], manifest["identity"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if recorded != identity:
+        return None  # a source changed (or another input) since it was fetched
+    paths = {k: d / v for k, v in files.items()}
+    for name, p in paths.items():
+        size = identity.get(name, "").split(":", 1)[0]
+        if not p.is_file() or (size and p.stat().st_size != int(size)):
+            return None
+    return paths
+
+
 def fetch_into(fetch: Fetch, stage: str, shard_id: int, settings: Settings) -> dict[str, Path]:
-    """The shard's inputs in its prefetch dir: reuse a complete download or make one, locked."""
+    """The shard's inputs in its prefetch dir: reuse a complete download whose sources are
+    unchanged, or make one, locked."""
     root = prefetch_root(settings, stage)
     stem = settings.shard_stem(shard_id)
     d = root / stem
+    identity = _identities(fetch, shard_id)  # raises NotFound for a missing input
     with shard_lock(root, stem):
-        ready = _read_manifest(d)
+        ready = _read_manifest(d, identity)
         if ready is not None:
             return ready
-        shutil.rmtree(d, ignore_errors=True)  # a partial download of a dead process
+        shutil.rmtree(d, ignore_errors=True)  # partial, stale, or of a changed source
         d.mkdir(parents=True)
         paths = fetch(shard_id, d)
         rel = {k: str(p.relative_to(d)) for k, p in paths.items()}
         tmp = d / f".{MANIFEST}.part"
-        tmp.write_text(json.dumps(rel))
+        tmp.write_text(json.dumps({"files": rel, "identity": identity}))
         os.replace(tmp, d / MANIFEST)  # complete only now
         return paths
 
@@ -129,19 +159,26 @@ class Prefetcher:
         self._q.join()
 
     def gc(self) -> None:
-        """Remove downloads older than the visibility timeout (their message went elsewhere)."""
-        root = prefetch_root(self.settings, self.stage)
-        if not root.is_dir():
+        """Remove downloads older than the visibility timeout (their message went elsewhere),
+        of every run that used this scratch dir."""
+        stage_dir = prefetch_root(self.settings, self.stage).parent
+        if not stage_dir.is_dir():
             return
         cutoff = time.time() - self.settings.visibility_timeout
-        for d in root.iterdir():
-            try:
-                if d.stat().st_mtime >= cutoff:
-                    continue
-                if d.is_dir():
-                    with shard_lock(root, d.name):
-                        shutil.rmtree(d, ignore_errors=True)
-                elif d.suffix == ".lock":  # nobody waits on a lock this old
-                    d.unlink(missing_ok=True)
-            except OSError:
+        for root in stage_dir.iterdir():
+            if root.is_dir():
+                _gc_root(root, cutoff)
+
+
+def _gc_root(root: Path, cutoff: float) -> None:
+    for d in root.iterdir():
+        try:
+            if d.stat().st_mtime >= cutoff:
                 continue
+            if d.is_dir():
+                with shard_lock(root, d.name):
+                    shutil.rmtree(d, ignore_errors=True)
+            elif d.suffix == ".lock":  # nobody waits on a lock this old
+                d.unlink(missing_ok=True)
+        except OSError:
+            continue

@@ -14,6 +14,7 @@ from typing import Any
 from celery import Celery
 from kombu import Queue
 
+from common import kombu_fix
 from common.settings import Settings, get_settings
 
 _PREFIX, _SUFFIX = "onsei.", ".process_shard"
@@ -120,6 +121,7 @@ def make_app(main: str, settings: Settings | None = None, queues: Iterable[str] 
     """An app whose workers read ``queues`` by default; ``include``: the modules of its tasks
     (imported by a worker at start), ``node``: the worker's default node name."""
     settings = settings or get_settings()
+    kombu_fix.install()  # a Redis outage must not kill the worker (see common/kombu_fix.py)
     app = StageApp(main, include=list(include))
     app.onsei_node = node
     cfg = celery_config(settings, tuple(queues))

@@ -14,12 +14,17 @@ from dataclasses import dataclass, field
 
 import click
 
-from common.settings import Settings, get_settings
+from common.preflight import check_input_root
+from common.settings import Settings, get_settings, one_of
+from services.errors import friendly
 from services.pipeline import PIPELINE, STAGES, open_ledger
 
 
-def parse_range(text: str) -> range:
-    """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard."""
+def parse_range(text: str, max_ids: int | None = None) -> range:
+    """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard. A range is
+    a ``range``, never a set of its ids: only its size is checked against ``max_ids``
+    (``ONSEI_MAX_RANGE``), so ``0-99999999999`` is refused at once instead of exhausting memory.
+    """
     try:
         if "-" in text:
             a, b = text.split("-", 1)
@@ -30,6 +35,10 @@ def parse_range(text: str) -> range:
         raise click.BadParameter(f"expected A-B or N, got {text!r}") from None
     if len(r) == 0 or r.start < 0:
         raise click.BadParameter(f"empty or negative range {text!r}")
+    if max_ids is not None and len(r) > max_ids:
+        raise click.BadParameter(
+            f"range {text} names {len(r):,} shards, more than ONSEI_MAX_RANGE={max_ids:,}; "
+            "split it into smaller ranges or raise ONSEI_MAX_RANGE")
     return r
 
 
@@ -57,7 +66,8 @@ def plan(settings: Settings, ids: range, stage: str, until: str, force: bool,
     p.redis_ok = tracker.client is None or tracker.available()
     ledger = open_ledger(settings)
     before = PIPELINE.previous(stage)
-    ready = set(ids) if before is None else ledger.done_ids(before, ids)
+    # the ids are streamed from the range; only done ids (what exists) are ever held in sets
+    ready = ids if before is None else ledger.done_ids(before, ids)
     p.waiting = len(ids) - len(ready)
     if force:
         p.to_enqueue[stage] = [i for i in ids if i in ready]
@@ -114,14 +124,20 @@ def enqueue(settings: Settings, ids: range, stage: str, until: str, force: bool 
 @click.option("--force", is_flag=True, help="enqueue every shard at --stage even when done")
 @click.option("--retry-failed", is_flag=True, help="also enqueue dead-lettered shards")
 @click.option("--dry-run", is_flag=True, help="count only, publish nothing")
+@friendly
 def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: bool,
          dry_run: bool) -> None:
     """Enqueue the shards of a range whose stages are not done (and not already queued)."""
     settings = get_settings()
-    until = until or settings.until or PIPELINE.last
+    try:
+        until = one_of(until or settings.until or PIPELINE.last, STAGES, "stage")
+    except ValueError as e:
+        raise click.ClickException(f"ONSEI_UNTIL: {e}") from None
     if STAGES.index(until) < STAGES.index(stage):
         raise click.BadParameter(f"--until {until} comes before --stage {stage}")
-    ids = parse_range(range_)
+    ids = parse_range(range_, settings.max_range)
+    if stage == PIPELINE.names[0]:  # the raw shards must be there before anything is promised
+        check_input_root(settings.input_url, settings)
     t0 = time.perf_counter()
     p = enqueue(settings, ids, stage, until, force, dry_run, retry_failed)
     dt = time.perf_counter() - t0

@@ -118,7 +118,8 @@ def status(range_: str | None, as_json: bool) -> None:
     """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""
     from services.enqueue import parse_range
 
-    data = collect(get_settings(), parse_range(range_) if range_ else None)
+    settings = get_settings()
+    data = collect(settings, parse_range(range_, settings.max_range) if range_ else None)
     if as_json:
         click.echo(json.dumps(data, indent=1))
     else:

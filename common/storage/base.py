@@ -57,6 +57,12 @@ class Store(abc.ABC):
     def delete(self, key: str) -> None:
         """Remove ``key``; no error when it is absent."""
 
+    def identity(self, key: str) -> str:
+        """``"<size>:<version>"``: changes whenever the object does (ETag on S3, mtime on disk).
+        A local copy is reused only while its source's identity is unchanged (common.prefetch).
+        """
+        return f"{self.size(key)}:"
+
     def child_url(self, key: str) -> str:
         return f"{self.url.rstrip('/')}/{key}"
 

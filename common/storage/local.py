@@ -42,6 +42,13 @@ class LocalStore(Store):
         except FileNotFoundError as e:
             raise NotFound(f"not found: {self.child_url(key)}") from e
 
+    def identity(self, key: str) -> str:
+        try:
+            st = self._path(key).stat()
+        except FileNotFoundError as e:
+            raise NotFound(f"not found: {self.child_url(key)}") from e
+        return f"{st.st_size}:{st.st_mtime_ns}"
+
     def list(self, prefix: str = "") -> Iterator[str]:
         # Walk only the deepest directory the prefix names, not the whole root.
         base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""

@@ -154,6 +154,10 @@ class S3Store(Store):
     def size(self, key: str) -> int:
         return int(self.head(key)["ContentLength"])
 
+    def identity(self, key: str) -> str:
+        head = self.head(key)
+        return f"{int(head['ContentLength'])}:{head.get('ETag', '')}"
+
     def list(self, prefix: str = "") -> Iterator[str]:
         full = self._key(prefix) if prefix else self.root
 

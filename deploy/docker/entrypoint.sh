@@ -1,8 +1,9 @@
 #!/bin/sh
 # onsei worker entrypoint. With ONSEI_CUDA_MPS=1 it starts the CUDA MPS control daemon first, so
 # the worker's processes (celery --concurrency=N) run kernels on one GPU's SMs at the same time
-# instead of time-slicing it. Then it execs the command, so the worker gets SIGTERM directly
-# (graceful preemption: see common/preemption.py).
+# instead of time-slicing it. Then it runs the command under onsei-supervise, which restarts a
+# worker that dies (issue 12: kombu could kill it on a Redis outage) and forwards SIGTERM to it
+# (graceful preemption: see common/preemption.py). ONSEI_RESTART=0: exec the command once.
 set -eu
 
 if [ "${ONSEI_CUDA_MPS:-0}" = "1" ]; then
@@ -27,4 +28,4 @@ if [ "${ONSEI_CUDA_MPS:-0}" = "1" ]; then
     fi
 fi
 
-exec "$@"
+exec sh "$(dirname "$0")/onsei-supervise" "$@"

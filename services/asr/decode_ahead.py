@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from common.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
+from common.members import iter_keys
 from common.readahead import read_ahead
 from common.settings import Settings
-from common.shards import MemberError, Sample, iter_shard
+from common.shards import MemberError, Sample
 
 SAMPLE_RATE = 16000
 
@@ -57,9 +58,20 @@ def decode_item(item: Sample | MemberError, settings: Settings) -> Decoded:
     return Decoded(item.key, audio, None, time.perf_counter() - t0, notes or None)
 
 
+def _chosen(shard: Path, settings: Settings) -> Iterator[Sample | MemberError]:
+    """The shard's keys as common.members decides them (the rule enhance uses too): a key's
+    error as a MemberError, its audio alone as a Sample; a bad sidecar keeps its own line."""
+    for k in iter_keys(shard, settings.max_member_bytes,
+                       max_sidecar_bytes=settings.max_sidecar_bytes):
+        if k.key is not None and k.error is None:
+            for note in k.notes:
+                yield MemberError(k.key, k.key, note.rsplit(":", 1)[0])
+            yield Sample(k.key, {k.ext: k.audio})  # type: ignore[dict-item]
+        else:
+            yield MemberError(k.key, k.name, k.error or "no_audio")
+
+
 def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator[Decoded]:
     """Decoded members in shard order; a shard-level error (truncated tar) is raised here."""
-    items = (decode_item(item, settings)
-             for item in iter_shard(shard, settings.max_member_bytes,
-                                     max_sidecar_bytes=settings.max_sidecar_bytes))
+    items = (decode_item(item, settings) for item in _chosen(shard, settings))
     return read_ahead(items, depth, name="asr-decode")

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from common.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
-from common.shards import MemberError, iter_shard
+from common.audio import AudioError, decode_audio
+from common.members import iter_keys
 from services.enhance.chunking import pad_segment
+from services.enhance.highpass import highpass_zero_phase
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +106,8 @@ class Conditioning:
     highpass_hz: float | None = None
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        if self.highpass_hz:
-            from scipy.signal import butter, sosfiltfilt
-
-            sos = butter(2, self.highpass_hz, btype="highpass", fs=self.rate, output="sos")
-            if x.size > 15:
-                x = sosfiltfilt(sos, x).astype(np.float32)
+        if self.highpass_hz and x.size > 15:
+            x = highpass_zero_phase(x, self.highpass_hz, self.rate, order=2)
         if self.peak:
             m = float(np.max(np.abs(x))) if x.size else 0.0
             if m > 1e-6:
@@ -130,9 +127,10 @@ class SegmentReader:
 
     def __init__(self, shard: Path, plan: Plan, rate: int, margin: int, cond: Conditioning,
                  max_member_bytes: int | None = None, max_seconds: float | None = None,
-                 ahead: int = 64) -> None:
+                 ahead: int = 64, max_sidecar_bytes: int | None = None) -> None:
         self.shard, self.plan, self.rate, self.margin, self.cond = shard, plan, rate, margin, cond
         self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
+        self.max_sidecar_bytes = max_sidecar_bytes  # the limits asr read with: same outcomes
         self.errors: list[dict[str, Any]] = []
         self.decoded_keys: list[str] = []
         self.decode_seconds = 0.0
@@ -172,28 +170,23 @@ class SegmentReader:
         serial = 0
         seen: set[str] = set()
         try:
-            for s in iter_shard(self.shard, self.max_member_bytes):
+            for k in iter_keys(self.shard, self.max_member_bytes,
+                               max_sidecar_bytes=self.max_sidecar_bytes):
                 if self._stop.is_set():
                     return
-                if isinstance(s, MemberError):
-                    if s.key in self.plan.by_key:
-                        self.errors.append({"key": s.key, "reason": s.reason})
-                        seen.add(s.key)
-                    continue
-                specs = self.plan.by_key.get(s.key)
-                if not specs or s.key in seen:
+                specs = self.plan.by_key.get(k.key) if k.key is not None else None
+                if not specs or k.key in seen:
                     continue  # not planned (dropped, errored, nothing kept): never decoded
-                seen.add(s.key)
-                ext = next((e for e in s.files if e in AUDIO_EXTENSIONS), None)
-                if ext is None:
-                    self.errors.append({"key": s.key, "reason": "no_audio_member"})
+                seen.add(k.key)
+                if k.error is not None:  # asr decided otherwise: the check fails the shard
+                    self.errors.append({"key": k.key, "reason": f"error:{k.error}"})
                     continue
                 t0 = time.monotonic()
                 try:
-                    self.decoded_keys.append(s.key)
-                    audio = decode_audio(s.files[ext], self.rate, max_seconds=self.max_seconds)
+                    self.decoded_keys.append(k.key)
+                    audio = decode_audio(k.audio, self.rate, max_seconds=self.max_seconds)
                 except AudioError as e:
-                    self.errors.append({"key": s.key, "reason": f"error:{e.reason}"})
+                    self.errors.append({"key": k.key, "reason": f"error:{e.reason}"})
                     continue
                 finally:
                     self.decode_seconds += time.monotonic() - t0
@@ -201,7 +194,8 @@ class SegmentReader:
                     a = round(spec.start * self.rate)
                     b = min(round(spec.end * self.rate), audio.size)
                     if b - a < self.rate // 100:  # < 10 ms left inside the file
-                        self.errors.append({"key": s.key, "reason": f"segment_outside_audio:{spec.idx}"})
+                        self.errors.append({"key": k.key,
+                                            "reason": f"segment_outside_audio:{spec.idx}"})
                         continue
                     padded = self.cond.apply(pad_segment(audio, a, b, self.margin))
                     self._put(CutSegment(serial, spec, b - a, padded))

@@ -27,6 +27,7 @@ class EnhanceStage(Stage):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self._backend: Backend | None = None
+        self._annotator: Any = None
 
     @property
     def backend(self) -> Backend:
@@ -36,9 +37,24 @@ class EnhanceStage(Stage):
 
     def load(self) -> None:
         self.backend.load()
+        if self.settings.quality_annotations and self._annotator is None:
+            self._annotator = self._load_annotator()
+
+    def _load_annotator(self) -> Any:
+        """All annotation models now, so a missing one fails the worker at once (docs/quality.md)."""
+        from services.enhance.backends import resolve_device
+        from services.enhance.quality.annotate import Annotator
+
+        ann = Annotator(self.settings, resolve_device(self.settings.enhance_device))
+        ann.load()
+        if self.settings.quality_fidelity_fraction > 0:
+            _ = ann.fidelity.model
+        return ann
 
     def model_info(self) -> dict[str, Any]:
         info = self.backend.info()
+        if self._annotator is not None:
+            info = {**info, "quality": self._annotator.info()}
         return {"model": info.get("enhancer"), "version": info.get("enhancer_version"), **info}
 
     def geometry(self) -> ChunkGeometry:
@@ -50,6 +66,7 @@ class EnhanceStage(Stage):
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         from services.enhance.pipeline import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
+        from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
 
         self.load()
@@ -59,21 +76,34 @@ class EnhanceStage(Stage):
         reader = SegmentReader(inputs["shard"], plan, b.in_rate, geom.margin,
                                Conditioning(b.in_rate, b.peak, b.highpass_hz),
                                max_member_bytes=s.max_member_bytes,
-                               max_seconds=s.max_member_seconds)
+                               max_seconds=s.max_member_seconds,
+                               max_sidecar_bytes=s.max_sidecar_bytes)
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
-        writer = EnhancedWriter(out_path, b.out_rate)
+        ann = self._annotator
+        writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
+                                batch=s.quality_batch_segments)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds)
+        inputs_kept: dict[int, Any] = {}  # serial -> input audio, for the annotations
+
+        def keep_inputs(segments):
+            for seg in segments:  # a view: the engine drops only its own reference
+                inputs_kept[seg.serial] = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                yield seg
+
         seconds_in = 0.0
+        quality_seconds0 = ann.seconds if ann is not None else 0.0
         try:
-            for seg, audio in engine.run(reader):
+            for seg, audio in engine.run(keep_inputs(reader) if ann is not None else reader):
                 seconds_in += seg.seg_len / b.in_rate
-                writer.put(seg, audio)
+                writer.put(seg, audio, inputs_kept.pop(seg.serial, None))
         except BaseException:
             writer.abort()
             raise
         writer.close()
         errors = plan.errors + reader.errors
+        check_written(plan, writer.durations, errors)  # else the shard fails, nothing published
+        errors += writer.errors  # annotation failures: the segments were written all the same
         st = engine.stats
         counts = {
             "members": plan.members,
@@ -102,5 +132,8 @@ class EnhanceStage(Stage):
                 "context_seconds": geom.context / b.in_rate,
                 "batch_size": s.enhance_batch_size,
                 "errors": errors[:MAX_ERRORS_RECORDED],
+                **({"quality": {**writer.quality.as_dict(),
+                                "seconds": round(ann.seconds - quality_seconds0, 3)}}
+                   if ann is not None else {}),
             },
         )

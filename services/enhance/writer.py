@@ -1,17 +1,26 @@
-"""Write behind: resample to 24 kHz, encode FLAC and append to the output tar on a thread."""
+"""Write behind: resample to 24 kHz, encode FLAC and append to the output tar on a thread.
+
+With an annotator (docs/quality.md), segments are gathered ``batch`` at a time on the same
+thread and annotated together (input and output audio, both already in memory) before they are
+written; their sidecar gets a ``quality`` object. A batch whose annotation fails is written
+without it and each of its segments gets an entry in ``errors``: the audio is never lost.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from common.audio import flac_bytes, resample
 from common.shards import ShardWriter
 from common.writebehind import WriteBehind
-from services.enhance.segments import CutSegment
+from services.enhance.segments import CutSegment, SegmentSpec
+
+log = logging.getLogger(__name__)
 
 OUT_RATE = 24000
 
@@ -19,21 +28,63 @@ OUT_RATE = 24000
 class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
-    def __init__(self, path: Path, rate: int, ahead: int = 32) -> None:
+    def __init__(self, path: Path, rate: int, ahead: int = 32, annotator: Any = None,
+                 in_rate: int = 0, batch: int = 16) -> None:
         self.rate = rate
         self._writer = ShardWriter(path)
         self.written = 0
         self.seconds_out = 0.0
-        self._behind: WriteBehind[tuple[CutSegment, np.ndarray]] = WriteBehind(
-            lambda item: self._write(*item), ahead, name="enhance-write")
+        self.annotator = annotator  # services.enhance.quality.annotate.Annotator or None
+        self.in_rate = in_rate
+        self.batch = max(1, batch)
+        self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
+        self.errors: list[dict[str, str]] = []
+        self.quality = QualityTally()
+        self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
+        # the last partial batch is annotated and written at the end
+        self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
+            WriteBehind(self._take, ahead, name="enhance-write", finish=self._flush)
 
-    def put(self, seg: CutSegment, audio: np.ndarray) -> None:
-        self._behind.put((seg, audio))
+    def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
+        """``before``: the segment's input at ``in_rate`` (for the annotations), if any."""
+        self._behind.put((seg, audio, before))
 
-    def _write(self, seg: CutSegment, audio: np.ndarray) -> None:
+    def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
+        if self.annotator is None:
+            self._write(item[0], item[1], None)
+            return
+        self._pending.append(item)
+        if len(self._pending) >= self.batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        records: list[Any] = [None] * len(batch)
+        try:
+            records = self._annotate(batch)
+        except Exception as e:
+            log.exception("quality annotation failed for %d segments", len(batch))
+            reason = f"quality:{type(e).__name__}:{str(e)[:120]}"
+            self.errors += [{"key": _seg_id(seg), "reason": reason} for seg, _, _ in batch]
+        for (seg, audio, _), rec in zip(batch, records):
+            self._write(seg, audio, rec)
+
+    def _annotate(self, batch: list) -> list[Any]:
+        from services.enhance.quality.annotate import AnnotationInput
+
+        items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
+                                 before if before is not None else audio,
+                                 self.in_rate if before is not None else self.rate,
+                                 audio, self.rate)
+                 for seg, audio, before in batch]
+        return self.annotator.annotate(items)
+
+    def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any) -> None:
         out = resample(audio, self.rate, OUT_RATE)
         s = seg.spec
-        meta = {
+        meta: dict[str, Any] = {
             "text": s.text,
             "language": s.language,
             "source_key": s.key,
@@ -41,12 +92,16 @@ class EnhancedWriter:
             "end": round(s.end, 3),
             "duration_seconds": round(out.size / OUT_RATE, 3),
         }
-        self._writer.write(f"{s.key}_{s.idx:04d}", {
+        if quality is not None:
+            meta["quality"] = quality.as_dict()
+            self.quality.add(quality)
+        self._writer.write(_seg_id(seg), {
             "flac": flac_bytes(out, OUT_RATE),
             "json": json.dumps(meta, ensure_ascii=False).encode("utf-8"),
         })
         self.written += 1
         self.seconds_out += out.size / OUT_RATE
+        self.durations.append((s, meta["duration_seconds"]))
 
     def close(self) -> None:
         try:
@@ -57,7 +112,37 @@ class EnhancedWriter:
         self._writer.close()
 
     def abort(self) -> None:
-        # called while another error propagates: that one is reported, not the writer's
-        with contextlib.suppress(BaseException):
-            self._behind.join()
+        self._behind.abort()  # what is pending is dropped
         self._writer.abort()
+
+
+def _seg_id(seg: CutSegment) -> str:
+    return f"{seg.spec.key}_{seg.spec.idx:04d}"
+
+
+class QualityTally:
+    """Shard totals of the annotations, for the done record."""
+
+    def __init__(self) -> None:
+        self.annotated = 0
+        self.multi_speaker = 0
+        self.fidelity_checked = 0
+        self.changed_text = 0
+        self.ovrl_before = 0.0
+        self.ovrl_after = 0.0
+
+    def add(self, rec: Any) -> None:
+        self.annotated += 1
+        self.multi_speaker += bool(rec.multi_speaker)
+        self.fidelity_checked += rec.fidelity_cer is not None
+        self.changed_text += bool(rec.restoration_changed_text)
+        self.ovrl_before += rec.dnsmos_before.ovrl
+        self.ovrl_after += rec.dnsmos_after.ovrl
+
+    def as_dict(self) -> dict[str, Any]:
+        n = max(self.annotated, 1)
+        return {"annotated": self.annotated, "multi_speaker": self.multi_speaker,
+                "fidelity_checked": self.fidelity_checked,
+                "restoration_changed_text": self.changed_text,
+                "mean_ovrl_before": round(self.ovrl_before / n, 3),
+                "mean_ovrl_after": round(self.ovrl_after / n, 3)}

@@ -17,6 +17,7 @@ from typing import Any
 from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.pipeline import STAGES, open_ledger
+from services.report.quality import QualityData
 
 TOP_N = 10
 
@@ -70,6 +71,7 @@ class ReportData:
     unreadable: list[str] = field(default_factory=list)  # outputs that could not be parsed
     slowest: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
+    quality: QualityData = field(default_factory=QualityData)
 
 
 def _jsonl(store: Store, key: str) -> tuple[list[dict[str, Any]], int]:
@@ -156,6 +158,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8) -> ReportData
         done_ids: set[int] = set()
         for rec in ledger.done_records(stage):
             _add_done(summary, rec)
+            for entry in rec.get("skipped") or []:  # segments the quality filter removed
+                data.quality.add_skipped(entry)
             done_ids.add(int(rec.get("shard_id", -1)))
             slow.append({"stage": stage, "shard": rec.get("shard", "?"),
                          "wall_seconds": float(rec.get("wall_seconds") or 0.0),
@@ -184,6 +188,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8) -> ReportData
         for key, (rows, bad) in zip(tok_keys, pool.map(lambda k: _jsonl(store, k), tok_keys)):
             data.token_lines += len(rows)
             data.token_seconds += sum(float(r.get("duration_seconds") or 0.0) for r in rows)
+            for r in rows:
+                data.quality.add_line(r)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
     return data
@@ -217,4 +223,5 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "slowest": data.slowest,
         "failed": data.failed,
         "unreadable": data.unreadable,
+        "quality": data.quality.as_dict(),
     }

@@ -3,7 +3,9 @@ length-bucketed batches, write JSONL behind (thread).
 
 Segments are taken in windows of ``window_seconds`` of audio; each window is bucketed by
 length, encoded, and written back in the tar's own order. A bad segment (unreadable audio,
-bad sidecar, too short) is counted and recorded with its reason; the rest go on.
+bad sidecar, too short) is counted and recorded with its reason; the rest go on. A segment the
+quality filter rejects (docs/quality.md) is not decoded: it is listed in ``skipped`` with its
+reasons. Lines carry the sidecar's filterable ``quality`` fields.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import Any
 import numpy as np
 
 from common.audio import AudioError, read_audio_bytes, resample
+from common.members import iter_keys
 from common.readahead import read_ahead
-from common.shards import MemberError, iter_shard
+from common.shards import MemberError
 from common.writebehind import WriteBehind
+from services.enhance.quality.policy import FilterPolicy, filter_fields
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
 
@@ -36,6 +40,8 @@ class Segment:
     duration: float = 0.0  # seconds of the enhanced audio at its own rate
     prepared: Prepared | None = None
     error: str | None = None
+    quality: dict[str, Any] | None = None  # the sidecar's filterable annotations
+    skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
 @dataclass
@@ -51,6 +57,16 @@ class RunStats:
     frames: int = 0
     padded_frames: int = 0
     error_samples: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # every skipped segment, with its reasons
+    skipped_seconds: float = 0.0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+
+    def add_skip(self, seg: Segment) -> None:
+        self.skipped.append({"key": seg.key, "reasons": seg.skipped,
+                             "seconds": round(seg.duration, 2), "quality": seg.quality})
+        self.skipped_seconds += seg.duration
+        for r in seg.skipped:
+            self.skipped_by_reason[r] = self.skipped_by_reason.get(r, 0) + 1
 
     def add_error(self, key: str | None, reason: str) -> None:
         self.errors += 1
@@ -59,11 +75,13 @@ class RunStats:
 
 
 def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
-                  max_member_bytes: int | None) -> Iterator[Segment | MemberError]:
+                  max_member_bytes: int | None,
+                  quality_filter: FilterPolicy | None = None) -> Iterator[Segment | MemberError]:
     index = 0
-    for item in iter_shard(path, max_member_bytes):
-        if isinstance(item, MemberError):
-            yield item
+    # the audio of each key as every stage decides it (common.members)
+    for item in iter_keys(path, max_member_bytes):
+        if item.key is None or (item.error is not None and item.error != "no_audio"):
+            yield MemberError(item.key, item.name, item.error or "bad_member")
             continue
         seg = Segment(index=index, key=item.key)
         index += 1
@@ -72,9 +90,16 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             if not isinstance(meta, dict):
                 raise ValueError("missing_json" if meta is None else "bad_json")  # noqa: TRY004
             seg.text = str(meta.get("text", ""))
-            audio_bytes = item.files.get("flac") or item.files.get("wav")
-            if audio_bytes is None:
+            quality = meta.get("quality") if isinstance(meta.get("quality"), dict) else None
+            seg.quality = filter_fields(quality)
+            if quality_filter is not None and (reasons := quality_filter.reasons(quality)):
+                seg.skipped = reasons
+                seg.duration = float(meta.get("duration_seconds") or 0.0)
+                yield seg
+                continue
+            if item.error is not None:
                 raise ValueError("missing_audio")
+            audio_bytes = item.audio
             audio, sr = read_audio_bytes(audio_bytes)
             seg.duration = audio.shape[0] / sr
             audio16 = resample(audio, sr, SR)
@@ -114,8 +139,11 @@ class JsonlWriter:
 
 
 def token_line(seg: Segment, codes: np.ndarray) -> str:
-    rec = {"id": seg.key, "text": seg.text, "codes": {"neu_tokens": codes.tolist()},
-           "duration_seconds": round(float(seg.duration), 2)}
+    rec: dict[str, Any] = {"id": seg.key, "text": seg.text,
+                           "codes": {"neu_tokens": codes.tolist()},
+                           "duration_seconds": round(float(seg.duration), 2)}
+    if seg.quality is not None:
+        rec["quality"] = seg.quality
     return json.dumps(rec, ensure_ascii=False) + "\n"
 
 
@@ -128,6 +156,7 @@ class PipelineConfig:
     window_seconds: float = 1800.0
     read_ahead: int = 256  # segments prepared ahead of the model
     max_member_bytes: int | None = None
+    quality_filter: FilterPolicy | None = None
 
 
 def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineConfig,
@@ -137,9 +166,14 @@ def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineCo
     window: list[Segment] = []
     window_seconds = 0.0
     try:
-        for item in _threaded(read_segments(tar, prepare, cfg.max_member_bytes), cfg.read_ahead):
+        segments = read_segments(tar, prepare, cfg.max_member_bytes, cfg.quality_filter)
+        for item in _threaded(segments, cfg.read_ahead):
             if isinstance(item, MemberError):
                 stats.add_error(item.key, f"member:{item.reason}")
+                continue
+            if item.skipped:
+                stats.segments += 1
+                stats.add_skip(item)
                 continue
             stats.segments += 1
             stats.seconds_in += item.duration

@@ -81,7 +81,9 @@ def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
             f"{str(e)[:200]}). Offline? Download it elsewhere (pytorch_model.bin, plus "
             f"{SEMANTIC_HUB_IDS[variant]}'s config.json as semantic_config.json and "
             "preprocessor_config.json) and set ONSEI_NEUCODEC_MODEL to that directory or to an "
-            f"s3:// prefix holding it, or place it at ONSEI_MODEL_CACHE/{repo_id}") from e
+            f"s3:// prefix holding it, or place it at ONSEI_MODEL_CACHE/{repo_id}; "
+            "`onsei models fetch` on a machine with hub access fills the model cache "
+            "(`--to s3://bucket/models` to share it)") from e
 
 
 def _carries_semantic(path: Path) -> bool:

@@ -71,6 +71,7 @@ class TokenizeStage(Stage):
         }
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.enhance.quality.policy import FilterPolicy
         from services.tokenize.encode import prepare
         from services.tokenize.pipeline import PipelineConfig, run_pipeline
 
@@ -82,14 +83,15 @@ class TokenizeStage(Stage):
         cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
                              max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,
                              window_seconds=s.tokenize_window_seconds,
-                             max_member_bytes=s.max_member_bytes)
+                             max_member_bytes=s.max_member_bytes,
+                             quality_filter=FilterPolicy.from_settings(s))
         st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
                           partial(prepare, self.codec.model, self.codec.variant))
         waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
         return StageResult(
             outputs={key: out},
             counts={"segments": st.segments, "tokenized": st.tokenized, "errors": st.errors,
-                    "tokens": st.tokens},
+                    "skipped": len(st.skipped), "tokens": st.tokens},
             audio_seconds_in=st.seconds_in,
             audio_seconds_out=st.seconds_out,
             model_seconds=st.model_seconds,
@@ -97,5 +99,9 @@ class TokenizeStage(Stage):
                    "mean_batch": round(st.tokenized / st.batches, 2) if st.batches else 0.0,
                    "padding_waste": round(waste, 4),
                    "load_seconds": round(self.load_seconds, 2),
-                   "errors_sample": st.error_samples},
+                   "errors_sample": st.error_samples,
+                   "quality_filter": {**FilterPolicy.from_settings(s).describe(),
+                                      "skipped_seconds": round(st.skipped_seconds, 2),
+                                      "by_reason": st.skipped_by_reason},
+                   "skipped": st.skipped},
         )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from common.prefetch import MANIFEST, Prefetcher, discard, fetch_into, prefetch_root
 
@@ -64,3 +67,52 @@ def test_prefetcher_runs_ahead_and_skips_done(make_settings) -> None:
     assert calls == [1, 3] and pre.fetched == 2
     got = fetch_into(_fetcher(calls), "asr", 3, s)  # the task finds it ready
     assert calls == [1, 3] and got["shard"].read_text() == "data 3"
+
+
+# --- issue 12 item 2: scratch is keyed by the run's URLs, and reused only while unchanged -----
+def _run(make_settings, tmp_path: Path, name: str, shards: dict[int, bytes]):
+    from common.engine import Engine
+    from services.pipeline import PIPELINE
+
+    src = tmp_path / name
+    src.mkdir(parents=True, exist_ok=True)
+    s = make_settings(input_url=str(src), scratch_dir=str(tmp_path / "shared-scratch"))
+    for i, data in shards.items():
+        (src / s.shard_name(i)).write_bytes(data)
+    return s, Engine(s, PIPELINE, "asr")
+
+
+def test_another_runs_download_is_never_used(make_settings, tmp_path) -> None:
+    """Run B (input B) downloaded its shard 2; run A, whose input has no shard 2, on the same
+    node and scratch dir, once processed B's copy. Now it fails: not found."""
+    from common.storage import NotFound
+
+    sb, exb = _run(make_settings, tmp_path, "B", {2: b"B's shard 2"})
+    sa, exa = _run(make_settings, tmp_path, "A", {0: b"A's shard 0"})
+    got = fetch_into(exb.fetch, "asr", 2, sb)
+    assert got["shard"].read_bytes() == b"B's shard 2"
+    assert prefetch_root(sa, "asr") != prefetch_root(sb, "asr")
+    with pytest.raises(NotFound):
+        fetch_into(exa.fetch, "asr", 2, sa)
+
+
+def test_a_changed_source_is_fetched_again(make_settings, tmp_path) -> None:
+    s, ex = _run(make_settings, tmp_path, "in", {1: b"version one"})
+    assert fetch_into(ex.fetch, "asr", 1, s)["shard"].read_bytes() == b"version one"
+    src = Path(s.input_url) / s.shard_name(1)
+    src.write_bytes(b"version TWO")  # same size, new mtime: a re-packed shard
+    os.utime(src, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert fetch_into(ex.fetch, "asr", 1, s)["shard"].read_bytes() == b"version TWO"
+    src.write_bytes(b"version three, longer")
+    got = fetch_into(ex.fetch, "asr", 1, s)
+    assert got["shard"].read_bytes() == b"version three, longer"
+    got["shard"].write_bytes(b"cut")  # the local copy damaged: not that size any more
+    assert fetch_into(ex.fetch, "asr", 1, s)["shard"].read_bytes() == \
+        b"version three, longer"
+
+
+def test_unchanged_source_is_reused_without_download(make_settings, tmp_path, monkeypatch) -> None:
+    s, ex = _run(make_settings, tmp_path, "in", {1: b"data"})
+    fetch_into(ex.fetch, "asr", 1, s)
+    monkeypatch.setattr(ex.input, "get_file", lambda *a: pytest.fail("downloaded again"))
+    assert fetch_into(ex.fetch, "asr", 1, s)["shard"].read_bytes() == b"data"

@@ -50,6 +50,18 @@ def test_round_trip_small_objects(s3_bucket: str, make_settings) -> None:
     assert keys == ["root/dir/a/x.json"]
 
 
+def test_identity_changes_with_the_object(s3_bucket: str, make_settings) -> None:
+    """Size + ETag: what a prefetched copy is checked against before reuse (issue 12)."""
+    store = open_store(f"s3://{s3_bucket}/ident", make_settings())
+    store.write_bytes("k", b"one")
+    first = store.identity("k")
+    assert first.startswith("3:") and first == store.identity("k")
+    store.write_bytes("k", b"two")  # same size, new content
+    assert store.identity("k") != first
+    with pytest.raises(NotFound):
+        store.identity("missing")
+
+
 def test_bucket_root_store_and_empty_object(s3_bucket: str, make_settings, tmp_path: Path) -> None:
     store = open_store(f"s3://{s3_bucket}", make_settings())
     store.write_bytes("empty", b"")

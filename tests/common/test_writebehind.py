@@ -28,3 +28,15 @@ def test_the_writers_error_is_raised_in_the_producer() -> None:
         w.join()
     with pytest.raises(OSError, match="disk full"):
         w.join()  # and join() says so too, without hanging
+
+
+def test_finish_runs_last_and_abort_drops_the_rest() -> None:
+    out: list[object] = []
+    w = WriteBehind(out.append, finish=lambda: out.append("end"))
+    w.put(1)
+    w.join()
+    assert out == [1, "end"]
+    dropped: list[int] = []
+    a = WriteBehind(dropped.append, finish=lambda: dropped.append(-1))
+    a.abort()
+    assert dropped == []

@@ -54,6 +54,7 @@ def test_worker_per_stage(config: dict, stage: str) -> None:
     assert env["ONSEI_INPUT_URL"]  # from the env file
     # graceful preemption needs more grace than the soft timeout
     assert svc["stop_grace_period"] in ("120s", "2m", "2m0s")
+    assert svc["restart"] in ("unless-stopped", "always")  # a worker that dies comes back
     assert int(env["ONSEI_SHUTDOWN_TIMEOUT"]) < 120
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         assert env[key] is None  # passed through from the shell, never written

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,47 @@ def test_entrypoint_mps_missing_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 78 and "nvidia-cuda-mps-control" in proc.stderr
     assert "worker" not in proc.stdout
     assert os.access(ENTRY, os.X_OK)
+
+
+SUPERVISE = REPO / "deploy/docker/onsei-supervise"
+
+
+def test_supervise_restarts_a_worker_that_dies(tmp_path: Path) -> None:
+    """Issue 12 item 4: a worker that dies (exit 1, as on kombu's "Unrecoverable error") is
+    started again, with back-off, until it exits 0."""
+    runs = tmp_path / "runs"
+    cmd = f'echo run >> {runs}; [ "$(wc -l < {runs})" -ge 3 ]'
+    proc = subprocess.run(["sh", str(SUPERVISE), "sh", "-c", cmd], capture_output=True,
+                          text=True, timeout=30, check=False,
+                          env={"PATH": "/usr/bin:/bin", "ONSEI_RESTART_DELAY": "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert runs.read_text().count("run") == 3
+    assert proc.stderr.count("restarting in") == 2 and "status 1" in proc.stderr
+    assert os.access(SUPERVISE, os.X_OK)
+
+
+def test_supervise_forwards_sigterm_and_stops(tmp_path: Path) -> None:
+    started, got = tmp_path / "started", tmp_path / "got"
+    worker = (f'trap "echo term >> {got}; exit 143" TERM; echo up >> {started}; '
+              'while :; do sleep 0.1; done')
+    proc = subprocess.Popen(["sh", str(SUPERVISE), "sh", "-c", worker],
+                            env={"PATH": "/usr/bin:/bin"}, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 10
+        while not started.exists() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert started.exists()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 143  # the worker's own status, and no restart
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert got.read_text() == "term\n" and started.read_text() == "up\n"
+
+
+def test_entrypoint_runs_the_worker_under_supervise() -> None:
+    assert 'exec sh "$(dirname "$0")/onsei-supervise" "$@"' in ENTRY.read_text()
+    for stage in STAGES:
+        text = (REPO / f"deploy/docker/Dockerfile.{stage}").read_text()
+        assert "COPY deploy/docker/onsei-supervise /usr/local/bin/onsei-supervise" in text

@@ -74,9 +74,10 @@ class Rig:
     @classmethod
     def create(cls, root: Path, s3_endpoint: str, pipeline: str = "dummy", shards: int = 12,
                keys_per_shard: int = 3, member_bytes: int = 256, s3_for_workers: str | None = None,
-               scratch: Path | None = None, **env_extra: str) -> Rig:
+               scratch: Path | None = None, persist_redis: bool = False,
+               **env_extra: str) -> Rig:
         root.mkdir(parents=True, exist_ok=True)
-        redis = RedisServer(root / "redis").start()
+        redis = RedisServer(root / "redis", persist=persist_redis).start()
         bucket = f"faults-{uuid.uuid4().hex[:10]}"
         s3 = boto3.client("s3", endpoint_url=s3_endpoint)
         s3.create_bucket(Bucket=bucket)
@@ -121,8 +122,8 @@ class Rig:
         return {**self.env, "AWS_ENDPOINT_URL": self.s3_direct,
                 "ONSEI_S3_ENDPOINT_URL": self.s3_direct}
 
-    def start_workers(self, n: int = 1, **extra: str) -> list[Worker]:
-        started = [start_worker(APP, ",".join(self.chain), {**self.env, **extra},
+    def start_workers(self, n: int = 1, queues: str | None = None, **extra: str) -> list[Worker]:
+        started = [start_worker(APP, queues or ",".join(self.chain), {**self.env, **extra},
                                 log_dir=self.root / "logs") for _ in range(n)]
         self.workers.extend(started)
         return started
@@ -138,7 +139,7 @@ class Rig:
                         self.chain[-1]], self.direct_env).stdout
 
     def wait_all(self, timeout: float) -> set[int]:
-        return wait_done(self.direct_env, self.chain[-1], self.ids, timeout)
+        return wait_done(self.direct_env, self.chain[-1], self.ids, timeout, self.workers)
 
     def logs(self, tail: int = 3000) -> str:
         return worker_logs(self.workers + self.retired, tail=tail)

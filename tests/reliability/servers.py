@@ -45,10 +45,11 @@ def make_tls_files(d: Path) -> dict[str, Path]:
 
 
 class RedisServer:
-    """``redis-server`` on a free loopback port; no persistence (a restart is a wipe)."""
+    """``redis-server`` on a free loopback port; no persistence (a restart is a wipe) unless
+    ``persist`` (an outage, not a loss: queues and unacked messages come back)."""
 
     def __init__(self, workdir: Path, password: str | None = None,
-                 tls: dict[str, Path] | None = None) -> None:
+                 tls: dict[str, Path] | None = None, persist: bool = False) -> None:
         exe = shutil.which("redis-server")
         if exe is None:
             raise RuntimeError("redis-server is not installed")
@@ -57,6 +58,7 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.password = password
         self.tls = tls
+        self.persist = persist  # an append-only file fsynced per write: a restart keeps data
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -67,7 +69,9 @@ class RedisServer:
         return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
-        args = [self.exe, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persist else \
+            ["--appendonly", "no"]
+        args = [self.exe, "--bind", "127.0.0.1", "--save", "", *aof,
                 "--dir", str(self.workdir), "--protected-mode", "yes"]
         if self.tls:
             args += ["--port", "0", "--tls-port", str(self.port),

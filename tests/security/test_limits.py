@@ -3,27 +3,17 @@ and reading tar members without ever writing them to disk by name."""
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from bench.speechgen import make_tar
 from common.audio import AudioError, decode_audio
 from common.settings import Settings
 from common.shards import MemberError, Sample, iter_shard
 from tests.reliability.flacgen import silent_flac
-
-
-def _tar(path: Path, members: list[tuple[str, bytes]]) -> Path:
-    with tarfile.open(path, "w") as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return path
 
 
 def test_defaults_bound_members():
@@ -34,7 +24,7 @@ def test_defaults_bound_members():
 
 
 def test_member_over_byte_limit_is_an_error_and_the_rest_goes_on(tmp_path):
-    shard = _tar(tmp_path / "s.tar", [("a.wav", b"x" * 10), ("big.wav", b"y" * 5000),
+    shard = make_tar(tmp_path / "s.tar", [("a.wav", b"x" * 10), ("big.wav", b"y" * 5000),
                                       ("c.wav", b"z" * 10)])
     out = list(iter_shard(shard, max_member_bytes=1000))
     errors = [o for o in out if isinstance(o, MemberError)]
@@ -48,7 +38,7 @@ def test_members_never_written_to_disk(tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    shard = _tar(tmp_path / "s.tar", [("../escape.wav", b"a"), ("/tmp/abs-onsei.wav", b"b"),
+    shard = make_tar(tmp_path / "s.tar", [("../escape.wav", b"a"), ("/tmp/abs-onsei.wav", b"b"),
                                       ("ok.wav", b"c")])
     before = set(os.listdir(tmp_path))
     out = list(iter_shard(shard))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import redis
 from click.testing import CliRunner
@@ -81,6 +82,7 @@ def test_force_and_dry_run(make_settings, private_redis_url) -> None:
 
 def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> None:
     s = make_settings(broker_url=private_redis_url)
+    Path(s.input_url).mkdir(parents=True)
     _ledger(s).mark_done("asr", 1, {})
     monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
     res = CliRunner().invoke(main, ["--range", "0-3", "--until", "asr"])
@@ -92,3 +94,73 @@ def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> Non
     monkeypatch.setattr("services.enqueue.get_settings", lambda: bad)
     res = CliRunner().invoke(main, ["--range", "0-1"])
     assert res.exit_code != 0 and "unreachable" in res.output
+
+
+def test_cli_refuses_an_input_that_does_not_exist(make_settings, private_redis_url,
+                                                  monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url, input_url="/nonexistent/raw")
+    monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
+    res = CliRunner().invoke(main, ["--range", "0-3"])
+    assert res.exit_code == 1 and res.output.strip() == \
+        "Error: input /nonexistent/raw does not exist", res.output
+    assert redis.Redis.from_url(private_redis_url).llen("asr") == 0  # nothing promised
+
+
+def test_cli_refuses_an_unknown_until_stage(make_settings, private_redis_url, monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url, until="tokenise")
+    Path(s.input_url).mkdir(parents=True)
+    monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
+    res = CliRunner().invoke(main, ["--range", "0-3"])
+    assert res.exit_code == 1 and res.output.strip() == (
+        "Error: ONSEI_UNTIL: unknown stage 'tokenise': choose one of asr, enhance, tokenize")
+    assert redis.Redis.from_url(private_redis_url).llen("asr") == 0
+
+
+# --- issue 12 item 5: a huge range is refused at once, with one clear line -------------------
+HUGE = "0-99999999999"
+
+
+def test_huge_range_is_refused_by_every_command(tmp_path, monkeypatch) -> None:
+    """enqueue-shards, onsei run and onsei status once built a set of every id (MemoryError
+    at 2.4 GB). Now: exit 2 at once, naming the size and the setting."""
+    from services.runner_cli import run
+    from services.status import status
+
+    monkeypatch.setenv("ONSEI_OUTPUT_URL", str(tmp_path / "out"))
+    monkeypatch.setenv("ONSEI_INPUT_URL", str(tmp_path / "raw"))
+    monkeypatch.setenv("ONSEI_BROKER_URL", "redis://127.0.0.1:1/0")  # never reached
+    from common.settings import get_settings
+
+    getattr(get_settings, "cache_clear", lambda: None)()
+    for cmd, args in ((main, ["--range", HUGE, "--dry-run"]), (run, ["--range", HUGE]),
+                      (status, ["--range", HUGE])):
+        res = CliRunner().invoke(cmd, args)
+        assert res.exit_code == 2, (cmd.name, res.output)
+        assert "names 100,000,000,000 shards, more than ONSEI_MAX_RANGE=1,000,000" in res.output
+        assert not (tmp_path / "out").exists()  # refused before anything was read or written
+
+
+def test_max_range_is_configurable() -> None:
+    assert parse_range("0-9", max_ids=10) == range(10)
+    import click
+    import pytest
+
+    with pytest.raises(click.BadParameter, match="names 11 shards, more than ONSEI_MAX_RANGE=10"):
+        parse_range("0-10", max_ids=10)
+
+
+def test_plan_streams_the_range(make_settings, private_redis_url) -> None:
+    """Planning a million-shard range holds only what exists (done ids) and what it enqueues,
+    never a set of the range."""
+    import tracemalloc
+
+    s = make_settings(broker_url=private_redis_url)
+    _ledger(s).mark_done("asr", 5, {})
+    tracemalloc.start()
+    from services.enqueue import plan
+
+    p = plan(s, range(1_000_000), "enhance", "tokenize", False, False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert p.to_enqueue["enhance"] == [5] and p.waiting == 999_999
+    assert peak < 8 * 1024**2, peak  # a set of 1e6 ints alone is ~60 MB

@@ -98,7 +98,13 @@ def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) ->
     assert corr > 0.99, corr
 
 
-def test_bad_members_are_recorded_and_the_rest_goes_on(make_settings, tmp_path) -> None:
+def test_bad_members_fail_the_shard_with_every_reason(make_settings, tmp_path) -> None:
+    """Members asr kept but enhance cannot write (issue 12): the shard fails, naming each one,
+    and nothing is published or marked done (it was once marked done with holes)."""
+    from common.storage import open_store
+    from services.enhance.verify import SegmentMismatch
+    from services.pipeline import open_ledger
+
     raw, out = tmp_path / "raw", tmp_path / "out"
     make_shard(raw / "shard-000007.tar", {
         "good": {"wav": wav_bytes(speech(4.0))},
@@ -113,13 +119,15 @@ def test_bad_members_are_recorded_and_the_rest_goes_on(make_settings, tmp_path) 
     (out / "asr/shard-000007.jsonl").write_text(
         "".join(json.dumps(x) + "\n" for x in lines) + "{not json\n")
     s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
-    rec = Engine(s, PIPELINE, EnhanceStage(s)).run(7).record
-    reasons = {(e["key"], e["reason"].split(":")[0]) for e in rec["errors"]}
-    assert ("broken", "error") in reasons and ("noaudio", "no_audio_member") in reasons
-    assert ("missing", "missing_member") in reasons and (None, "asr_line_5_malformed") in reasons
-    assert rec["counts"]["segments"] == 2 and rec["counts"]["errors"] == 4
-    names = [n for n, _ in read_tar(out / "enhanced/shard-000007.tar")]
-    assert names == ["good_0000.flac", "good_0000.json", "good_0001.flac", "good_0001.json"]
+    with pytest.raises(SegmentMismatch) as ei:
+        Engine(s, PIPELINE, EnhanceStage(s)).run(7)
+    msg = str(ei.value)
+    assert msg.startswith("enhance wrote 2 segments, asr kept 5: missing ")
+    for part in ("broken_0000 (error:", "noaudio_0000 (error:no_audio)",
+                 "missing_0000 (missing_member)", "asr_line_5_malformed"):
+        assert part in msg, msg
+    assert list(open_store(s.output_url).list("enhanced/")) == []
+    assert not open_ledger(s).is_done("enhance", 7)
 
 
 def test_shard_with_nothing_kept_gives_an_empty_tar(make_settings, tmp_path) -> None:

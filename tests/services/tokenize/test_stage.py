@@ -48,7 +48,7 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, polic
         n16 = resample(tone(seconds, 24_000), 24_000, 16_000).shape[0]
         assert len(toks) == n16 // 320
     rec = outcome.record
-    assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2,
+    assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2, "skipped": 0,
                              "tokens": sum(len(r["codes"]["neu_tokens"]) for r in lines)}
     assert {e["reason"] for e in rec["errors_sample"]} == {"audio:undecodable", "missing_json"}
     assert rec["tokenizer"] == "neucodec"

@@ -1,0 +1,87 @@
+"""All annotations of a batch of segments, from audio already in memory (no extra decode).
+
+``Annotator.annotate(items)`` takes each segment's input (before restoration) and output (after)
+at their own rates, resamples both to 16 kHz once, and runs DNSMOS on both, the speaker encoder
+on the restored audio, and the fidelity re-transcription on the sampled ones; every model runs
+batched over the items. ``seconds`` accumulates the time spent (the stage reports it).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from common.audio import resample
+from common.settings import Settings
+from services.enhance.quality.dnsmos import Dnsmos
+from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
+from services.enhance.quality.records import QualityRecord
+from services.enhance.quality.speaker import SpeakerEncoder
+
+SR = 16000
+
+
+@dataclass
+class AnnotationInput:
+    segment_id: str
+    text: str
+    language: str | None
+    before: np.ndarray
+    before_rate: int
+    after: np.ndarray
+    after_rate: int
+
+
+class Annotator:
+    def __init__(self, settings: Settings, device: str = "cpu",
+                 fidelity: FidelityChecker | None = None) -> None:
+        s = settings
+        self.dnsmos = Dnsmos(hop_seconds=s.quality_dnsmos_hop_seconds, device=device)
+        self.speaker = SpeakerEncoder(device=device)
+        self.fraction = s.quality_fidelity_fraction
+        self.speaker_threshold = s.quality_speaker_threshold
+        self.cer_threshold = s.quality_fidelity_cer
+        self.fidelity = fidelity or FidelityChecker(
+            loader=whisper_loader(s, s.quality_fidelity_model, device))
+        self.seconds = 0.0
+        self.fidelity_checked = 0
+
+    def load(self) -> None:
+        self.dnsmos.load()
+        self.speaker.load()
+
+    def info(self) -> dict:
+        return {"dnsmos": "speechmos sig_bak_ovr.onnx (P.835)",
+                "speaker": "resemblyzer pretrained.pt",
+                "speaker_threshold": self.speaker_threshold,
+                "fidelity_fraction": self.fraction, "fidelity_cer": self.cer_threshold}
+
+    def annotate(self, items: list[AnnotationInput]) -> list[QualityRecord]:
+        if not items:
+            return []
+        t0 = time.perf_counter()
+        before = [resample(it.before, it.before_rate, SR) for it in items]
+        after = [resample(it.after, it.after_rate, SR) for it in items]
+        mos = self.dnsmos.score(before + after)
+        spk = self.speaker.score(after)
+        out = []
+        for i, it in enumerate(items):
+            c = spk[i].consistency
+            out.append(QualityRecord(
+                dnsmos_before=mos[i], dnsmos_after=mos[len(items) + i],
+                speaker_embedding=spk[i].embedding, speaker_consistency=c,
+                speaker_parts=spk[i].parts,
+                multi_speaker=c is not None and c < self.speaker_threshold))
+        picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
+        if picked:
+            scores = self.fidelity.check([(after[i], items[i].text, items[i].language)
+                                          for i in picked])
+            for i, sc in zip(picked, scores):
+                rec = out[i]
+                rec.fidelity_cer, rec.fidelity_text = sc.cer, sc.transcript
+                rec.restoration_changed_text = sc.cer > self.cer_threshold
+            self.fidelity_checked += len(picked)
+        self.seconds += time.perf_counter() - t0
+        return out

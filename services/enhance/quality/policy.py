@@ -1,0 +1,57 @@
+"""Which annotated segments tokenize skips, and why (docs/quality.md).
+
+One reason string per rule a segment fails; an empty list keeps it. A segment without
+annotations (made before they existed, or with ``ONSEI_QUALITY_ANNOTATIONS=false``) is kept, and
+a rule whose field was not computed (too short to judge speakers, not in the fidelity sample)
+does not apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Fields each tokens JSONL line carries (all but the embedding and the re-transcript).
+FILTER_FIELDS = ("dnsmos_before", "dnsmos_after", "dnsmos_delta", "speaker_consistency",
+                 "multi_speaker", "fidelity_cer", "restoration_changed_text")
+
+
+def filter_fields(quality: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a sidecar's ``quality`` that a tokens line carries (None stays None)."""
+    if not quality:
+        return None
+    return {k: quality[k] for k in FILTER_FIELDS if k in quality}
+
+
+@dataclass(frozen=True)
+class FilterPolicy:
+    multi_speaker: bool = True  # skip segments flagged multi_speaker
+    min_ovrl: float = 2.0  # skip when DNSMOS OVRL after restoration is below (0: off)
+    min_ovrl_delta: float | None = None  # skip when OVRL after - before is below (None: off)
+    changed_text: bool = False  # skip segments flagged restoration_changed_text
+
+    @classmethod
+    def from_settings(cls, s: Any) -> FilterPolicy:
+        return cls(multi_speaker=s.filter_multi_speaker, min_ovrl=s.filter_min_ovrl,
+                   min_ovrl_delta=s.filter_min_ovrl_delta,
+                   changed_text=s.filter_restoration_changed_text)
+
+    def reasons(self, quality: dict[str, Any] | None) -> list[str]:
+        if not quality:
+            return []
+        out = []
+        if self.multi_speaker and quality.get("multi_speaker"):
+            out.append("multi_speaker")
+        after = (quality.get("dnsmos_after") or {}).get("ovrl")
+        if self.min_ovrl > 0 and after is not None and after < self.min_ovrl:
+            out.append(f"dnsmos_ovrl<{self.min_ovrl:g}")
+        delta = (quality.get("dnsmos_delta") or {}).get("ovrl")
+        if self.min_ovrl_delta is not None and delta is not None and delta < self.min_ovrl_delta:
+            out.append(f"dnsmos_delta<{self.min_ovrl_delta:g}")
+        if self.changed_text and quality.get("restoration_changed_text"):
+            out.append("restoration_changed_text")
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
+                "min_ovrl_delta": self.min_ovrl_delta, "restoration_changed_text": self.changed_text}

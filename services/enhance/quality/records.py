@@ -1,0 +1,47 @@
+"""The quality annotation of one segment: what goes into the enhanced ``.json`` sidecar
+(``quality``) and the subset the tokens JSONL carries for filtering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from services.enhance.quality.dnsmos import MosScore
+
+
+@dataclass
+class QualityRecord:
+    dnsmos_before: MosScore
+    dnsmos_after: MosScore
+    speaker_embedding: np.ndarray  # float32 [256]
+    speaker_consistency: float | None  # None: too little speech to judge
+    speaker_parts: int
+    multi_speaker: bool
+    fidelity_cer: float | None = None  # None: not in the fidelity sample
+    fidelity_text: str | None = None
+    restoration_changed_text: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dnsmos_delta(self) -> MosScore:
+        b, a = self.dnsmos_before, self.dnsmos_after
+        return MosScore(a.sig - b.sig, a.bak - b.bak, a.ovrl - b.ovrl)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "dnsmos_before": self.dnsmos_before.as_dict(),
+            "dnsmos_after": self.dnsmos_after.as_dict(),
+            "dnsmos_delta": self.dnsmos_delta.as_dict(),
+            "speaker_consistency": (None if self.speaker_consistency is None
+                                    else round(self.speaker_consistency, 4)),
+            "speaker_parts": self.speaker_parts,
+            "multi_speaker": self.multi_speaker,
+            "fidelity_cer": self.fidelity_cer,
+            "restoration_changed_text": self.restoration_changed_text,
+            "speaker_embedding": [round(float(v), 4) for v in self.speaker_embedding],
+        }
+        if self.fidelity_text is not None:
+            d["fidelity_text"] = self.fidelity_text
+        return d | self.extra

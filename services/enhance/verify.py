@@ -1,0 +1,67 @@
+"""The enhance output must hold exactly the segments asr kept, each as long as asr said.
+
+Issue 12: enhance once paired one member's text with another member's audio, and dropped keys
+asr had kept, and still marked the shard done. Whatever the cause (a reader disagreeing with
+asr, an undecodable member, an asr line that cannot be parsed), a shard whose output differs
+from asr's kept segments -- by count, by key, or by a ``duration_seconds`` more than 20 ms away
+from ``end - start`` -- fails here, before anything is published or marked done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.enhance.segments import Plan, SegmentSpec
+
+TOLERANCE_SECONDS = 0.02
+_SHOW = 5  # names listed per problem in the message; the counts are complete
+
+
+class SegmentMismatch(RuntimeError):
+    """The written segments are not the kept ones: the shard must not be marked done."""
+
+
+def segment_name(spec: SegmentSpec) -> str:
+    return f"{spec.key}_{spec.idx:04d}"
+
+
+def _some(names: list[str]) -> str:
+    more = f" (+{len(names) - _SHOW} more)" if len(names) > _SHOW else ""
+    return ", ".join(names[:_SHOW]) + more
+
+
+def check_written(plan: Plan, written: list[tuple[SegmentSpec, float]],
+                  errors: list[dict[str, Any]]) -> None:
+    """Raise :class:`SegmentMismatch` unless ``written`` ((spec, duration_seconds) in output
+    order) is exactly the plan's kept segments, each within 20 ms of its asr length."""
+    expected = {segment_name(s): s for specs in plan.by_key.values() for s in specs}
+    got: dict[str, float] = {}
+    doubled: list[str] = []
+    for spec, seconds in written:
+        name = segment_name(spec)
+        if name in got:
+            doubled.append(name)
+        got[name] = seconds
+    problems = []
+    missing = sorted(expected.keys() - got.keys())
+    if missing:
+        why = {e["key"]: e["reason"] for e in errors if e.get("key")}
+        problems.append("missing " + _some(
+            [f"{n} ({why.get(expected[n].key, 'not written')})" for n in missing]))
+    unexpected = sorted(got.keys() - expected.keys())
+    if unexpected:
+        problems.append("not kept by asr " + _some(unexpected))
+    if doubled:
+        problems.append("written twice " + _some(sorted(doubled)))
+    off = sorted(n for n in expected.keys() & got.keys()
+                 if abs(got[n] - (expected[n].end - expected[n].start)) > TOLERANCE_SECONDS)
+    if off:
+        problems.append("duration off by > 20 ms " + _some(
+            [f"{n} ({got[n]:.3f}s, asr {expected[n].end - expected[n].start:.3f}s)"
+             for n in off]))
+    unparsed = [e["reason"] for e in plan.errors]
+    if unparsed:
+        problems.append("asr output unreadable: " + _some(unparsed))
+    if problems:
+        raise SegmentMismatch(f"enhance wrote {len(written)} segments, asr kept "
+                              f"{len(expected)}: " + "; ".join(problems))

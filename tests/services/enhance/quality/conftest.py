@@ -1,0 +1,37 @@
+"""Quality fixtures: espeak speech (clean and at 0 dB SNR), the real offline Whisper base."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.speech_corpus import EN_SENTENCES
+from bench.speechgen import have_espeak, synth
+
+SR = 16000
+
+
+@pytest.fixture(scope="session")
+def speech() -> list[np.ndarray]:
+    """Four English sentences (espeak, 16 kHz), peak 0.5."""
+    if not have_espeak():
+        pytest.skip("espeak-ng is not installed")
+    out = []
+    for s in EN_SENTENCES[3:7]:
+        x = synth(s)
+        out.append((0.5 * x / np.abs(x).max()).astype(np.float32))
+    return out
+
+
+@pytest.fixture(scope="session")
+def whisper():
+    """The bundled offline Whisper base (int8, CPU), as the fidelity check loads it."""
+    import os
+    from pathlib import Path
+
+    from common.settings import Settings
+    from services.enhance.quality.fidelity import whisper_loader
+
+    cache = os.environ.get("ONSEI_TEST_MODEL_CACHE", str(Path.home() / ".cache/onsei/models"))
+    s = Settings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8")
+    return whisper_loader(s, device="cpu")()
