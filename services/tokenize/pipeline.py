@@ -24,9 +24,9 @@ from common.members import iter_keys
 from common.readahead import read_ahead
 from common.shards import MemberError
 from common.writebehind import WriteBehind
-from services.enhance.quality.policy import FilterPolicy, filter_fields
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
+from services.tokenize.filter import FilterPolicy, filter_fields
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second
