@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from common.engine import Engine
@@ -136,14 +138,46 @@ def busy_fraction(quick: bool) -> list[dict]:
 
 
 def enqueue_speed(quick: bool) -> list[dict]:
+    with tempfile.TemporaryDirectory() as d, private_redis(Path(d)) as url:
+        return _enqueue_speed(url, quick)
+
+
+@contextmanager
+def private_redis(workdir: Path) -> Iterator[str]:
+    """A redis-server of the bench's own on a free loopback port: never someone's 6379."""
+    import shutil
+    import socket
+    import subprocess
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("the enqueue bench needs redis-server installed")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(workdir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _enqueue_speed(url: str, quick: bool) -> list[dict]:
     import redis
 
     from common.publish import plain_publish, publish_shards
     from services.pipeline import make_app
 
-    url = "redis://127.0.0.1:6379/15"
     r = redis.Redis.from_url(url)
-    r.flushdb()
     app = make_app("onsei", Settings(broker_url=url))
     total = 10_000 if quick else 50_000
     t0 = time.perf_counter()

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -21,9 +21,25 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
+TOKENIZERS: tuple[str, ...] = ("neucodec", "distill-neucodec")
+BROKER_SCHEMES: tuple[str, ...] = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp")
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be read (e.g. ``ONSEI_CONFIG`` names no file)."""
+
+
+def one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}: choose one of {', '.join(allowed)}")
+    return value
+
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="ignore", validate_default=True)
+    # hide_input_in_errors: a rejected value may be a URL with a password in it
+    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="ignore", validate_default=True,
+                                      hide_input_in_errors=True)
 
     # --- locations -------------------------------------------------------------------------
     input_url: str = Field("./data/raw", description="where the raw shards are")
@@ -54,7 +70,7 @@ class Settings(BaseSettings):
     flower_host: str = Field("127.0.0.1", description="bind address of Flower")
     flower_port: int = Field(5555, description="Flower port")
     flower_basic_auth: SecretStr = Field(
-        SecretStr("onsei:change-me"), description="user:password for Flower"
+        SecretStr(""), description="user:password for Flower; `onsei flower` requires one"
     )
     cuda_mps: bool = Field(False, description="worker image entrypoint starts the CUDA MPS "
                            "daemon so a worker's processes share the GPU's SMs")
@@ -65,15 +81,27 @@ class Settings(BaseSettings):
     retry_backoff_seconds: float = Field(2.0, description="first retry delay; doubles, jittered")
     retry_backoff_max_seconds: float = Field(600.0, description="longest retry delay")
 
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_scheme(cls, v: SecretStr) -> SecretStr:
+        url = v.get_secret_value()
+        scheme = url.split("://", 1)[0] if "://" in url else ""
+        if scheme not in BROKER_SCHEMES:
+            # the URL itself may hold a password: only its scheme is repeated
+            raise ValueError(f"the broker URL must start with one of "
+                             f"{', '.join(s + '://' for s in BROKER_SCHEMES)} (got "
+                             f"{scheme + '://' if scheme else 'no scheme'})")
+        return v
+
     # --- cost (common/cost.py; docs/operations.md "Cost") --------------------------------------
     node_type: str = Field("", description="accelerator of this node as priced: H100, L4, A10G, "
                            "cpu, ... (common/cost.py); written into every done record")
     node_pricing: Literal["spot", "on-demand"] = Field("spot", description="spot or on-demand")
     node_price_per_hour: float | None = Field(
-        None, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
-    node_gpus: int = Field(1, description="GPUs per node")
+        None, ge=0, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
+    node_gpus: int = Field(1, ge=1, description="GPUs per node")
     node_parallel_shards: int = Field(
-        0, description="shards the node works on at once (0: worker_concurrency x node_gpus)")
+        0, ge=0, description="shards the node works on at once (0: worker_concurrency x node_gpus)")
 
     # --- shard limits ------------------------------------------------------------------------
     max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
@@ -103,6 +131,28 @@ class Settings(BaseSettings):
     asr_merge_gap_seconds: float = Field(
         3.0, description="pauses up to this stay inside one transcription clip")
 
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _split_languages(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return v
+
+    @field_validator("languages")
+    @classmethod
+    def _whisper_codes(cls, v: list[str]) -> list[str]:
+        from common.languages import COMMON_NAMES, WHISPER_LANGUAGES
+
+        if not v:
+            raise ValueError("no language to keep: give Whisper codes such as ja,en")
+        for code in v:
+            if code not in WHISPER_LANGUAGES:
+                hint = f" (did you mean {COMMON_NAMES[code.lower()]}?)" \
+                    if code.lower() in COMMON_NAMES else ""
+                raise ValueError(f"{code!r} is not a Whisper language code{hint}; valid codes: "
+                                 f"{', '.join(WHISPER_LANGUAGES)}")
+        return v
+
     # --- enhance -------------------------------------------------------------------------------
     enhancer: str = Field("sidon", description="sidon, rnnoise or none")
     sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
@@ -116,6 +166,11 @@ class Settings(BaseSettings):
         "torch", description="Sidon filterbank: torch (batched, on the device) or transformers")
     enhance_pack_rounds: int = Field(
         4, description="batches' worth of chunks pooled before packing (more: less padding)")
+
+    @field_validator("enhancer")
+    @classmethod
+    def _known_enhancer(cls, v: str) -> str:
+        return one_of(v, ENHANCERS, "enhancer")
 
     # --- quality annotations of restored segments and the filter on them (docs/quality.md) ----
     quality_annotations: bool = Field(
@@ -156,17 +211,15 @@ class Settings(BaseSettings):
         1800.0, description="audio seconds read ahead and length-bucketed together"
     )
 
+    @field_validator("tokenizer")
+    @classmethod
+    def _known_tokenizer(cls, v: str) -> str:
+        return one_of(v, TOKENIZERS, "tokenizer")
+
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(
         str(Path("~/.cache/onsei/models").expanduser()), description="weights looked up first"
     )
-
-    @field_validator("languages", mode="before")
-    @classmethod
-    def _split_languages(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            return [x.strip() for x in v.split(",") if x.strip()]
-        return v
 
     @classmethod
     def settings_customise_sources(
@@ -180,6 +233,8 @@ class Settings(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         cfg = os.environ.get("ONSEI_CONFIG")
         if cfg:
+            if not Path(cfg).is_file():
+                raise ConfigError(f"ONSEI_CONFIG={cfg}: no such file")
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=cfg))
         return tuple(sources)
 
@@ -205,6 +260,15 @@ class Settings(BaseSettings):
                 value = redact_value(value)
             out[f"ONSEI_{name.upper()}"] = value
         return out
+
+
+def describe_errors(e: ValidationError) -> str:
+    """One line per invalid setting, named as the user sets it: ``ONSEI_LANGUAGES: ...``."""
+    lines = []
+    for err in e.errors():
+        name = "ONSEI_" + str(err["loc"][0]).upper() if err.get("loc") else "settings"
+        lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+    return "\n".join(lines)
 
 
 @lru_cache(maxsize=1)

@@ -23,6 +23,12 @@ SUBCOMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        from services.errors import user_errors
+
+        with user_errors():  # a bad setting or a missing input: one line, not a traceback
+            return super().invoke(ctx)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
 

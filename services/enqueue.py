@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import click
 
-from common.settings import Settings, get_settings
+from common.preflight import check_input_root
+from common.settings import Settings, get_settings, one_of
+from services.errors import friendly
 from services.pipeline import PIPELINE, STAGES, open_ledger
 
 
@@ -122,14 +124,20 @@ def enqueue(settings: Settings, ids: range, stage: str, until: str, force: bool 
 @click.option("--force", is_flag=True, help="enqueue every shard at --stage even when done")
 @click.option("--retry-failed", is_flag=True, help="also enqueue dead-lettered shards")
 @click.option("--dry-run", is_flag=True, help="count only, publish nothing")
+@friendly
 def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: bool,
          dry_run: bool) -> None:
     """Enqueue the shards of a range whose stages are not done (and not already queued)."""
     settings = get_settings()
-    until = until or settings.until or PIPELINE.last
+    try:
+        until = one_of(until or settings.until or PIPELINE.last, STAGES, "stage")
+    except ValueError as e:
+        raise click.ClickException(f"ONSEI_UNTIL: {e}") from None
     if STAGES.index(until) < STAGES.index(stage):
         raise click.BadParameter(f"--until {until} comes before --stage {stage}")
     ids = parse_range(range_, settings.max_range)
+    if stage == PIPELINE.names[0]:  # the raw shards must be there before anything is promised
+        check_input_root(settings.input_url, settings)
     t0 = time.perf_counter()
     p = enqueue(settings, ids, stage, until, force, dry_run, retry_failed)
     dt = time.perf_counter() - t0

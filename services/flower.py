@@ -8,15 +8,39 @@ Flower's environment (``FLOWER_BASIC_AUTH``), never on a command line that ``ps`
 from __future__ import annotations
 
 import os
+import socket
 import sys
 
 import click
 
-from services.pipeline import make_app
+from services.pipeline import STAGES, make_app
 
 # ``celery -A services.flower:app flower``: an app that knows all three queues (Flower's
 # broker page lists the app's queues when no worker has reported its own yet).
 app = make_app("onsei")
+DEFAULT_PASSWORDS = {"", "change-me"}
+
+
+def list_every_stage_queue() -> None:
+    """Flower's Broker page lists only the queues of the workers online (when any is), so a
+    stage without a worker, the very queue where the backlog piles up, went missing. Runs in
+    the Flower process (``-A services.flower:app`` imports this module)."""
+    try:
+        from flower.views import BaseHandler
+    except ImportError:  # not the ops extra: nothing to patch
+        return
+    original = BaseHandler.get_active_queue_names
+    if getattr(original, "onsei_all_stages", False):
+        return
+
+    def names(self) -> list[str]:
+        return sorted(set(original(self)) | set(STAGES))
+
+    names.onsei_all_stages = True  # type: ignore[attr-defined]
+    BaseHandler.get_active_queue_names = names
+
+
+list_every_stage_queue()
 
 
 def flower_command(host: str, port: int) -> list[str]:
@@ -39,17 +63,30 @@ def flower_env(auth: str, base: dict[str, str] | None = None) -> dict[str, str]:
 @click.option("--port", type=int, default=None, help="port [settings.flower_port]")
 def flower(host: str | None, port: int | None) -> None:
     """Start Flower on the broker, behind basic auth, bound to loopback unless configured."""
-    from common.settings import get_settings
+    from common.settings import Settings
 
-    s = get_settings()
+    s = Settings()
     auth = s.flower_basic_auth.get_secret_value()
-    if ":" not in auth or not auth.split(":", 1)[1]:
-        raise click.ClickException("ONSEI_FLOWER_BASIC_AUTH must be user:password")
-    if auth.endswith(":change-me"):
-        click.echo("warning: Flower uses the default password; set ONSEI_FLOWER_BASIC_AUTH",
-                   err=True)
+    user, _, password = auth.partition(":")
+    if not user or password in DEFAULT_PASSWORDS:
+        raise click.ClickException(
+            "set ONSEI_FLOWER_BASIC_AUTH=user:password first, with a password of your own "
+            "(e.g. export ONSEI_FLOWER_BASIC_AUTH=ops:$(openssl rand -hex 12)); Flower does "
+            "not start without one")
     host, port = host or s.flower_host, port or s.flower_port
-    click.echo(f"Flower on http://{host}:{port}/ (basic auth user {auth.split(':', 1)[0]!r})",
-               err=True)
+    port_free_or_fail(host, port)
+    click.echo(f"Flower on http://{host}:{port}/ (basic auth user {user!r})", err=True)
     cmd = flower_command(host, port)
     os.execvpe(cmd[0], cmd, flower_env(auth))
+
+
+def port_free_or_fail(host: str, port: int) -> None:
+    """One clear line now, rather than Flower's traceback after it has started."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tornado binds
+        try:
+            sock.bind((host, port))
+        except OSError as e:
+            raise click.ClickException(
+                f"cannot listen on {host}:{port}: {e.strerror or e} (another Flower? choose "
+                "--port or ONSEI_FLOWER_PORT)") from None

@@ -43,6 +43,7 @@ class StageSummary:
     waiting: list[int] = field(default_factory=list)  # the previous stage is not done
     failed: dict[int, str] = field(default_factory=dict)
     error: str | None = None  # the stage could not run at all (model unavailable)
+    not_run: list[int] = field(default_factory=list)  # ready, but the stage could not run
     seconds: float = 0.0
     model_seconds: float = 0.0
     audio_seconds_in: float = 0.0
@@ -95,7 +96,7 @@ class Runner:
         # say why, in the stage's own words; the earlier stages' outputs are saved
         except Exception as e:  # noqa: BLE001
             summary.error = reason_of(e)
-            summary.waiting.extend(todo)
+            summary.not_run.extend(todo)
             return summary
         pre = Prefetcher(name, engine.fetch, lambda i: False, self.settings)
         for n, shard_id in enumerate(todo):

@@ -22,7 +22,8 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from common.settings import get_settings
+    from common.preflight import check_input_root, check_output_root
+    from common.settings import Settings
     from services.enqueue import parse_range
     from services.runner import Runner
 
@@ -31,8 +32,12 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     if bad or not wanted:
         raise click.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}")
     update = {k: v for k, v in (("input_url", input_url), ("output_url", output_url)) if v}
-    settings = get_settings().model_copy(update=update)
+    settings = Settings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
     ids = parse_range(range_, settings.max_range)
+    # before any model loads: the input is there (when asr runs) and the output is writable
+    if STAGES[0] in wanted:
+        check_input_root(settings.input_url, settings)
+    check_output_root(settings.output_url, settings)
     con = Console(stderr=True)
     bars: dict[str, int] = {}
     with Progress(TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
@@ -46,16 +51,22 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         summaries = Runner(settings, wanted, force).run(ids, progress)
     failed = False
     for s in summaries:
-        line = (f"{s.stage}: processed {len(s.processed)}, already done {len(s.skipped_done)}, "
-                f"failed {len(s.failed)}, waiting {len(s.waiting)} | "
-                f"{s.audio_seconds_in / 3600:.3f} h in, {s.audio_seconds_out / 3600:.3f} h out, "
-                f"{s.seconds:.1f}s")
-        click.echo(line)
+        click.echo(summary_line(s))
         for shard_id, reason in s.failed.items():
             click.echo(f"  shard {shard_id}: {reason}", err=True)
         if s.error:
-            click.echo(f"{s.stage}: cannot run: {s.error}", err=True)
             click.echo("  the earlier stages' outputs are saved; fix this and run again to "
                        "continue from here.", err=True)
         failed = failed or bool(s.error or s.failed)
     sys.exit(1 if failed else 0)
+
+
+def summary_line(s) -> str:
+    """One line per stage; a stage that could not start says so and why, never "waiting"."""
+    if s.error:
+        n = len(s.not_run)
+        return f"{s.stage}: not run: {s.error} [{n} shard{'' if n == 1 else 's'} ready for it]"
+    return (f"{s.stage}: processed {len(s.processed)}, already done {len(s.skipped_done)}, "
+            f"failed {len(s.failed)}, waiting {len(s.waiting)} | "
+            f"{s.audio_seconds_in / 3600:.3f} h in, {s.audio_seconds_out / 3600:.3f} h out, "
+            f"{s.seconds:.1f}s")

@@ -1,7 +1,8 @@
 """Shared fixtures: real services on loopback (Redis, moto's S3 server), settings, data dirs.
 
-.ci/run exports ONSEI_TEST_REDIS_URL / ONSEI_TEST_S3_ENDPOINT for services it started; when run
-directly, the fixtures find or start their own.
+.ci/run exports ONSEI_TEST_REDIS_URL (+ its pid) / ONSEI_TEST_S3_ENDPOINT for services it
+started; otherwise the fixtures start their own. A Redis the tests did not start (a developer's
+127.0.0.1:6379) is never used.
 """
 
 from __future__ import annotations
@@ -99,26 +100,62 @@ def inproc_s3():
     srv.stop()
 
 
+def start_redis_server(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """A redis-server of our own: a free loopback port, ``workdir`` as its dir, no persistence.
+    Skips the test when redis-server is not installed."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed")
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(workdir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not _wait_port("127.0.0.1", port):
+        proc.kill()
+        pytest.fail("redis-server did not start")
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def ci_redis_url() -> str | None:
+    """ONSEI_TEST_REDIS_URL, only when it is the server .ci/run started: .ci/run also exports
+    that server's pid (ONSEI_TEST_REDIS_PID) and the server must say it is that process. Any
+    other Redis (a developer's 127.0.0.1:6379) is never used, let alone flushed."""
+    url, pid = os.environ.get("ONSEI_TEST_REDIS_URL"), os.environ.get("ONSEI_TEST_REDIS_PID")
+    if not (url and pid):
+        return None
+    import redis
+
+    try:
+        served_by = redis.Redis.from_url(url, socket_timeout=2).info("server")["process_id"]
+    except Exception as e:
+        raise pytest.UsageError(f"ONSEI_TEST_REDIS_URL does not answer: {e}") from e
+    if str(served_by) != pid:
+        raise pytest.UsageError(f"ONSEI_TEST_REDIS_URL is served by pid {served_by}, not the "
+                                f"redis-server .ci/run started (pid {pid})")
+    return url
+
+
 @pytest.fixture(scope="session")
-def redis_url() -> str:
-    """A real Redis: ONSEI_TEST_REDIS_URL, else 127.0.0.1:6379, else one started here."""
-    url = os.environ.get("ONSEI_TEST_REDIS_URL")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real Redis that only this test session uses: a redis-server started here (or the
+    private one .ci/run started for this run)."""
+    url = ci_redis_url()
     if url:
         yield url
         return
-    if _wait_port("127.0.0.1", 6379, timeout=0.5):
-        yield "redis://127.0.0.1:6379/0"
-        return
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.skip("no Redis available (install redis-server)")
-    port = free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    _wait_port("127.0.0.1", port)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
+    proc, url = start_redis_server(tmp_path_factory.mktemp("redis"))
+    yield url
+    stop_server(proc)
 
 
 @pytest.fixture

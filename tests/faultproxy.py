@@ -7,6 +7,7 @@ Used in front of moto's S3 server to test retries, resumes and timeouts over rea
         proxy.set_fault("drop", methods={"GET"}, skip=3, drop_after=1000)
         proxy.set_fault("delay", delay=2.0, rate=0.5)   # half the requests wait 2 s first
         proxy.set_fault("reset", path_contains="/bucket/key")  # close without answering
+        proxy.set_cycle([{"mode": "status", "status": 500}, {"mode": "reset"}], every=4)
         proxy.clear()
         proxy.counts["GET"], proxy.injected["status"], proxy.log[-1]
 
@@ -14,6 +15,10 @@ Matching: a request matches when its method is in ``methods`` (all when None) an
 contains ``path_contains``. Of the matching requests the first ``skip`` pass through; after that
 each is faulted (with probability ``rate`` when given) until ``count`` faults were injected
 (no limit when None).
+
+``set_cycle`` counts requests instead of time: every ``every``-th request gets the next fault of
+the plan (a fault limited to some methods waits for the next such request), so how many faults a
+run meets depends on how many requests it makes, never on how fast the machine is.
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ class FaultProxy:
         self.upstream = (u.hostname or "127.0.0.1", u.port or 80)
         self._lock = threading.Lock()
         self._fault: Fault | None = None
+        self._cycle: list[Fault] = []
+        self._every = 0
+        self._since = 0  # requests since the last fault of the cycle
+        self._turn = 0  # faults of the cycle injected so far
         self.counts: Counter[str] = Counter()  # requests seen, by method
         self.injected: Counter[str] = Counter()  # faults injected, by mode
         self.log: list[tuple[str, str, str]] = []  # (method, path, outcome)
@@ -97,9 +106,23 @@ class FaultProxy:
                                 frozenset(m.upper() for m in methods) if methods else None,
                                 path_contains)
 
+    def set_cycle(self, plan: list[dict], every: int) -> None:
+        """Fault every ``every``-th request with the next entry of ``plan`` (``set_fault``
+        keyword arguments with ``mode``), in turn, until ``clear``."""
+        faults = []
+        for p in plan:
+            p = dict(p)
+            methods = p.pop("methods", None)
+            faults.append(Fault(p.pop("mode"), **p, methods=frozenset(
+                m.upper() for m in methods) if methods else None))
+        with self._lock:
+            self._fault, self._cycle, self._every = None, faults, every
+            self._since = self._turn = 0
+
     def clear(self) -> None:
         with self._lock:
             self._fault = None
+            self._cycle = []
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -116,6 +139,8 @@ class FaultProxy:
     def _decide(self, method: str, path: str) -> Fault | None:
         with self._lock:
             self.counts[method] += 1
+            if self._cycle:
+                return self._next_in_cycle(method)
             f = self._fault
             if f is None or (f.methods and method not in f.methods) or f.path_contains not in path:
                 return None
@@ -127,6 +152,17 @@ class FaultProxy:
             f.fired += 1
             self.injected[f.mode] += 1
             return f
+
+    def _next_in_cycle(self, method: str) -> Fault | None:
+        self._since += 1
+        f = self._cycle[self._turn % len(self._cycle)]
+        if self._since < self._every or (f.methods and method not in f.methods):
+            return None
+        self._since = 0
+        self._turn += 1
+        f.fired += 1
+        self.injected[f.mode] += 1
+        return f
 
     def _record(self, method: str, path: str, outcome: str) -> None:
         with self._lock:

@@ -3,12 +3,16 @@
     env = pipeline_env(redis_url, input_url, output_url, scratch, ONSEI_X="...")
     w = start_worker("services.asr", "asr", env)       # `celery -A services.asr worker -Q asr`
     enqueue(["--range", "0-3"], env)                    # the real enqueue-shards CLI
-    wait_done(env, "tokenize", range(4), timeout=120)  # polls the ledger (done records)
+    wait_done(env, "tokenize", range(4), 120, [w])     # polls the ledger (done records)
     w.kill9()                                           # the whole process group, SIGKILL
     w.stop()                                            # SIGTERM, then SIGKILL after a grace
 
 Fixtures (import them into a test module to use them): ``private_redis_url``, a redis-server of
 the module's own (flushed per test), so no other test run's worker can take these messages.
+
+A wait stops as soon as the outcome is known: ``wait_done`` fails at once (AssertionError with
+the reason and the log tails) when one of its shards is dead-lettered at any stage up to the one
+awaited, or when one of the given workers exits without the test stopping it.
 
 Each worker runs in its own session (process group) so ``kill9`` takes its pool processes too,
 like a preempted node. Logs go to a file per worker (``w.log_text()``) for failure messages.
@@ -32,33 +36,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def private_redis_server() -> Iterator[str]:
-    """A redis-server of this test module's own on a free port (else the shared one's DB).
+def private_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of this test module's own on a free port and in a dir of its own.
 
     Workers of other test runs on the same machine can never consume these queues.
     """
-    import shutil
-    import socket
+    from tests.conftest import start_redis_server, stop_server
 
-    exe = shutil.which("redis-server")
-    if exe is None:
-        yield os.environ.get("ONSEI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
+    proc, url = start_redis_server(tmp_path_factory.mktemp("redis"))
+    yield url
+    stop_server(proc)
 
 
 @pytest.fixture
@@ -108,6 +95,14 @@ class Worker:
     log_path: Path
     name: str
     extra: dict = field(default_factory=dict)
+    stopped: bool = False  # the test ended it on purpose (kill9 / stop): not a failure
+
+    def exit_reason(self) -> str | None:
+        """Why waiting on this worker is pointless: it exited without the test stopping it."""
+        rc = self.proc.poll()
+        if rc is None or self.stopped:
+            return None
+        return f"worker {self.name} exited with code {rc}:\n{self.log_text()[-3000:]}"
 
     @property
     def alive(self) -> bool:
@@ -115,6 +110,7 @@ class Worker:
 
     def kill9(self) -> None:
         """SIGKILL the worker and its pool processes at once (a preempted node)."""
+        self.stopped = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -122,6 +118,7 @@ class Worker:
         self.proc.wait(10)
 
     def stop(self, grace: float = 20.0) -> None:
+        self.stopped = True
         if not self.alive:
             return
         try:
@@ -186,19 +183,50 @@ def ledger_for(env: dict[str, str]):
     return Ledger(open_store(s.output_url, s), s, PIPELINE)
 
 
+class WaitAborted(AssertionError):
+    """A wait ended early: its outcome was already known (a dead letter, a worker gone)."""
+
+
 def wait_until(pred: Callable[[], bool], timeout: float, interval: float = 0.5,
-               workers: Iterable[Worker] = ()) -> bool:
+               workers: Iterable[Worker] = (),
+               abort: Callable[[], str | None] | None = None) -> bool:
+    """Poll ``pred`` until true or ``timeout``; raise :class:`WaitAborted` as soon as one of
+    ``workers`` exits unasked or ``abort`` returns a reason."""
+    workers = list(workers)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
             return True
+        reasons = [r for r in (w.exit_reason() for w in workers) if r]
+        if abort is not None and (why := abort()):
+            reasons.insert(0, why)
+        if reasons:
+            raise WaitAborted("\n".join(reasons))
         time.sleep(interval)
     return pred()
 
 
+def dead_letters(env: dict[str, str], stage: str, ids: Iterable[int]) -> Callable[[], str | None]:
+    """An ``abort`` check: the dead-lettered shards among ``ids`` at ``stage`` or before it."""
+    from services.pipeline import STAGES
+
+    want = set(ids)
+    ledger = ledger_for(env)
+    stages = STAGES[: STAGES.index(stage) + 1]
+
+    def check() -> str | None:
+        dead = [f"{st} shard {r['shard_id']} dead-lettered after {r.get('attempts')} tries: "
+                f"{r.get('reason')}" for st in stages for r in ledger.failures(st)
+                if r.get("dead_lettered") and r.get("shard_id") in want]
+        return "\n".join(dead) or None
+
+    return check
+
+
 def wait_done(env: dict[str, str], stage: str, ids: Iterable[int], timeout: float,
               workers: Iterable[Worker] = ()) -> set[int]:
-    """Poll the ledger until every id has a ``stage`` done record; returns the missing ids."""
+    """Poll the ledger until every id has a ``stage`` done record; returns the missing ids.
+    Fails at once when one of them is dead-lettered or one of ``workers`` exits unasked."""
     want = set(ids)
     ledger = ledger_for(env)
     missing = want
@@ -208,12 +236,12 @@ def wait_done(env: dict[str, str], stage: str, ids: Iterable[int], timeout: floa
         missing = want - ledger.done_ids(stage, want)
         return not missing
 
-    wait_until(check, timeout)
+    wait_until(check, timeout, workers=workers, abort=dead_letters(env, stage, want))
     return missing
 
 
 def wait_failed(env: dict[str, str], stage: str, shard_id: int, timeout: float,
-                dead: bool = True) -> dict | None:
+                dead: bool = True, workers: Iterable[Worker] = ()) -> dict | None:
     """Poll for the shard's failure record (dead-lettered when ``dead``)."""
     ledger = ledger_for(env)
     found: dict | None = None
@@ -226,7 +254,7 @@ def wait_failed(env: dict[str, str], stage: str, shard_id: int, timeout: float,
                 return True
         return False
 
-    wait_until(check, timeout)
+    wait_until(check, timeout, workers=workers)
     return found
 
 

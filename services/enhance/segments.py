@@ -20,6 +20,7 @@ import numpy as np
 from common.audio import AudioError, decode_audio
 from common.members import iter_keys
 from services.enhance.chunking import pad_segment
+from services.enhance.highpass import highpass_zero_phase
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +106,8 @@ class Conditioning:
     highpass_hz: float | None = None
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        if self.highpass_hz:
-            from scipy.signal import butter, sosfiltfilt
-
-            sos = butter(2, self.highpass_hz, btype="highpass", fs=self.rate, output="sos")
-            if x.size > 15:
-                x = sosfiltfilt(sos, x).astype(np.float32)
+        if self.highpass_hz and x.size > 15:
+            x = highpass_zero_phase(x, self.highpass_hz, self.rate, order=2)
         if self.peak:
             m = float(np.max(np.abs(x))) if x.size else 0.0
             if m > 1e-6:

@@ -55,6 +55,24 @@ def _no_data(ax) -> None:
     ax.set_yticks([])
 
 
+def _tidy_ticks(axis) -> None:
+    """At most ~5 numeric ticks with short labels (``0.5``, not ``0.0005``-wide strings that
+    run together on a narrow axis)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.4g}"))
+
+
+def duration_unit(max_seconds: float) -> tuple[str, float]:
+    """The unit that keeps a chart of durations in readable numbers: hours, minutes or s."""
+    if max_seconds >= 3600:
+        return "hours", 3600.0
+    if max_seconds >= 60:
+        return "minutes", 60.0
+    return "seconds", 1.0
+
+
 def _barh(title: str, counts: dict[str, float], xlabel: str, color: str = "#4c72b0") -> str:
     fig, ax = _figure(title)
     items = sorted(counts.items(), key=lambda kv: kv[1])[-15:]
@@ -62,30 +80,34 @@ def _barh(title: str, counts: dict[str, float], xlabel: str, color: str = "#4c72
         ax.barh([k[:40] for k, _ in items], [v for _, v in items], color=color)
         ax.set_xlabel(xlabel)
         ax.tick_params(axis="y", labelsize=8)
+        _tidy_ticks(ax.xaxis)
     else:
         _no_data(ax)
     return _png(fig)
 
 
 def chart_hours(data: ReportData) -> str:
-    fig, ax = _figure("Audio hours through the pipeline")
     labels = ["asr in", "asr kept", "enhance out", "tokens out"]
     values = [data.seconds_asr_in or data.stages["asr"].seconds_in, data.seconds_kept,
               data.stages["enhance"].seconds_out,
               data.token_seconds or data.stages["tokenize"].seconds_out]
-    hours = [v / 3600 for v in values]
-    bars = ax.bar(labels, hours, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
-    ax.bar_label(bars, labels=[f"{h:.3g}" for h in hours], fontsize=8)
-    ax.set_ylabel("hours")
+    unit, per = duration_unit(max(values))
+    fig, ax = _figure(f"Audio {unit} through the pipeline")
+    amounts = [v / per for v in values]
+    bars = ax.bar(labels, amounts, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
+    ax.bar_label(bars, labels=[f"{h:.3g}" for h in amounts], fontsize=8)
+    ax.set_ylabel(unit)
+    _tidy_ticks(ax.yaxis)
     return _png(fig)
 
 
 def chart_languages(data: ReportData) -> str:
-    hours = {k: v / 3600 for k, v in data.language_seconds.items()}
-    if not any(hours.values()):
-        hours = dict(data.languages)
-        return _barh("Files per detected language", hours, "files", "#dd8452")
-    return _barh("Hours per detected language", hours, "hours", "#dd8452")
+    seconds = dict(data.language_seconds)
+    if not any(seconds.values()):
+        return _barh("Files per detected language", dict(data.languages), "files", "#dd8452")
+    unit, per = duration_unit(max(seconds.values()))
+    return _barh(f"Audio per detected language ({unit})",
+                 {k: v / per for k, v in seconds.items()}, unit, "#dd8452")
 
 
 def chart_durations(data: ReportData) -> str:
@@ -94,6 +116,7 @@ def chart_durations(data: ReportData) -> str:
         ax.hist(data.segment_durations, bins=30, color="#55a868")
         ax.set_xlabel("seconds")
         ax.set_ylabel("segments")
+        _tidy_ticks(ax.xaxis)
     else:
         _no_data(ax)
     return _png(fig)
@@ -118,6 +141,7 @@ def chart_throughput(data: ReportData) -> str:
         bars = ax.bar(names, rtf, color="#8172b2")
         ax.bar_label(bars, labels=[f"{v:.3g}x" for v in rtf], fontsize=8)
         ax.set_ylabel("x real time (one worker)")
+        _tidy_ticks(ax.yaxis)
     else:
         _no_data(ax)
     return _png(fig)
@@ -130,6 +154,7 @@ def chart_walltimes(data: ReportData) -> str:
         ax.boxplot([data.stages[s].wall_times for s in names], showfliers=True)
         ax.set_xticks(range(1, len(names) + 1), names)
         ax.set_ylabel("seconds per shard")
+        _tidy_ticks(ax.yaxis)
     else:
         _no_data(ax)
     return _png(fig)

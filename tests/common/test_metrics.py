@@ -16,7 +16,6 @@ from common.settings import Settings
 from services.pipeline import make_app
 from tests.common.ops_worker import start_worker, stop, wait_for
 from tests.conftest import free_port
-from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,7 +29,7 @@ def _samples(text: str) -> dict[tuple[str, str], float]:
     return out
 
 
-def test_worker_serves_shard_metrics(tmp_path: Path, private_redis_url: str) -> None:  # noqa: F811
+def test_worker_serves_shard_metrics(tmp_path: Path, private_redis_url: str) -> None:
     raw, out = tmp_path / "raw", tmp_path / "out"
     raw.mkdir()
     for i in (1, 2):

@@ -18,13 +18,12 @@ from common.settings import Settings
 from common.tracking import attempts_key, running_key
 from services.pipeline import make_app
 from tests.common.ops_worker import start_worker, stop, wait_for
-from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def setup(tmp_path: Path, private_redis_url: str):  # noqa: F811
+def setup(tmp_path: Path, private_redis_url: str):
     raw, out, started = tmp_path / "raw", tmp_path / "out", tmp_path / "started"
     for d in (raw, out, started):
         d.mkdir()

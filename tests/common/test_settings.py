@@ -76,3 +76,74 @@ def test_onsei_config_command_redacts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert values["ONSEI_BROKER_URL"] == "redis://:***@127.0.0.1:6379/0"
     assert "hunter2" not in out
     assert "ONSEI_LANGUAGES" in values
+
+
+# --- checked at start, before any model loads (issue 13.6) ---------------------------------------
+def _errors(**kw) -> str:
+    from pydantic import ValidationError
+
+    from common.settings import describe_errors
+
+    with pytest.raises(ValidationError) as e:
+        Settings(**kw)
+    return describe_errors(e.value)
+
+
+def test_language_names_are_refused_with_the_valid_codes() -> None:
+    msg = _errors(languages="ja,japanese")
+    assert msg.startswith("ONSEI_LANGUAGES: 'japanese' is not a Whisper language code")
+    assert "did you mean ja?" in msg and ", yue" in msg and "\n" not in msg
+    assert "ONSEI_LANGUAGES" in _errors(languages="")
+
+
+def test_our_language_list_is_whispers() -> None:
+    tokenizer = pytest.importorskip("faster_whisper.tokenizer")
+    from common.languages import WHISPER_LANGUAGES
+
+    assert set(WHISPER_LANGUAGES) == set(tokenizer._LANGUAGE_CODES)
+
+
+@pytest.mark.parametrize("field,value,want", [
+    ("enhancer", "sidonn", ("ONSEI_ENHANCER: unknown enhancer 'sidonn': choose one of sidon, "
+                           "rnnoise, none")),
+    ("tokenizer", "encodec", "ONSEI_TOKENIZER: unknown tokenizer 'encodec'"),
+    ("broker_url", "http://u:pw@h:6379/0", "ONSEI_BROKER_URL: the broker URL must start with"),
+])
+def test_choices_checked(field: str, value: str, want: str) -> None:
+    msg = _errors(**{field: value})
+    assert msg.startswith(want), msg
+    assert "pw@" not in msg
+
+
+def test_http_broker_error_never_shows_the_password() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as e:
+        Settings(broker_url="http://user:hunter2@h/0")
+    assert "hunter2" not in str(e.value)
+
+
+def test_missing_config_file_is_an_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from common.settings import ConfigError
+
+    monkeypatch.setenv("ONSEI_CONFIG", str(tmp_path / "nope.yaml"))
+    with pytest.raises(ConfigError, match="nope.yaml: no such file"):
+        Settings()
+
+
+def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
+    env = dict(__import__("os").environ, ONSEI_LANGUAGES="japanese", ONSEI_ENHANCER="x",
+               ONSEI_BROKER_URL="redis://127.0.0.1:1/0")
+    r = subprocess.run([sys.executable, "-m", "services.cli", "run", "--range", "0",
+                        "--input", str(tmp_path), "--output", str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, check=False, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert lines[0].startswith("Error: ONSEI_LANGUAGES: 'japanese' is not a Whisper language")
+    assert any(x.startswith("ONSEI_ENHANCER: unknown enhancer") for x in lines), lines
+    assert not (tmp_path / "out").exists()  # nothing started
+    env = dict(__import__("os").environ, ONSEI_CONFIG=str(tmp_path / "missing.yaml"))
+    r = subprocess.run([sys.executable, "-m", "services.cli", "config"], env=env,
+                       capture_output=True, text=True, check=False, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "missing.yaml: no such file" in r.stderr

@@ -139,7 +139,7 @@ class Rig:
                         self.chain[-1]], self.direct_env).stdout
 
     def wait_all(self, timeout: float) -> set[int]:
-        return wait_done(self.direct_env, self.chain[-1], self.ids, timeout)
+        return wait_done(self.direct_env, self.chain[-1], self.ids, timeout, self.workers)
 
     def logs(self, tail: int = 3000) -> str:
         return worker_logs(self.workers + self.retired, tail=tail)

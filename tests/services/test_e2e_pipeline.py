@@ -27,8 +27,11 @@ from tests.harness import (
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
 N = 3
-TEXTS = [("en", "the quick brown fox jumps over the lazy dog"),
-         ("ja", "きょう は とても いい てんき です ね")]
+# (language, text, espeak speed): Whisper base keeps this Japanese slowed to 130 wpm with
+# confidence (avg logprob -0.78); "きょう は とても いい てんき です ね" at 160 fell below -1.0
+# and had no kept segment.
+TEXTS = [("en", "the quick brown fox jumps over the lazy dog", 160),
+         ("ja", "わたしの なまえは たなか です。", 130)]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture
 def env(tmp_path: Path, s3_bucket: str, private_redis_url: str, models) -> dict[str, str]:
     s3 = boto3.client("s3")
-    speech = {lang: wav_bytes(synth(text, voice=lang)) for lang, text in TEXTS}
+    speech = {lang: wav_bytes(synth(text, voice=lang, speed=wpm)) for lang, text, wpm in TEXTS}
     for i in range(N):
         lang = TEXTS[i % 2][0]  # one short file per shard, both languages over the range
         p = make_shard(tmp_path / f"shard-{i:06d}.tar", {f"{i:03d}_{lang}": {"wav": speech[lang]}})
@@ -63,7 +66,7 @@ def test_three_fleets_end_to_end(env, request) -> None:
         request.addfinalizer(w.kill9)
     out = enqueue(["--range", f"0-{N - 1}"], env).stdout
     assert f"enqueued {N} (asr={N})" in out
-    assert not wait_done(env, "tokenize", range(N), 420), worker_logs(workers)
+    assert not wait_done(env, "tokenize", range(N), 420, workers), worker_logs(workers)
     led, s = ledger_for(env), settings_from(env)
     for i in range(N):
         asr = [json.loads(x) for x in

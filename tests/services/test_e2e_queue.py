@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import boto3
@@ -18,6 +19,7 @@ import redis
 from bench.speechgen import make_shard
 from common.tracking import Tracker
 from tests.harness import (
+    WaitAborted,
     enqueue,
     ledger_for,
     pipeline_env,
@@ -67,7 +69,7 @@ def test_enqueue_runs_all_then_nothing_twice(env, request) -> None:
     w = _worker(env, request)
     out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 4 (asr=4)" in out
-    assert not wait_done(env, "tokenize", range(4), 90), worker_logs([w])
+    assert not wait_done(env, "tokenize", range(4), 90, [w]), worker_logs([w])
     _assert_exactly_once(env, range(4))
     rec = ledger_for(env).read_done("tokenize", 2)
     assert rec["counts"]["segments"] == 2 * KEYS and rec["host"]
@@ -95,7 +97,7 @@ def test_pickled_message_is_refused(env, request, tmp_path: Path) -> None:
         conn.Producer().publish(m.body, routing_key="asr", exchange="", serializer="pickle",
                                 headers=m.headers, **m.properties)
     enqueue(["--range", "1", "--until", "asr"], env)  # a JSON message behind it
-    assert not wait_done(env, "asr", [1], 60), worker_logs([w])
+    assert not wait_done(env, "asr", [1], 60, [w]), worker_logs([w])
     assert not marker.exists()
     assert not ledger_for(env).is_done("asr", 0)
     assert wait_until(lambda: "ContentDisallowed" in w.log_text()
@@ -112,7 +114,7 @@ def test_kill9_mid_shard_then_new_worker_completes(env, request) -> None:
     w1.kill9()
     assert not ledger_for(env).done_ids("asr") & in_hand  # it really died mid-shard
     w2 = _worker(env, request, **slow)
-    assert not wait_done(env, "asr", range(3), 120), worker_logs([w1, w2])
+    assert not wait_done(env, "asr", range(3), 120, [w1, w2]), worker_logs([w1, w2])
     led, s = ledger_for(env), settings_from(env)
     for i in range(3):  # the redone shard's output holds each segment exactly once
         lines = led.store.read_bytes(f"asr/{s.shard_stem(i)}.jsonl").decode().splitlines()
@@ -130,7 +132,7 @@ def test_redis_flushed_mid_run_then_enqueue_again(env, request) -> None:
     redis.Redis.from_url(env["ONSEI_BROKER_URL"]).flushdb()  # queues, sets, unacked: gone
     out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 0 " not in out, out
-    assert not wait_done(env, "tokenize", range(4), 120), worker_logs([w])
+    assert not wait_done(env, "tokenize", range(4), 120, [w]), worker_logs([w])
     _assert_exactly_once(env, range(4))
 
 
@@ -142,11 +144,24 @@ def test_always_failing_shard_is_dead_lettered(env, request, tmp_path: Path) -> 
                                    f"raw/{s.shard_name(1)}")
     w = _worker(env, request)
     enqueue(["--range", "0-3"], env)
-    rec = wait_failed(env, "asr", 1, 90)
+    rec = wait_failed(env, "asr", 1, 90, workers=[w])
     assert rec is not None, worker_logs([w])
     assert rec["attempts"] == 3 and "ShardError" in rec["reason"]
     assert "Traceback" in rec["traceback"]
-    assert not wait_done(env, "tokenize", [0, 2, 3], 90), worker_logs([w])
+    assert not wait_done(env, "tokenize", [0, 2, 3], 90, [w]), worker_logs([w])
     assert not ledger_for(env).is_done("asr", 1)
     out = enqueue(["--range", "0-3"], env).stdout
     assert "enqueued 0" in out and "dead-lettered 1" in out
+    # A wait that includes the dead shard ends at once with the reason, not after its timeout.
+    t0 = time.monotonic()
+    with pytest.raises(WaitAborted, match="asr shard 1 dead-lettered after 3 tries: ShardError"):
+        wait_done(env, "tokenize", range(4), 300, [w])
+    assert time.monotonic() - t0 < 10
+
+
+def test_wait_stops_when_a_worker_exits(env) -> None:
+    w = start_worker("tests.no_such_app", "asr", env)  # exits at once: the app cannot load
+    t0 = time.monotonic()
+    with pytest.raises(WaitAborted, match=r"exited with code [1-9]"):
+        wait_done(env, "asr", range(1), 300, [w])
+    assert time.monotonic() - t0 < 60

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import redis
 from click.testing import CliRunner
@@ -81,6 +82,7 @@ def test_force_and_dry_run(make_settings, private_redis_url) -> None:
 
 def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> None:
     s = make_settings(broker_url=private_redis_url)
+    Path(s.input_url).mkdir(parents=True)
     _ledger(s).mark_done("asr", 1, {})
     monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
     res = CliRunner().invoke(main, ["--range", "0-3", "--until", "asr"])
@@ -92,6 +94,26 @@ def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> Non
     monkeypatch.setattr("services.enqueue.get_settings", lambda: bad)
     res = CliRunner().invoke(main, ["--range", "0-1"])
     assert res.exit_code != 0 and "unreachable" in res.output
+
+
+def test_cli_refuses_an_input_that_does_not_exist(make_settings, private_redis_url,
+                                                  monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url, input_url="/nonexistent/raw")
+    monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
+    res = CliRunner().invoke(main, ["--range", "0-3"])
+    assert res.exit_code == 1 and res.output.strip() == \
+        "Error: input /nonexistent/raw does not exist", res.output
+    assert redis.Redis.from_url(private_redis_url).llen("asr") == 0  # nothing promised
+
+
+def test_cli_refuses_an_unknown_until_stage(make_settings, private_redis_url, monkeypatch) -> None:
+    s = make_settings(broker_url=private_redis_url, until="tokenise")
+    Path(s.input_url).mkdir(parents=True)
+    monkeypatch.setattr("services.enqueue.get_settings", lambda: s)
+    res = CliRunner().invoke(main, ["--range", "0-3"])
+    assert res.exit_code == 1 and res.output.strip() == (
+        "Error: ONSEI_UNTIL: unknown stage 'tokenise': choose one of asr, enhance, tokenize")
+    assert redis.Redis.from_url(private_redis_url).llen("asr") == 0
 
 
 # --- issue 12 item 5: a huge range is refused at once, with one clear line -------------------

@@ -11,6 +11,7 @@ from common.ledger import Ledger
 from common.storage import open_store
 from services.pipeline import PIPELINE
 from services.runner import Runner
+from services.runner_cli import summary_line
 from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
 
 CLASSES = {"asr": DummyAsr, "enhance": DummyEnhance, "tokenize": DummyTokenize}
@@ -49,6 +50,10 @@ def test_model_unavailable_fails_clearly_after_saving_earlier_stages(make_settin
                  stage_classes={**CLASSES, "enhance": _NoModel}).run(range(2))
     assert len(out) == 2 and len(out[0].processed) == 2
     assert "Sidon weights not found offline" in out[1].error
+    assert out[1].not_run == [0, 1] and out[1].waiting == []  # ready, not waiting
+    line = summary_line(out[1])
+    assert line.startswith("enhance: not run: RuntimeError: Sidon weights not found offline")
+    assert "waiting" not in line and "2 shards ready" in line
     led = Ledger(open_store(s.output_url, s), s, PIPELINE)
     assert led.done_ids("asr") == {0, 1} and led.done_ids("enhance") == set()
 

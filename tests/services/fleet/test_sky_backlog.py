@@ -13,7 +13,6 @@ from click.testing import CliRunner
 
 from services.fleet.backlog import redis_backlog
 from services.fleet.sky import SkyCliClient, parse_queue_table
-from tests.ops_redis import _private_redis_server, private_redis_url  # noqa: F401 - fixtures
 
 QUEUE_OUT = """Fetching managed job statuses...
 Managed jobs
@@ -68,7 +67,7 @@ def test_cli_client_argument_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert calls[2]["argv"] == ["jobs", "cancel", "--yes", "7", "6"]
 
 
-def test_redis_backlog_counts_waiting_and_in_flight(private_redis_url: str) -> None:  # noqa: F811
+def test_redis_backlog_counts_waiting_and_in_flight(private_redis_url: str) -> None:
     import redis
 
     r = redis.Redis.from_url(private_redis_url)
@@ -81,7 +80,7 @@ def test_redis_backlog_counts_waiting_and_in_flight(private_redis_url: str) -> N
     assert backlog("asr") == 7 and backlog("tokenize") == 2 and backlog("enhance") == 0
 
 
-def test_fleet_cli_dry_run(tmp_path: Path, private_redis_url: str,  # noqa: F811
+def test_fleet_cli_dry_run(tmp_path: Path, private_redis_url: str,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     import redis
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 import shutil
@@ -105,13 +106,16 @@ def test_cli_writes_html_and_json(make_settings, tmp_path, monkeypatch):
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-# Appended to a COPY of the report: records what the browser actually decoded.
+# Appended to a COPY of the report: records what the browser actually decoded and laid out.
 _PROBE = """<script>
 window.addEventListener('load', () => {
   for (const img of document.querySelectorAll('img.chart')) {
     img.setAttribute('data-natural', img.naturalWidth + 'x' + img.naturalHeight);
     img.setAttribute('data-complete', String(img.complete));
+    const r = img.getBoundingClientRect();
+    img.setAttribute('data-shown', Math.round(r.width) + 'x' + Math.round(r.right));
   }
+  document.body.setAttribute('data-viewport', String(window.innerWidth));
   document.body.setAttribute('data-probed', '1');
 });
 </script>"""
@@ -133,14 +137,20 @@ def test_report_renders_in_chromium(make_settings, tmp_path):
     html = render_html(collect(s.output_url, s))
     probe = tmp_path / "probe.html"
     probe.write_text(html.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
-    res = _chromium(tmp_path, "--dump-dom", probe.as_uri())
+    res = _chromium(tmp_path, "--dump-dom", "--window-size=1400,1600", probe.as_uri())
     dom = res.stdout
     assert 'data-probed="1"' in dom, res.stderr[-2000:]
+    assert 'data-viewport="1400"' in dom
     sizes = dict(re.findall(r'id="chart-(\w+)"[^>]*data-natural="(\d+x\d+)"', dom))
-    assert set(sizes) == set(CHARTS), sizes
+    shown = dict(re.findall(r'id="chart-(\w+)"[^>]*data-shown="(\d+x\d+)"', dom))
+    assert set(sizes) == set(shown) == set(CHARTS), sizes
     for cid, wh in sizes.items():
         w, h = map(int, wh.split("x"))
         assert w > 100 and h > 100, (cid, wh)  # decoded by the browser, not a broken image
+        width, right = map(int, shown[cid].split("x"))
+        # at 1400 px each chart is shown at its own size (its labels were checked at that
+        # size by test_chart_labels_readable), whole, inside the window
+        assert width == w and right <= 1400, (cid, wh, shown[cid])
 
     shot = tmp_path / "shot.png"
     report = tmp_path / "report.html"
@@ -150,3 +160,55 @@ def test_report_renders_in_chromium(make_settings, tmp_path):
 
     img = Image.open(shot).convert("L")
     assert img.size[0] > 0 and ImageStat.Stat(img).stddev[0] > 10  # not a blank page
+
+
+def _label_problems(fig) -> list[str]:
+    """Tick labels that touch or overlap their neighbours, or are too small to read."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    problems = []
+    for ax in fig.axes:
+        for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            labels = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+            for t in labels:
+                if t.get_fontsize() < 7.5:
+                    problems.append(f"{ax.get_title()}: {t.get_text()!r} at {t.get_fontsize()}pt")
+            boxes = sorted((t.get_window_extent(renderer) for t in labels),
+                           key=lambda b: b.extents[along])
+            for a, b in itertools.pairwise(boxes):
+                gap = b.extents[along] - a.extents[along + 2]
+                if gap < 4:  # pixels at the saved dpi: labels must not run together
+                    problems.append(f"{ax.get_title()}: {axis.axis_name} labels "
+                                    f"{[t.get_text() for t in labels]} {gap:.1f}px apart")
+                    break
+    return problems
+
+
+@pytest.mark.parametrize("language_seconds", [
+    {"en": 7.2, "ja": 2.4},  # seconds of speech: 0.002 h ran together as 0.000000.00025...
+    {"en": 1800.0, "ja": 640.0, "fr": 75.0},
+    {"en": 3.1e7, "ja": 9.0e6},  # 10,000 hours
+])
+def test_chart_labels_readable(make_settings, monkeypatch, language_seconds):
+    from services.report import render
+
+    s = make_settings()
+    write_run(s, shards=4)
+    data = collect(s.output_url, s)
+    data.language_seconds = language_seconds
+    data.seconds_asr_in = sum(language_seconds.values())
+    problems: list[str] = []
+    titles: list[str] = []
+    real_png = render._png
+
+    def checked(fig):
+        titles.append(fig.axes[0].get_title())
+        problems.extend(_label_problems(fig))
+        return real_png(fig)
+
+    monkeypatch.setattr(render, "_png", checked)
+    render.render_html(data)
+    assert len(titles) == len(CHARTS)
+    assert not problems, problems
+    unit = render.duration_unit(max(language_seconds.values()))[0]
+    assert f"Audio per detected language ({unit})" in titles

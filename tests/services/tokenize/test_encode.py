@@ -7,8 +7,10 @@ import numpy as np
 from services.tokenize.encode import encode_batch, expected_frames, prepare
 from tests.services.tokenize.conftest import tone
 
-# Many lengths, including T % 320 == 0 (the library then pads a whole extra hop).
-LENGTHS = [320, 639, 640, 959, 960, 3200, 3201, 3519, 6400, 8000, 9617]
+# Lengths on both sides of each hop boundary, T % 320 == 0 included (the library then pads a
+# whole extra hop), short and long. (3519, 6400 and 8000 repeated these cases at ~40 % of the
+# test's time.)
+LENGTHS = [320, 639, 640, 959, 960, 3200, 3201, 9617]
 
 
 def test_token_counts_exact_for_many_lengths(codec) -> None:
@@ -26,7 +28,7 @@ def test_exact_policy_matches_library_alone(codec) -> None:
     """Same pre-quantiser embeddings as encode_code on each item alone (random weights make
     codes near-constant, so the continuous embeddings are what can tell a difference)."""
     m = codec.model
-    lengths = [8_000, 7_321, 6_400, 4_500]
+    lengths = [8_000, 7_321, 4_500]  # the longest alone, and two padded to it
     items = [prepare(m, "neucodec", tone(n, 16_000, seed=i)) for i, n in enumerate(lengths)]
     codes_b, emb_b = encode_batch(m, items, "exact", return_embeddings=True)
     codes_a, emb_a = encode_batch(m, items, "library", return_embeddings=True)

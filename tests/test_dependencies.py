@@ -1,0 +1,106 @@
+"""Every third-party module the package imports is declared in pyproject.toml: in the base
+dependencies, or in the extra of the stage that imports it (a worker image installs only its
+own stage's extra, so an import another extra happens to pull in would fail there)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OURS = {"common", "services", "bench", "tests"}
+STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
+                "tokenize": ("tokenize",), "report": ("report",)}
+# Shared code that imports a stage's stack inside a function only those stages call: the import
+# must be declared by each of them.
+CALLED_BY_STAGES = {("common/device.py", "torch"): ("enhance", "tokenize")}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement_names(reqs: list[str]) -> set[str]:
+    return {_norm(re.match(r"[A-Za-z0-9._-]+", r.strip()).group(0)) for r in reqs}
+
+
+def declared() -> tuple[set[str], dict[str, set[str]]]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = {k: _requirement_names(v) for k, v in project["optional-dependencies"].items()}
+    return _requirement_names(project["dependencies"]), extras
+
+
+def allowed_extras(path: Path, extras: dict[str, set[str]]) -> tuple[str, ...]:
+    """The extras a module may rely on, besides the base dependencies."""
+    parts = path.relative_to(REPO).parts
+    if parts[0] == "bench" or parts[:2] == ("services", "models.py"):
+        return tuple(extras)  # measures / fetches for every stage
+    if parts[:2] == ("services", "flower.py"):
+        return ("ops",)
+    if parts[0] == "services" and parts[1] in STAGE_EXTRAS:
+        return STAGE_EXTRAS[parts[1]]
+    return ()
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """Top-level names of absolute imports anywhere in the file (lazy imports included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in OURS:
+                out.add(top)
+    return out
+
+
+def undeclared() -> list[str]:
+    base, extras = declared()
+    dists = packages_distributions()
+    problems = []
+    for root in ("common", "services", "bench"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            allowed = set(base).union(*(extras[e] for e in allowed_extras(path, extras)))
+            for module in sorted(third_party_imports(path)):
+                names = {_norm(d) for d in dists.get(module, [])}
+                if (rel, module) in CALLED_BY_STAGES:  # declared by every stage calling it
+                    allowed_here = set.intersection(
+                        *(extras[e] for e in CALLED_BY_STAGES[rel, module]))
+                    if names & allowed_here:
+                        continue
+                if not names:
+                    problems.append(f"{path.relative_to(REPO)}: {module} (not installed, "
+                                    "not declared)")
+                elif not names & allowed:
+                    where = ", ".join(allowed_extras(path, extras)) or "base dependencies"
+                    problems.append(f"{path.relative_to(REPO)}: {module} "
+                                    f"(distribution {'/'.join(sorted(names))}; declare it in: "
+                                    f"{where})")
+    return problems
+
+
+def test_every_import_is_declared() -> None:
+    problems = undeclared()
+    assert not problems, "undeclared third-party imports:\n" + "\n".join(problems)
+
+
+def test_the_check_sees_lazy_and_undeclared_imports(tmp_path: Path) -> None:
+    mod = tmp_path / "m.py"
+    mod.write_text("def f():\n    from scipy.signal import butter\n    import numpy, os\n"
+                   "from . import x\n")
+    assert third_party_imports(mod) == {"scipy", "numpy"}
+    base, extras = declared()
+    assert "numpy" in base and "scipy" not in base.union(*extras.values())
+    assert "torch" in extras["enhance"] and "torch" not in base
+    assert allowed_extras(REPO / "services/enhance/segments.py", extras) == ("enhance",)
+    assert allowed_extras(REPO / "common/audio.py", extras) == ()
