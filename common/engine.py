@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from common.cost import node_of
 from common.errors import ModelUnavailable
 from common.ledger import Ledger
 from common.pipeline import Pipeline
@@ -166,6 +167,7 @@ class Engine:
                 "outputs": sorted(result.outputs),
                 **self.stage.model_info(),
                 **result.extra,
+                "node": node_of(self.settings).as_record(),  # what the work cost: common/cost
             }
             full = self.ledger.mark_done(self.name, shard_id, record)
             _notify(self.name, shard_id, full, None)

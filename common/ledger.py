@@ -156,17 +156,28 @@ class Ledger:
     def failed_ids(self, stage: str, ids: Collection[int] | None = None) -> set[int]:
         return self._ids_under(self.failed_dir(stage) + "/", ids)
 
+    def done_tagged(self, stage: str, ids: Collection[int] | None = None) -> dict[int, str]:
+        """Like :meth:`done_ids`, with each record's tag (changes when it is rewritten: see
+        ``Store.list_tagged``), for a cache of the records (common/recordcache.py)."""
+        return self._tagged_under(self.stage_dir(stage) + "/", ids, tagged=True)
+
     def _ids_under(self, prefix: str, ids: Collection[int] | None) -> set[int]:
+        return set(self._tagged_under(prefix, ids, tagged=False))
+
+    def _tagged_under(self, prefix: str, ids: Collection[int] | None,
+                      tagged: bool) -> dict[int, str]:
         parse = stem_parser(self.settings)
         narrowed = prefix + _common_stem_prefix(self.settings, ids)
-        found: set[int] = set()
-        for key in self.store.list(narrowed):
+        listing = (self.store.list_tagged(narrowed) if tagged else
+                   ((k, "") for k in self.store.list(narrowed)))
+        found: dict[int, str] = {}
+        for key, tag in listing:
             name = key[len(prefix):]
             if "/" in name or not name.endswith(".json"):
                 continue
             sid = parse(name[: -len(".json")])
             if sid is not None and (ids is None or sid in ids):
-                found.add(sid)
+                found[sid] = tag
         return found
 
 

@@ -19,6 +19,8 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -50,6 +52,21 @@ def local_root(settings: Settings) -> Path:
     if is_remote(settings.model_cache):
         return Path(settings.scratch_dir) / "onsei-models"
     return Path(split_url(settings.model_cache)[2]).expanduser()
+
+
+@contextmanager
+def entry_lock(dest: Path) -> Iterator[None]:
+    """The one lock of a cache entry: processes of a node fetch an entry once, one at a time
+    (``flock`` beside the entry, released by the kernel if its holder dies)."""
+    import fcntl
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f".{dest.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _ignored(rel: str) -> bool:

@@ -11,13 +11,19 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from common.settings import Settings
 from common.stage import InputRef
 
 if TYPE_CHECKING:
+    from common.modelfetch import ModelSpec
     from common.stage import Stage
+
+
+def _symbol(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
@@ -30,13 +36,17 @@ class StageSpec:
     inputs: Callable[[Settings, int], dict[str, InputRef]]
     # under ``_ledger/``; a stage with variants (one codec or another) gives each its own
     ledger_dir: Callable[[Settings], str] | None = None
+    # "module:function" -> list[common.modelfetch.ModelSpec]: what `onsei models fetch` fetches
+    models: str | None = None
 
     def ledger_subdir(self, settings: Settings) -> str:
         return self.ledger_dir(settings) if self.ledger_dir else self.name
 
     def load_class(self) -> type[Stage]:
-        module, _, attr = self.stage_class.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _symbol(self.stage_class)
+
+    def load_models(self, settings: Settings) -> list[ModelSpec]:
+        return _symbol(self.models)(settings) if self.models else []
 
 
 class Pipeline:

@@ -10,7 +10,7 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -92,6 +92,16 @@ class Settings(BaseSettings):
                              f"{', '.join(s + '://' for s in BROKER_SCHEMES)} (got "
                              f"{scheme + '://' if scheme else 'no scheme'})")
         return v
+
+    # --- cost (common/cost.py; docs/operations.md "Cost") --------------------------------------
+    node_type: str = Field("", description="accelerator of this node as priced: H100, L4, A10G, "
+                           "cpu, ... (common/cost.py); written into every done record")
+    node_pricing: Literal["spot", "on-demand"] = Field("spot", description="spot or on-demand")
+    node_price_per_hour: float | None = Field(
+        None, ge=0, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
+    node_gpus: int = Field(1, ge=1, description="GPUs per node")
+    node_parallel_shards: int = Field(
+        0, ge=0, description="shards the node works on at once (0: worker_concurrency x node_gpus)")
 
     # --- shard limits ------------------------------------------------------------------------
     max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")

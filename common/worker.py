@@ -112,7 +112,8 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
         except Exception as e:  # noqa: BLE001 - prefetch is an optimisation, never a failure
             log.warning("%s: cannot prefetch: %s", stage_name, e)
 
-    @app.task(name=name, bind=True, acks_late=True, max_retries=None)
+    # shared=False: the task belongs to this app only (not to every app made later in the process)
+    @app.task(name=name, bind=True, acks_late=True, max_retries=None, shared=False)
     def process_shard(self: Task, shard_id: int, until: str | None = None,
                       force: bool = False) -> dict:
         settings, engine, tracker = runtime.settings, runtime.engine, runtime.tracker

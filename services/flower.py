@@ -52,6 +52,9 @@ def flower_env(auth: str, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["FLOWER_BASIC_AUTH"] = auth
     env.setdefault("FLOWER_PURGE_OFFLINE_WORKERS", "300")  # forget workers gone 5 min
+    # Flower keeps every task it has seen (default 100,000, ~4 KB each): 3 x 50,000 shard tasks
+    # would hold ~400 MB. 10,000 keeps ~40 MB (python -m bench.scale).
+    env.setdefault("FLOWER_MAX_TASKS", "10000")
     return env
 
 

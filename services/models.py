@@ -12,118 +12,21 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from common.errors import ModelUnavailable
-from common.modelcache import (
-    BUNDLED_PREFIX,
-    MANIFEST,
-    entry_names,
-    is_remote,
-    list_entries,
-    local_files,
-    write_manifest,
-)
+from common.modelcache import MANIFEST, is_remote, list_entries, local_files, write_manifest
+from common.modelfetch import FetchError, ModelSpec
 from common.settings import Settings, get_settings
 from common.storage import open_store, split_url
-
-# faster-whisper's size names -> CTranslate2 repos (faster_whisper.utils._MODELS, 1.2.1)
-WHISPER_FILES = ["config.json", "preprocessor_config.json", "model.bin", "tokenizer.json",
-                 "vocabulary.*"]
-SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extractor_cpu.pt",
-               "decoder_cpu.pt"]
-
-
-class FetchError(ModelUnavailable):
-    pass
-
-
-@dataclass
-class ModelSpec:
-    stage: str
-    name: str  # as configured
-    entry: str  # cache entry (relative dir)
-    fetch: Callable[[Path], None]  # fills the given entry directory
-
-
-def _hub(what: str, fn: Callable[[], object]) -> None:
-    from common.hub import hub_unavailable
-
-    why = hub_unavailable()
-    if why:
-        raise FetchError(f"{what}: the Hugging Face hub is not usable from here ({why}). Fetch on "
-                         "a machine with network, or fetch elsewhere and upload with --from DIR")
-    try:
-        fn()
-    except Exception as e:
-        raise FetchError(f"{what}: cannot download from the Hugging Face hub "
-                         f"({type(e).__name__}: {str(e)[:200]}). No network? Fetch on a machine "
-                         "that has it and upload with `onsei models fetch --from DIR --to URL`"
-                         ) from e
-
-
-def _whisper_repo(name: str) -> str:
-    if "/" in name:
-        return name
-    try:
-        from faster_whisper.utils import _MODELS
-    except ImportError as e:
-        raise FetchError(f"asr: size name {name!r} needs faster-whisper installed "
-                         "(onsei[asr]) to map it to its repo, or give the hub id") from e
-    if name not in _MODELS:
-        raise FetchError(f"asr: unknown faster-whisper size {name!r}; known: {sorted(_MODELS)}")
-    return _MODELS[name]
+from services.pipeline import PIPELINE, STAGES
 
 
 def configured_models(settings: Settings) -> list[ModelSpec]:
-    """The models the configured stages need (local directories and s3 specs need no fetch)."""
-    specs: list[ModelSpec] = []
-    asr = settings.asr_model.strip()
-    if asr.startswith(BUNDLED_PREFIX):
-        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
-            from services.asr.bundled import ensure_bundled
-
-            # ensure_bundled builds <root>/bundled/<name>: dest is that directory
-            ensure_bundled(short, dest.parent.parent)
-        specs.append(ModelSpec("asr", asr, entry_names(asr)[0], _bundled))
-    elif not _is_local(asr):
-        def _whisper(dest: Path, name: str = asr) -> None:
-            from huggingface_hub import snapshot_download
-
-            repo = _whisper_repo(name)
-            _hub(f"asr {name} ({repo})", lambda: snapshot_download(
-                repo, local_dir=str(dest), allow_patterns=WHISPER_FILES))
-        specs.append(ModelSpec("asr", asr, entry_names(asr)[0], _whisper))
-    if settings.enhancer == "sidon" and not _is_local(settings.sidon_model):
-        def _sidon(dest: Path, repo: str = settings.sidon_model) -> None:
-            from huggingface_hub import hf_hub_download
-
-            _hub(f"enhance {repo}", lambda: [hf_hub_download(repo, f, local_dir=str(dest))
-                                             for f in SIDON_FILES])
-        from services.enhance.weights import cache_name
-
-        specs.append(ModelSpec("enhance", settings.sidon_model,
-                               cache_name(settings.sidon_model), _sidon))
-    if not _is_local(settings.neucodec_model):
-        def _neucodec(dest: Path, repo: str = settings.neucodec_model,
-                      variant: str = settings.tokenizer) -> None:
-            # the tokenize stage's own fetcher: checkpoint + w2v-BERT 2.0 configs (and weights
-            # when the checkpoint lacks them), in exactly the layout its loader reads
-            def go() -> None:
-                from services.tokenize.source import fetch_from_hub
-
-                fetch_from_hub(repo, variant, dest)
-            _hub(f"tokenize {repo}", go)
-        specs.append(ModelSpec("tokenize", settings.neucodec_model, settings.neucodec_model,
-                               _neucodec))
-    return specs
-
-
-def _is_local(spec: str) -> bool:
-    return "://" in spec or spec.startswith(("/", ".", "~")) or Path(spec).expanduser().is_dir()
+    """The models the configured stages need, each listed by its stage (its spec's ``models``);
+    local directories and URLs need no fetch."""
+    return [m for spec in PIPELINE.specs for m in spec.load_models(settings)]
 
 
 def upload_entry(src: Path, to_url: str, entry: str, settings: Settings) -> int:
@@ -178,7 +81,7 @@ def models() -> None:
                                                     "[default: ONSEI_MODEL_CACHE]")
 @click.option("--from", "from_dir", default=None, type=click.Path(exists=True, file_okay=False),
               help="upload this already-filled cache dir instead of downloading")
-@click.option("--only", multiple=True, type=click.Choice(["asr", "enhance", "tokenize"]),
+@click.option("--only", multiple=True, type=click.Choice(STAGES),
               help="only this stage's model (repeatable)")
 def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...]) -> None:
     """Download every configured model's weights into the model cache."""

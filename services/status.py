@@ -1,5 +1,6 @@
 """``onsei status [--range A-B] [--json]``: per stage done / queued / running / failed, hours,
-throughput over the last hour, slowest and failed shards.
+throughput over the last hour, slowest and failed shards; GPU-hours, cost per output hour and,
+with a range, the projection to finish it (services/costs.py).
 
 Done and failed come from the ledger (the truth); queued and running from Redis (a mirror).
 With Redis down or empty the ledger part still prints, and the output says so.
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
@@ -18,14 +18,10 @@ from common.settings import Settings, get_settings
 from services.pipeline import STAGES, open_ledger
 
 
-def _read_records(ledger: Any, stage: str, ids: set[int]) -> list[dict[str, Any]]:
-    with ThreadPoolExecutor(16) as pool:
-        recs = pool.map(lambda i: ledger.read_done(stage, i), sorted(ids))
-        return [r for r in recs if r]
-
-
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
+    from common.recordcache import done_records
     from common.tracking import Tracker
+    from services.costs import summary
 
     ledger = open_ledger(settings)
     tracker = Tracker(settings)
@@ -34,9 +30,11 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
                            [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
+    records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:
-        done_ids = ledger.done_ids(stage, ids)
-        recs = _read_records(ledger, stage, done_ids)
+        # one listing; only records new or rewritten since the last status are read
+        recs = records[stage] = done_records(ledger, stage, ids)
+        done_ids = {r.get("shard_id") for r in recs}
         fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
                  and f.get("shard_id") not in done_ids]
         recent = [r for r in recs if r.get("finished_at", 0) >= now - 3600]
@@ -68,6 +66,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
                                      "seconds": round(now - v.get("started", now), 1)}
                                     for i, v in sorted(running.items())[:top]]
         out["stages"][stage] = st
+    out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
     if redis_ok:
         out["redis_empty"] = all(not (s["queued"] or s["reserved"] or s["running"])
                                  for s in out["stages"].values())
@@ -96,6 +95,10 @@ def render(data: dict[str, Any]) -> None:
                   f"{s['audio_hours_out']:.2f}", str(s["last_hour"]["shards"]),
                   f"{s['last_hour']['audio_hours_in']:.2f}")
     con.print(t)
+    from services.costs import render_lines
+
+    for line in render_lines(data["cost"]):
+        con.print(line, highlight=False, markup=False)
     if not data["redis"]:
         con.print("[yellow]Redis unreachable: queued/running unknown; done and failed are from "
                   "the ledger alone.[/]")

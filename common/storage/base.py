@@ -46,6 +46,12 @@ class Store(abc.ABC):
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys under ``prefix`` (relative to the root), paginated, in lexical order."""
 
+    def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
+        """``(key, tag)`` under ``prefix``, the tag changing whenever the object is rewritten
+        (S3: its ETag; local: inode, mtime and size). "" when the backend cannot tell: a cache of
+        the object must then read it again."""
+        return ((k, "") for k in self.list(prefix))
+
     @abc.abstractmethod
     def read_bytes(self, key: str) -> bytes: ...
 

@@ -49,21 +49,42 @@ class LocalStore(Store):
             raise NotFound(f"not found: {self.child_url(key)}") from e
         return f"{st.st_size}:{st.st_mtime_ns}"
 
+    def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
+        out = []
+        for key, entry in self._walk(prefix):
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                continue  # deleted since the walk
+            out.append((key, f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"))  # rewrite: new inode
+        return iter(out)
+
     def list(self, prefix: str = "") -> Iterator[str]:
-        # Walk only the deepest directory the prefix names, not the whole root.
+        return iter([key for key, _ in self._walk(prefix)])
+
+    def _walk(self, prefix: str) -> list[tuple[str, os.DirEntry]]:
+        """(key, dir entry) of the files under ``prefix``, sorted by key. Walks only the
+        deepest directory the prefix names, not the whole root."""
         base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._path(base_dir) if base_dir else self.root
         if not start.is_dir():
-            return iter(())
-        keys = []
-        for dirpath, _dirs, files in os.walk(start):
-            for f in files:
-                if f.startswith(".") and f.endswith(".part"):
-                    continue  # in-flight temp files are not objects
-                rel = os.path.relpath(os.path.join(dirpath, f), self.root).replace(os.sep, "/")
-                if rel.startswith(prefix):
-                    keys.append(rel)
-        return iter(sorted(keys))
+            return []
+        found = []
+        todo = [(str(start), os.path.relpath(start, self.root).replace(os.sep, "/"))]
+        while todo:  # one relpath per directory, not per file: 50,000 records in one dir
+            path, rel_dir = todo.pop()
+            head = "" if rel_dir == "." else rel_dir + "/"
+            with os.scandir(path) as it:
+                for entry in it:
+                    rel = head + entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append((entry.path, rel))
+                    elif entry.name.startswith(".") and entry.name.endswith(".part"):
+                        continue  # in-flight temp files are not objects
+                    elif rel.startswith(prefix) and entry.is_file():
+                        found.append((rel, entry))
+        found.sort(key=lambda x: x[0])
+        return found
 
     def read_bytes(self, key: str) -> bytes:
         try:

@@ -159,21 +159,27 @@ class S3Store(Store):
         return f"{int(head['ContentLength'])}:{head.get('ETag', '')}"
 
     def list(self, prefix: str = "") -> Iterator[str]:
+        return (obj["Key"][len(self.root):] for obj in self._objects(prefix))
+
+    def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
+        return ((obj["Key"][len(self.root):], str(obj.get("ETag", "")))
+                for obj in self._objects(prefix))
+
+    def _objects(self, prefix: str) -> Iterator[dict[str, Any]]:
         full = self._key(prefix) if prefix else self.root
 
-        def pages() -> Iterator[str]:
+        def pages() -> Iterator[dict[str, Any]]:
             paginator = self._client().get_paginator("list_objects_v2")
             for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
-                for obj in page.get("Contents", ()):
-                    yield obj["Key"][len(self.root):]
+                yield from page.get("Contents", ())
 
         it = pages()
         while True:  # map errors raised while paging, page by page
             try:
-                key = self._call("LIST", prefix, lambda: next(it))
+                obj = self._call("LIST", prefix, lambda: next(it))
             except StopIteration:
                 return
-            yield key
+            yield obj
 
     def read_bytes(self, key: str) -> bytes:
         def fetch() -> bytes:

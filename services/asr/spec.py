@@ -5,6 +5,7 @@ from common.stage import InputRef
 
 SPEC = StageSpec(
     name="asr",
+    models="services.asr.fetch:configured",
     stage_class="services.asr.stage:AsrStage",
     output_key=lambda s, i: f"asr/{s.shard_stem(i)}.jsonl",
     inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i))},

@@ -5,6 +5,7 @@ from common.stage import InputRef
 
 SPEC = StageSpec(
     name="enhance",
+    models="services.enhance.fetch:configured",
     stage_class="services.enhance.stage:EnhanceStage",
     output_key=lambda s, i: f"enhanced/{s.shard_stem(i)}.tar",
     inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i)),

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from common.errors import ModelUnavailable
+from common.modelcache import entry_lock, local_root
 from common.settings import Settings
 from common.storage import open_store, split_url
 
@@ -29,26 +29,6 @@ def cache_name(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "--", spec.strip("/")).strip("-")
 
 
-def local_cache_root(settings: Settings) -> Path:
-    scheme, _, path = split_url(settings.model_cache)
-    if scheme == "file":
-        return Path(path).expanduser()
-    return Path(settings.scratch_dir) / "onsei-models"  # model cache on s3: stage locally
-
-
-@contextmanager
-def _locked(dir_: Path) -> Iterator[None]:
-    import fcntl
-
-    dir_.mkdir(parents=True, exist_ok=True)
-    with open(dir_ / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _have(dir_: Path, files: list[str]) -> bool:
     return all((dir_ / f).is_file() for f in files)
 
@@ -56,7 +36,7 @@ def _have(dir_: Path, files: list[str]) -> bool:
 def _fetch_from_store(url: str, files: list[str], dest: Path, settings: Settings) -> bool:
     """Download ``files`` under ``url`` into ``dest``; False when any is missing there."""
     store = open_store(url, settings)
-    with _locked(dest):
+    with entry_lock(dest):
         if _have(dest, files):
             return True
         if not all(store.exists(f) for f in files):
@@ -84,7 +64,7 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
             missing = [f for f in files if not (d / f).is_file()]
             raise WeightsUnavailable(hint(f"{d} lacks {', '.join(missing)}"))
         return d
-    dest = local_cache_root(settings) / cache_name(spec)
+    dest = local_root(settings) / cache_name(spec)
     if _have(dest, files):
         return dest
     if scheme == "s3":
@@ -114,7 +94,7 @@ def _from_hub(repo_id: str, files: list[str], dest: Path, hint: Callable[[str], 
         from huggingface_hub import hf_hub_download
     except ImportError as e:
         raise WeightsUnavailable(hint("huggingface_hub is not installed")) from e
-    with _locked(dest):
+    with entry_lock(dest):
         try:
             for f in files:
                 if not (dest / f).is_file():

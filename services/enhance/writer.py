@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +17,12 @@ import numpy as np
 
 from common.audio import flac_bytes, resample
 from common.shards import ShardWriter
+from common.writebehind import WriteBehind
 from services.enhance.segments import CutSegment, SegmentSpec
 
 log = logging.getLogger(__name__)
 
 OUT_RATE = 24000
-_END = object()
 
 
 class EnhancedWriter:
@@ -34,8 +32,6 @@ class EnhancedWriter:
                  in_rate: int = 0, batch: int = 16) -> None:
         self.rate = rate
         self._writer = ShardWriter(path)
-        self._q: queue.Queue = queue.Queue(maxsize=ahead)
-        self._error: BaseException | None = None
         self.written = 0
         self.seconds_out = 0.0
         self.annotator = annotator  # services.enhance.quality.annotate.Annotator or None
@@ -45,36 +41,21 @@ class EnhancedWriter:
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
-        self._thread = threading.Thread(target=self._work, name="enhance-write", daemon=True)
-        self._thread.start()
+        # the last partial batch is annotated and written at the end
+        self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
+            WriteBehind(self._take, ahead, name="enhance-write", finish=self._flush)
 
     def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
         """``before``: the segment's input at ``in_rate`` (for the annotations), if any."""
-        if self._error is not None:
-            raise self._error
-        self._q.put((seg, audio, before))
+        self._behind.put((seg, audio, before))
 
-    def _work(self) -> None:
-        while True:
-            item = self._q.get()
-            if self._error is not None:
-                if item is _END:
-                    return
-                continue  # drain so put() never blocks forever
-            try:
-                if item is _END:
-                    self._flush()
-                    return
-                if self.annotator is None:
-                    self._write(item[0], item[1], None)
-                    continue
-                self._pending.append(item)
-                if len(self._pending) >= self.batch:
-                    self._flush()
-            except BaseException as e:  # noqa: BLE001 - re-raised in the producer
-                self._error = e
-                if item is _END:
-                    return
+    def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
+        if self.annotator is None:
+            self._write(item[0], item[1], None)
+            return
+        self._pending.append(item)
+        if len(self._pending) >= self.batch:
+            self._flush()
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -123,18 +104,15 @@ class EnhancedWriter:
         self.durations.append((s, meta["duration_seconds"]))
 
     def close(self) -> None:
-        self._q.put(_END)
-        self._thread.join()
-        if self._error is not None:
+        try:
+            self._behind.join()
+        except BaseException:
             self._writer.abort()
-            raise self._error
+            raise
         self._writer.close()
 
     def abort(self) -> None:
-        if self._error is None:
-            self._error = RuntimeError("aborted")  # the thread drops what is pending
-        self._q.put(_END)
-        self._thread.join()
+        self._behind.abort()  # what is pending is dropped
         self._writer.abort()
 
 

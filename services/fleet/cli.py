@@ -13,7 +13,12 @@ import click
 @click.option("--dry-run", is_flag=True, help="print what one cycle would launch/cancel; change nothing")
 @click.option("--once", is_flag=True, help="one cycle, then exit")
 @click.option("--sky", "sky_path", default=None, help="path of the `sky` CLI")
-def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None) -> None:
+@click.option("--suggest", is_flag=True, help="print node counts per stage that balance the "
+              "stages' measured rates (from done records); launch nothing")
+@click.option("--total", type=int, default=None, help="with --suggest: nodes to split "
+              "[default: the fleet file's counts / backlog maxima summed]")
+def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, suggest: bool,
+          total: int | None) -> None:
     """Keep target counts of SkyPilot managed spot jobs per stage (fixed or following backlog)."""
     from services.fleet.backlog import redis_backlog
     from services.fleet.config import load_config
@@ -21,6 +26,9 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None) -> 
     from services.fleet.sky import SkyCliClient
 
     cfg = load_config(config_path)
+    if suggest:
+        _suggest(cfg, total)
+        return
     backlog = None
     if any(t.backlog for t in cfg.targets.values()):
         url = os.environ.get(cfg.broker_url_env)
@@ -51,6 +59,22 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None) -> 
             click.echo(f"  error: {err}", err=True)
 
     f.run(cycles=1 if (once or dry_run) else None, dry_run=dry_run, on_cycle=show)
+
+
+def _suggest(cfg, total: int | None) -> None:
+    from common.settings import get_settings
+    from services.fleet.sizing import balance, measured_rates, render
+    from services.pipeline import STAGES
+
+    current: dict[str, int] = {}
+    for name, t in cfg.targets.items():
+        stage = t.backlog.queue if t.backlog else name
+        if stage in STAGES:
+            current[stage] = current.get(stage, 0) + (t.backlog.max if t.backlog else t.count)
+    rates = measured_rates(get_settings())
+    nodes = balance(rates, total if total is not None else sum(current.values()))
+    for line in render(rates, nodes, current):
+        click.echo(line)
 
 
 class _NoJobs:

@@ -17,13 +17,17 @@ from common.settings import Settings
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="write the HTML report (charts inline) here")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def report(output_url: str | None, html_path: Path | None, as_json: bool) -> None:
-    """Hours in / kept / out, languages, segment lengths, drop reasons, speed, failed shards."""
+@click.option("--range", "range_", default=None,
+              help="the run's shard ids A-B: projects hours and cost to finish them")
+def report(output_url: str | None, html_path: Path | None, as_json: bool,
+           range_: str | None) -> None:
+    """Hours in / kept / out, languages, segment lengths, drop reasons, speed, cost, failures."""
+    from services.enqueue import parse_range
     from services.report.collect import collect, to_json
 
     settings = Settings()
     url = output_url or settings.output_url
-    data = collect(url, settings)
+    data = collect(url, settings, total_shards=len(parse_range(range_)) if range_ else None)
     summary = to_json(data)
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
@@ -34,6 +38,10 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool) -> Non
         for stage, st in summary["stages"].items():
             click.echo(f"  {stage:<9} done {st['done']:>6}  failed {st['failed']:>4}  "
                        f"dead {st['dead_lettered']:>4}  {st['realtime_factor']:.3g}x real time")
+        from services.costs import render_lines
+
+        for line in render_lines(data.cost):
+            click.echo(line)
     if html_path is not None:
         from services.report.render import render_html
 

@@ -71,6 +71,7 @@ class ReportData:
     unreadable: list[str] = field(default_factory=list)  # outputs that could not be parsed
     slowest: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
+    cost: dict[str, Any] = field(default_factory=dict)  # services.costs.summary
     quality: QualityData = field(default_factory=QualityData)
 
 
@@ -147,17 +148,23 @@ def _add_done(summary: StageSummary, rec: dict[str, Any]) -> None:
             summary.last_finished, fin)
 
 
-def collect(output_url: str, settings: Settings, workers: int = 8) -> ReportData:
+def collect(output_url: str, settings: Settings, workers: int = 8,
+            total_shards: int | None = None) -> ReportData:
+    """``total_shards``: the run's size, for the projection of hours and cost to finish."""
+    from services.costs import summary
+
     store = open_store(output_url, settings)
     ledger = open_ledger(settings, store)
     data = ReportData(output_url=output_url, tokenizer=settings.tokenizer,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []
+    records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:
-        summary = data.stages[stage]
+        stage_sum = data.stages[stage]
         done_ids: set[int] = set()
-        for rec in ledger.done_records(stage):
-            _add_done(summary, rec)
+        records[stage] = ledger.done_records(stage)
+        for rec in records[stage]:
+            _add_done(stage_sum, rec)
             for entry in rec.get("skipped") or []:  # segments the quality filter removed
                 data.quality.add_skipped(entry)
             done_ids.add(int(rec.get("shard_id", -1)))
@@ -168,12 +175,13 @@ def collect(output_url: str, settings: Settings, workers: int = 8) -> ReportData
         for fail in ledger.failures(stage):
             if int(fail.get("shard_id", -1)) in done_ids:
                 continue  # a later success wins
-            summary.failed += 1
-            summary.dead_lettered += bool(fail.get("dead_lettered"))
+            stage_sum.failed += 1
+            stage_sum.dead_lettered += bool(fail.get("dead_lettered"))
             data.failed.append({"stage": stage, "shard": fail.get("shard", "?"),
                                 "reason": str(fail.get("reason", ""))[:300],
                                 "attempts": fail.get("attempts", 0),
                                 "dead_lettered": bool(fail.get("dead_lettered"))})
+    data.cost = summary(records, settings, total_shards, data.generated_at)
     data.slowest = sorted(slow, key=lambda r: r["wall_seconds"], reverse=True)[:TOP_N]
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
 
@@ -223,5 +231,6 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "slowest": data.slowest,
         "failed": data.failed,
         "unreadable": data.unreadable,
+        "cost": data.cost,
         "quality": data.quality.as_dict(),
     }

@@ -172,6 +172,29 @@ def _table(headers: list[str], rows: list[list[object]], left: int = 1) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _cost_table(block: dict) -> str:
+    if not block:
+        return "<p>no done records</p>"
+    rows: list[list[object]] = [
+        [s, c["gpu_hours"], c["cost"] if c["cost"] is not None else "?",
+         c["cost_per_output_hour"] if c["cost_per_output_hour"] is not None else "?",
+         c["node_seconds_per_shard"] or 0.0, ", ".join(c["node_types"])]
+        for s, c in block["stages"].items()]
+    t = block["total"]
+    rows.append(["total", t["gpu_hours"], t["cost"] if t["cost"] is not None else "?",
+                 t["cost_per_output_hour"] if t["cost_per_output_hour"] is not None else "?",
+                 "", f"{t['output_hours']:.3g} output hours"])
+    html = _table(["stage", "GPU-hours", "cost $", "$ per output hour", "node s per shard",
+                   "nodes"], rows)
+    p = block.get("projection")
+    if p:
+        hl = "?" if p["hours_left"] is None else f"{p['hours_left']:.3g} h"
+        cf = "?" if p["cost_to_finish"] is None else f"${p['cost_to_finish']:,.2f}"
+        html += (f'<p id="projection">To finish {p["total_shards"]} shards: {escape(hl)} at '
+                 f"the current rate, {escape(cf)} more.</p>")
+    return html
+
+
 def render_html(data: ReportData) -> str:
     charts = [
         ("hours", "Hours in / kept / out", chart_hours(data)),
@@ -199,6 +222,7 @@ def render_html(data: ReportData) -> str:
     slow = _table(["stage", "shard", "wall s", "audio s in", "host"],
                   [[r["stage"], r["shard"], r["wall_seconds"], r["audio_seconds_in"], r["host"]]
                    for r in data.slowest], left=2)
+    cost = _cost_table(data.cost)
     failed = _table(["stage", "shard", "attempts", "dead-lettered", "reason"],
                     [[r["stage"], r["shard"], r["attempts"], r["dead_lettered"], r["reason"]]
                      for r in data.failed], left=2) if data.failed else "<p>none</p>"
@@ -216,6 +240,7 @@ def render_html(data: ReportData) -> str:
  in, {data.seconds_kept / 3600:.3g} h kept = {kept_pct:.3g}%); {len(data.segment_durations)} kept
  segments; {data.token_lines} tokenized utterances ({data.token_seconds / 3600:.3g} h).</p>
 <h2>Stages</h2>{stages}
+<h2>Cost</h2>{cost}
 <h2>Charts</h2><div class="charts">{figs}</div>
 <h2>Slowest shards</h2>{slow}
 <h2>Failed shards</h2>{failed}

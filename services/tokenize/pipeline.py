@@ -11,8 +11,6 @@ reasons. Lines carry the sidecar's filterable ``quality`` fields.
 from __future__ import annotations
 
 import json
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,13 +23,13 @@ from common.audio import AudioError, read_audio_bytes, resample
 from common.members import iter_keys
 from common.readahead import read_ahead
 from common.shards import MemberError
-from services.enhance.quality.policy import FilterPolicy, filter_fields
+from common.writebehind import WriteBehind
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
+from services.tokenize.filter import FilterPolicy, filter_fields
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second
-_END = object()
 
 
 @dataclass
@@ -127,32 +125,17 @@ class JsonlWriter:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115
-        self._q: queue.Queue = queue.Queue(maxsize=64)
-        self._err: BaseException | None = None
-        self._t = threading.Thread(target=self._run, name="tokenize-writer", daemon=True)
-        self._t.start()
-
-    def _run(self) -> None:
-        while True:
-            lines = self._q.get()
-            if lines is _END:
-                return
-            try:
-                self._fh.writelines(lines)
-            except BaseException as e:  # noqa: BLE001
-                self._err = e
+        self._behind: WriteBehind[list[str]] = WriteBehind(self._fh.writelines, 64,
+                                                           name="tokenize-writer")
 
     def put(self, lines: list[str]) -> None:
-        if self._err is not None:
-            raise self._err
-        self._q.put(lines)
+        self._behind.put(lines)
 
     def close(self) -> None:
-        self._q.put(_END)
-        self._t.join()
-        self._fh.close()
-        if self._err is not None:
-            raise self._err
+        try:
+            self._behind.join()
+        finally:
+            self._fh.close()
 
 
 def token_line(seg: Segment, codes: np.ndarray) -> str:

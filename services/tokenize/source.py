@@ -9,14 +9,12 @@ last, so a half-downloaded directory is never used.
 
 from __future__ import annotations
 
-import fcntl
 import re
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
+from common.modelcache import entry_lock, local_root
 from common.settings import Settings
 from services.tokenize.known_configs import SEMANTIC_HUB_IDS
 from services.tokenize.loader import ModelLoadError, checkpoint_file
@@ -25,28 +23,11 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 MARKER = ".complete"
 
 
-def local_cache_root(settings: Settings) -> Path:
-    if settings.model_cache.startswith("s3://"):
-        return Path(settings.scratch_dir) / "onsei-models"
-    return Path(settings.model_cache.removeprefix("file://")).expanduser()
-
-
-@contextmanager
-def _locked(dest: Path) -> Iterator[None]:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / f".{dest.name}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def fetch_prefix(url: str, dest: Path, settings: Settings) -> Path:
     """Download every object under an s3 prefix into ``dest`` (once)."""
     from common.storage import open_store
 
-    with _locked(dest):
+    with entry_lock(dest):
         if (dest / MARKER).is_file():
             return dest
         store = open_store(url, settings)
@@ -78,7 +59,7 @@ def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
             raise RuntimeError(f"the hub is not usable from here: {why}")
         from huggingface_hub import hf_hub_download, snapshot_download
 
-        with _locked(dest):
+        with entry_lock(dest):
             if (dest / MARKER).is_file():
                 return dest
             dest.mkdir(parents=True, exist_ok=True)
@@ -119,7 +100,7 @@ def resolve_model_dir(spec: str, variant: str, settings: Settings) -> Path:
     if local.is_dir():
         checkpoint_file(local)  # a clear error now if it is not a model directory
         return local
-    cache = local_cache_root(settings)
+    cache = local_root(settings)
     if spec.startswith("s3://"):
         parsed = urlparse(spec)
         return fetch_prefix(spec, cache / "s3" / parsed.netloc / parsed.path.strip("/"), settings)

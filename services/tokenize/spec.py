@@ -6,6 +6,7 @@ from common.stage import InputRef
 
 SPEC = StageSpec(
     name="tokenize",
+    models="services.tokenize.fetch:configured",
     stage_class="services.tokenize.stage:TokenizeStage",
     output_key=lambda s, i: f"tokens/{s.tokenizer}/{s.shard_stem(i)}.jsonl",
     inputs=lambda s, i: {"enhanced": InputRef.of_stage("enhance")},

@@ -38,25 +38,27 @@ class _Base(Stage):
         key = output_key(self.name, self.settings, shard_id)
         return key, workdir / "out" / Path(key).name
 
+    def _lines(self, shard_id: int, workdir: Path, tar: Path, line) -> StageResult:
+        """One JSON line per sample of ``tar`` (``line(sample)`` -> list of dicts)."""
+        _pause(shard_id)
+        key, path = self._out(shard_id, workdir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [x for item in iter_shard(tar) if not isinstance(item, MemberError)
+                 for x in line(item)]
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        n = sum(len(x.get("segments", [x])) for x in lines)
+        return StageResult({key: path}, {"files": len(lines), "segments": n}, float(n),
+                           float(n), 0.0)
+
 
 class DummyAsr(_Base):
     name = "asr"
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
-        _pause(shard_id)
-        key, path = self._out(shard_id, workdir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for item in iter_shard(inputs["shard"]):
-            if isinstance(item, MemberError):
-                continue
-            lines.append({"key": item.key, "status": "ok", "segments": [
+        return self._lines(shard_id, workdir, inputs["shard"], lambda item: [
+            {"key": item.key, "status": "ok", "segments": [
                 {"idx": i, "start": float(i), "end": i + 1.0, "text": f"{item.key}-{i}",
-                 "kept": True} for i in range(2)]})
-        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        n = 2 * len(lines)
-        return StageResult({key: path}, {"files": len(lines), "segments": n},
-                           float(n), float(n), 0.0)
+                 "kept": True} for i in range(2)]}])
 
 
 class DummyEnhance(_Base):
@@ -81,16 +83,6 @@ class DummyTokenize(_Base):
     name = "tokenize"
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
-        _pause(shard_id)
-        key, path = self._out(shard_id, workdir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for item in iter_shard(inputs["enhanced"]):
-            if isinstance(item, MemberError):
-                continue
-            meta = json.loads(item.files["json"])
-            lines.append({"id": item.key, "text": meta["text"], "codes": {"neu_tokens": [1, 2]},
-                          "duration_seconds": 1.0})
-        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        return StageResult({key: path}, {"segments": len(lines)}, float(len(lines)),
-                           float(len(lines)), 0.0)
+        return self._lines(shard_id, workdir, inputs["enhanced"], lambda item: [
+            {"id": item.key, "text": json.loads(item.files["json"])["text"],
+             "codes": {"neu_tokens": [1, 2]}, "duration_seconds": 1.0}])

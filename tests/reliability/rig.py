@@ -102,8 +102,10 @@ class Rig:
             "ONSEI_FAULT_PIPELINE": pipeline, "ONSEI_FAULT_DIR": str(root),
             "ONSEI_ASR_MODEL": "bundled:whisper-base", "ONSEI_ASR_DEVICE": "cpu",
             "ONSEI_ENHANCER": "none", "ONSEI_UNTIL": CHAINS[pipeline][-1],
-            # longer than 2 shards (one in hand + one prefetched, unacked) on a busy machine
-            "ONSEI_VISIBILITY_TIMEOUT": "8" if pipeline == "dummy" else "150",
+            # longer than 2 shards (one in hand + one prefetched, unacked) on a busy machine: 8 s
+            # let a reserved message be redelivered while its worker was still on the one
+            # before it at load 12 on 2 cores (CI: "enhance:6 x2"), so 20 s
+            "ONSEI_VISIBILITY_TIMEOUT": "20" if pipeline == "dummy" else "150",
             "ONSEI_S3_MAX_ATTEMPTS": "10",
         }
         extra.update(env_extra)

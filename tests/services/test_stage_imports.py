@@ -35,3 +35,25 @@ def test_stage_module_imports_without_celery(stage: str) -> None:
                          timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+STAGES = ("asr", "enhance", "tokenize")
+# The one allowed crossing: enhance's fidelity check re-transcribes with the fleet's Whisper
+# model through asr's loader (one copy of loading weights), imported lazily inside the loader.
+ALLOWED = {"services/enhance/quality/fidelity.py: services.asr.model"}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_imports_no_other_stage(stage: str) -> None:
+    """Stages hand work on by task name, never by import (docs/architecture.md)."""
+    import ast
+
+    others = {f"services.{s}" for s in STAGES if s != stage}
+    bad = []
+    for f in sorted((REPO / "services" / stage).rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{f.relative_to(REPO)}: {n}" for n in names
+                    if any(n == o or n.startswith(o + ".") for o in others)]
+    assert [b for b in bad if b not in ALLOWED] == []

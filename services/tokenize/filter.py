@@ -1,4 +1,6 @@
-"""Which annotated segments tokenize skips, and why (docs/quality.md).
+"""Which annotated segments tokenize skips, and why (docs/quality.md). The annotations come
+from the enhance sidecars; the rule lives here, with the stage that applies it (stages never
+import each other).
 
 One reason string per rule a segment fails; an empty list keeps it. A segment without
 annotations (made before they existed, or with ``ONSEI_QUALITY_ANNOTATIONS=false``) is kept, and

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from services.enhance.quality.policy import FilterPolicy
+from services.tokenize.filter import FilterPolicy
 
 GOOD = {"dnsmos_after": {"ovrl": 3.2}, "dnsmos_delta": {"ovrl": 0.8}, "multi_speaker": False,
         "restoration_changed_text": None}

@@ -1,0 +1,136 @@
+"""Ledger helpers for the scale bench: a store that counts the S3 requests a call would make,
+a ledger topped up to a given size, and shards hidden from it for a while."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+from common.settings import Settings
+from common.storage.base import Store
+from services.pipeline import STAGES, open_ledger
+
+PAGE = 1000  # keys per ListObjectsV2 page
+
+
+class CountingStore(Store):
+    """Wraps a store and counts requests as S3 would bill them: LIST pages of 1,000 keys,
+    GET (read_bytes, get_file), HEAD (exists, size), PUT, DELETE."""
+
+    def __init__(self, inner: Store, counts: Counter | None = None) -> None:
+        self.inner, self.url = inner, inner.url
+        self.counts: Counter = Counter() if counts is None else counts
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, s: Settings) -> CountingStore:
+        from common.storage import open_store
+
+        return cls(open_store(s.output_url, s))
+
+    def _n(self, op: str, k: int = 1) -> None:
+        with self._lock:
+            self.counts[op] += k
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        keys = list(self.inner.list(prefix))
+        self._n("LIST", max(1, math.ceil(len(keys) / PAGE)))
+        return iter(keys)
+
+    def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
+        pairs = list(self.inner.list_tagged(prefix))
+        self._n("LIST", max(1, math.ceil(len(pairs) / PAGE)))
+        return iter(pairs)
+
+    def read_bytes(self, key: str) -> bytes:
+        self._n("GET")
+        return self.inner.read_bytes(key)
+
+    def get_file(self, key: str, dest: Path) -> Path:
+        self._n("GET")
+        return self.inner.get_file(key, dest)
+
+    def exists(self, key: str) -> bool:
+        self._n("HEAD")
+        return self.inner.exists(key)
+
+    def size(self, key: str) -> int:
+        self._n("HEAD")
+        return self.inner.size(key)
+
+    def put_file(self, src: Path, key: str) -> None:
+        self._n("PUT")
+        self.inner.put_file(src, key)
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        self._n("PUT")
+        self.inner.write_bytes(key, data)
+
+    def delete(self, key: str) -> None:
+        self._n("DELETE")
+        self.inner.delete(key)
+
+
+@contextmanager
+def counted_store() -> Iterator[Counter]:
+    """Every store opened through ``open_store`` meanwhile (by name from common.storage or by
+    services.pipeline's ledgers) counts into one Counter."""
+    import common.storage
+    import services.pipeline
+
+    real = common.storage.open_store
+    counts: Counter = Counter()
+
+    def counted(url: str, s: Settings | None = None) -> CountingStore:
+        return CountingStore(real(url, s), counts)
+
+    with mock.patch.object(common.storage, "open_store", counted), \
+            mock.patch.object(services.pipeline, "open_store", counted):
+        yield counts
+
+
+def fill_ledger(s: Settings, shards: int) -> None:
+    """Give every stage a done record for ids 0..shards-1: copies of the stage's first record
+    (what the run wrote), with the shard fields set. Existing records are kept."""
+    led = open_ledger(s)
+    root = Path(s.output_url)  # the bench's local store: plain writes, no fsync per record
+    for stage in STAGES:
+        have = led.done_ids(stage, range(shards))
+        template = led.read_done(stage, min(have)) if have else {
+            "stage": stage, "wall_seconds": 0.01, "audio_seconds_in": 1.0,
+            "audio_seconds_out": 1.0, "finished_at": 0.0}
+        for i in range(shards):
+            if i in have:
+                continue
+            rec = {**template, "shard_id": i, "shard": s.shard_name(i)}
+            path = root / led.done_key(stage, i)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(json.dumps(rec, indent=1, sort_keys=True).encode())
+
+
+@contextmanager
+def hide_shards(s: Settings, ids: range) -> Iterator[None]:
+    """Move these shards' done records (every stage) aside, and back afterwards."""
+    root = Path(s.output_url)
+    led = open_ledger(s, store=CountingStore.open(s))  # keys only
+    side = root.parent / "hidden"
+    moved: list[tuple[Path, Path]] = []
+    for stage in STAGES:
+        for i in ids:
+            src = root / led.done_key(stage, i)
+            if src.is_file():
+                dst = side / led.done_key(stage, i)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                src.rename(dst)
+                moved.append((dst, src))
+    try:
+        yield
+    finally:
+        for dst, src in moved:
+            dst.rename(src)

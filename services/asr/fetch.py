@@ -1,0 +1,47 @@
+"""The ASR stage's model for ``onsei models fetch``: bundled, or a faster-whisper hub model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from common.modelcache import BUNDLED_PREFIX, entry_names
+from common.modelfetch import FetchError, ModelSpec, from_hub, is_local
+from common.settings import Settings
+
+WHISPER_FILES = ["config.json", "preprocessor_config.json", "model.bin", "tokenizer.json",
+                 "vocabulary.*"]
+
+
+def _whisper_repo(name: str) -> str:
+    """faster-whisper's size names -> CTranslate2 repos (faster_whisper.utils._MODELS)."""
+    if "/" in name:
+        return name
+    try:
+        from faster_whisper.utils import _MODELS
+    except ImportError as e:
+        raise FetchError(f"asr: size name {name!r} needs faster-whisper installed "
+                         "(onsei[asr]) to map it to its repo, or give the hub id") from e
+    if name not in _MODELS:
+        raise FetchError(f"asr: unknown faster-whisper size {name!r}; known: {sorted(_MODELS)}")
+    return _MODELS[name]
+
+
+def configured(settings: Settings) -> list[ModelSpec]:
+    asr = settings.asr_model.strip()
+    if asr.startswith(BUNDLED_PREFIX):
+        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
+            from services.asr.bundled import ensure_bundled
+
+            # ensure_bundled builds <root>/bundled/<name>: dest is that directory
+            ensure_bundled(short, dest.parent.parent)
+        return [ModelSpec("asr", asr, entry_names(asr)[0], _bundled)]
+    if is_local(asr):
+        return []
+
+    def _whisper(dest: Path, name: str = asr) -> None:
+        from huggingface_hub import snapshot_download
+
+        repo = _whisper_repo(name)
+        from_hub(f"asr {name} ({repo})", lambda: snapshot_download(
+            repo, local_dir=str(dest), allow_patterns=WHISPER_FILES))
+    return [ModelSpec("asr", asr, entry_names(asr)[0], _whisper)]

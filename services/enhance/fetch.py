@@ -1,0 +1,26 @@
+"""The enhance stage's model for ``onsei models fetch``: Sidon's TorchScript pair (the other
+enhancers ship in wheels)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from common.modelfetch import ModelSpec, from_hub, is_local
+from common.settings import Settings
+
+SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extractor_cpu.pt",
+               "decoder_cpu.pt"]
+
+
+def configured(settings: Settings) -> list[ModelSpec]:
+    if settings.enhancer != "sidon" or is_local(settings.sidon_model):
+        return []
+
+    def _sidon(dest: Path, repo: str = settings.sidon_model) -> None:
+        from huggingface_hub import hf_hub_download
+
+        from_hub(f"enhance {repo}", lambda: [hf_hub_download(repo, f, local_dir=str(dest))
+                                             for f in SIDON_FILES])
+    from services.enhance.weights import cache_name
+
+    return [ModelSpec("enhance", settings.sidon_model, cache_name(settings.sidon_model), _sidon)]

@@ -1,0 +1,23 @@
+"""The tokenize stage's model for ``onsei models fetch``: the codec checkpoint with the w2v-BERT
+2.0 configs (and weights when the checkpoint lacks them), in the layout its loader reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from common.modelfetch import ModelSpec, from_hub, is_local
+from common.settings import Settings
+
+
+def configured(settings: Settings) -> list[ModelSpec]:
+    if is_local(settings.neucodec_model):
+        return []
+
+    def _neucodec(dest: Path, repo: str = settings.neucodec_model,
+                  variant: str = settings.tokenizer) -> None:
+        def go() -> None:
+            from services.tokenize.source import fetch_from_hub
+
+            fetch_from_hub(repo, variant, dest)
+        from_hub(f"tokenize {repo}", go)
+    return [ModelSpec("tokenize", settings.neucodec_model, settings.neucodec_model, _neucodec)]
