@@ -8,30 +8,10 @@ from itertools import pairwise
 
 import pytest
 
+from bench.longform import wer  # one WER for the tests and the bench
 from tests.services.asr.conftest import SR, Corpus, ShardRun
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def _words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    try:
-        import jiwer
-
-        return float(jiwer.wer(" ".join(_words(reference)), " ".join(_words(hypothesis))))
-    except ImportError:
-        pass
-    r, h = _words(reference), _words(hypothesis)
-    prev = list(range(len(h) + 1))
-    for i, rw in enumerate(r, 1):
-        cur = [i] + [0] * len(h)
-        for j, hw in enumerate(h, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rw != hw))
-        prev = cur
-    return prev[-1] / max(1, len(r))
 
 
 def test_wer_helper() -> None:
