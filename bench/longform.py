@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from bench.speech_corpus import EN_SENTENCES
+from services.enhance.quality.cer import edit_distance  # one Levenshtein for words and chars
 
 SR = 16000
 
@@ -235,24 +236,14 @@ def chars(text: str) -> list[str]:
     return [c for c in text if unicodedata.category(c)[0] in "LN"]
 
 
-def _edits(ref: list[str], hyp: list[str]) -> int:
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
-        prev = cur
-    return prev[-1]
-
-
 def wer(reference: str, hypothesis: str) -> float:
     ref = words(reference)
-    return _edits(ref, words(hypothesis)) / max(1, len(ref))
+    return edit_distance(ref, words(hypothesis)) / max(1, len(ref))
 
 
 def cer(reference: str, hypothesis: str) -> float:
     ref = chars(reference)
-    return _edits(ref, chars(hypothesis)) / max(1, len(ref))
+    return edit_distance(ref, chars(hypothesis)) / max(1, len(ref))
 
 
 def error_rate(language: str, reference: str, hypothesis: str) -> float:

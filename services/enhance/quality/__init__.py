@@ -2,8 +2,9 @@
 
 - :mod:`dnsmos`: DNSMOS P.835 SIG/BAK/OVRL, before and after restoration (ONNX from ``speechmos``);
 - :mod:`speaker`: Resemblyzer embedding + consistency of its parts -> ``multi_speaker``;
-- :mod:`fidelity`: re-transcription of a sample of restored segments, CER vs the ASR text;
-- :mod:`policy`: which annotated segments tokenize skips, and why.
+- :mod:`fidelity`: re-transcription of a sample of restored segments, CER vs the ASR text.
+
+Which annotated segments tokenize skips is tokenize's rule (services/tokenize/filter.py).
 
 Every scorer takes 16 kHz mono float32 clips and runs batched; heavy imports happen on load.
 """

@@ -7,6 +7,7 @@ differently from run to run, and Japanese has no spaces at all, so characters ar
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 
 def normalize(text: str) -> str:
@@ -14,8 +15,9 @@ def normalize(text: str) -> str:
     return "".join(c for c in t if unicodedata.category(c)[0] not in "PSZC")
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions), O(len(a) * len(b))."""
+def edit_distance(a: Sequence, b: Sequence) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions), O(len(a) * len(b)), over
+    characters or words."""
     if len(a) < len(b):
         a, b = b, a
     prev = list(range(len(b) + 1))
