@@ -166,7 +166,7 @@ def main() -> None:
             wall = time.monotonic() - t0
             emit({"event": "engine", "batch": args.e2e_batch, "segments": n_out,
                   "audio_seconds": round(total, 1), "wall": round(wall, 2),
-                  "x_realtime": round(total / wall, 1), "model_busy": round(eng.model_seconds / wall, 3),
+                  "x_realtime": round(total / wall, 1), "model_busy": round(eng.clock.seconds / wall, 3),
                   "padded_fraction": round(eng.stats.padded_fraction, 4),
                   "overhead_fraction": round(eng.stats.overhead_fraction, 4)})
     emit({"event": "done", "seconds": round(time.monotonic() - t_start, 1)})

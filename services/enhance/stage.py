@@ -83,7 +83,7 @@ class EnhanceStage(Stage):
         ann = self._annotator
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
                                 batch=s.quality_batch_segments)
-        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds)
+        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio, for the annotations
 
         def keep_inputs(segments):
@@ -123,7 +123,6 @@ class EnhanceStage(Stage):
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,
-            model_seconds=engine.model_seconds,
             extra={
                 "padded_fraction": round(st.padded_fraction, 5),
                 "overhead_fraction": round(st.overhead_fraction, 5),

@@ -86,7 +86,7 @@ class TokenizeStage(Stage):
                              max_member_bytes=s.max_member_bytes,
                              quality_filter=FilterPolicy.from_settings(s))
         st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
-                          partial(prepare, self.codec.model, self.codec.variant))
+                          partial(prepare, self.codec.model, self.codec.variant), self.clock)
         waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
         return StageResult(
             outputs={key: out},
@@ -94,7 +94,6 @@ class TokenizeStage(Stage):
                     "skipped": len(st.skipped), "tokens": st.tokens},
             audio_seconds_in=st.seconds_in,
             audio_seconds_out=st.seconds_out,
-            model_seconds=st.model_seconds,
             extra={"batches": st.batches,
                    "mean_batch": round(st.tokenized / st.batches, 2) if st.batches else 0.0,
                    "padding_waste": round(waste, 4),
