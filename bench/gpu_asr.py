@@ -59,10 +59,10 @@ def main() -> int:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
-    from common.settings import Settings
+    from services.asr.settings import AsrSettings
     from services.asr.stage import AsrStage
 
-    settings = Settings(asr_device=args.device)
+    settings = AsrSettings(asr_device=args.device)
     t0 = time.perf_counter()
     stage = AsrStage(settings)
     stage.load()

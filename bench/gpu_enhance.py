@@ -107,10 +107,10 @@ def main() -> None:
 
     import torch
 
-    from common.settings import Settings
     from services.enhance.chunking import ChunkGeometry, pad_segment
     from services.enhance.pipeline import Enhancer
     from services.enhance.segments import CutSegment, SegmentSpec
+    from services.enhance.settings import EnhanceSettings
     from services.enhance.sidon import SidonBackend
 
     cuda = args.device.startswith("cuda")
@@ -120,7 +120,7 @@ def main() -> None:
         sizes = build_pair(Path(d), args.device, args.tiny, args.layers)
         emit({"event": "built", **sizes, "seconds": round(time.monotonic() - t0, 1),
               "device": torch.cuda.get_device_name() if cuda else "cpu"})
-        backend = SidonBackend(Settings(sidon_model=d, enhance_device=args.device))
+        backend = SidonBackend(EnhanceSettings(sidon_model=d, enhance_device=args.device))
         t0 = time.monotonic()
         backend.load()
         emit({"event": "loaded", "seconds": round(time.monotonic() - t0, 1)})

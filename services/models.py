@@ -18,9 +18,9 @@ import click
 
 from common.modelcache import MANIFEST, is_remote, list_entries, local_files, write_manifest
 from common.modelfetch import FetchError, ModelSpec
-from common.settings import Settings, get_settings
+from common.settings import Settings
 from common.storage import open_store, split_url
-from services.pipeline import PIPELINE, STAGES
+from services.pipeline import PIPELINE, STAGES, get_settings
 
 
 def configured_models(settings: Settings) -> list[ModelSpec]:

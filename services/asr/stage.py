@@ -21,6 +21,7 @@ from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
+from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
 
 
@@ -38,15 +39,16 @@ class AsrStage(Stage):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self._loaded = None  # services.asr.model.LoadedModel, set by load()
+        self.settings: AsrSettings = AsrSettings.of(settings)  # its section (services/asr/settings.py)
+        self._loaded = None  # services.whisper.model.LoadedModel, set by load()
         self._clip_transcriber = None  # services.asr.batched.ClipTranscriber
 
     # --- Stage contract --------------------------------------------------------------------------
     def load(self) -> None:
         if self._loaded is None:
-            from services.asr.model import load_model
+            from services.whisper.model import load_model
 
-            self._loaded = load_model(self.settings)
+            self._loaded = load_model(self.settings, self.settings.asr_device)
 
     def model_info(self) -> dict[str, Any]:
         if self._loaded is None:

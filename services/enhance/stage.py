@@ -14,6 +14,7 @@ from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.enhance.backends import Backend, make_backend
 from services.enhance.chunking import ChunkGeometry
+from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ class EnhanceStage(Stage):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
+        self.settings: EnhanceSettings = EnhanceSettings.of(settings)  # its section (services/enhance/settings.py)
         self._backend: Backend | None = None
         self._annotator: Any = None
 

@@ -15,6 +15,7 @@ from typing import Any
 from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.tokenize.loader import LoadedCodec
+from services.tokenize.settings import TokenizeSettings
 from services.tokenize.spec import SPEC
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,7 @@ class TokenizeStage(Stage):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
+        self.settings: TokenizeSettings = TokenizeSettings.of(settings)  # its section (services/tokenize/settings.py)
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
 
