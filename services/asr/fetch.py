@@ -32,10 +32,9 @@ def configured(settings: Settings) -> list[ModelSpec]:
     asr = settings.asr_model.strip()
     if asr.startswith(BUNDLED_PREFIX):
         def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
-            from services.whisper.bundled import ensure_bundled
+            from services.whisper.bundled import assemble
 
-            # ensure_bundled builds <root>/bundled/<name>: dest is that directory
-            ensure_bundled(short, dest.parent.parent)
+            assemble(short, dest)
         return [ModelSpec("asr", asr, entry_names(asr)[0], _bundled)]
     if is_local(asr):
         return []

@@ -47,7 +47,7 @@ def resolve_model(settings: WhisperSettings) -> ResolvedModel:
     name = settings.asr_model.strip()
     if name.startswith(BUNDLED_PREFIX):
         short = name[len(BUNDLED_PREFIX):]
-        cached = resolve_model_dir(name, settings)  # fetched into an (s3) cache already?
+        cached = resolve_model_dir(name, settings, REQUIRED_FILES)  # in an (s3) cache?
         if cached is not None and _is_model_dir(cached):
             return ResolvedModel(name, str(cached), bundled_version(short))
         path = ensure_bundled(short, local_root(settings))
@@ -58,7 +58,7 @@ def resolve_model(settings: WhisperSettings) -> ResolvedModel:
     if direct.is_absolute() or name.startswith((".", "~")):
         raise ModelUnavailable(f"ONSEI_ASR_MODEL={name!r} is not a CTranslate2 model directory "
                                f"(needs {', '.join(REQUIRED_FILES)} and tokenizer.json)")
-    cached = resolve_model_dir(name, settings)
+    cached = resolve_model_dir(name, settings, REQUIRED_FILES)
     if cached is not None:
         if not _is_model_dir(cached):
             raise ModelUnavailable(f"model cache entry {cached} for {name!r} lacks "
