@@ -5,8 +5,7 @@ from common.stage import InputRef
 from services.asr.settings import AsrSettings
 
 SPEC = StageSpec(
-    name="asr",
-    settings=AsrSettings,
+    name="asr", settings=AsrSettings,
     models="services.asr.fetch:configured",
     stage_class="services.asr.stage:AsrStage",
     output_key=lambda s, i: f"asr/{s.shard_stem(i)}.jsonl",

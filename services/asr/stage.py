@@ -36,10 +36,10 @@ class FileOutcome:
 
 class AsrStage(Stage):
     name = "asr"
+    settings: AsrSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self.settings: AsrSettings = AsrSettings.of(settings)  # its section (services/asr/settings.py)
+        super().__init__(AsrSettings.of(settings))  # its section, whatever settings it is given
         self._loaded = None  # services.whisper.model.LoadedModel, set by load()
         self._clip_transcriber = None  # services.asr.batched.ClipTranscriber
 

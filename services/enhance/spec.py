@@ -5,8 +5,7 @@ from common.stage import InputRef
 from services.enhance.settings import EnhanceSettings
 
 SPEC = StageSpec(
-    name="enhance",
-    settings=EnhanceSettings,
+    name="enhance", settings=EnhanceSettings,
     models="services.enhance.fetch:configured",
     stage_class="services.enhance.stage:EnhanceStage",
     output_key=lambda s, i: f"enhanced/{s.shard_stem(i)}.tar",

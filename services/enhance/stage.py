@@ -24,10 +24,10 @@ MAX_ERRORS_RECORDED = 100
 
 class EnhanceStage(Stage):
     name = "enhance"
+    settings: EnhanceSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self.settings: EnhanceSettings = EnhanceSettings.of(settings)  # its section (services/enhance/settings.py)
+        super().__init__(EnhanceSettings.of(settings))  # its section, whatever settings it is given
         self._backend: Backend | None = None
         self._annotator: Any = None
 

@@ -12,8 +12,7 @@ def _codec(settings: Settings) -> str:
 
 
 SPEC = StageSpec(
-    name="tokenize",
-    settings=TokenizeSettings,
+    name="tokenize", settings=TokenizeSettings,
     models="services.tokenize.fetch:configured",
     stage_class="services.tokenize.stage:TokenizeStage",
     output_key=lambda s, i: f"tokens/{_codec(s)}/{s.shard_stem(i)}.jsonl",

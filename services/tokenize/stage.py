@@ -23,10 +23,10 @@ log = logging.getLogger(__name__)
 
 class TokenizeStage(Stage):
     name = "tokenize"
+    settings: TokenizeSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self.settings: TokenizeSettings = TokenizeSettings.of(settings)  # its section (services/tokenize/settings.py)
+        super().__init__(TokenizeSettings.of(settings))  # its section, whatever settings it is given
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
 
