@@ -80,6 +80,14 @@ def test_a_stage_takes_its_section_from_generic_settings(clean_env, tmp_path) ->
     assert AsrSettings.of(p) is p and TokenizeSettings.of(p) is p
 
 
+def test_each_stage_takes_its_specs_section_from_generic_settings(tmp_path) -> None:
+    g = Settings(output_url=str(tmp_path))
+    for spec in PIPELINE.specs:
+        stage = spec.load_class()(g)
+        assert isinstance(stage.settings, spec.settings), spec.name
+        assert stage.settings.output_url == str(tmp_path)
+
+
 def test_the_stage_reads_its_section(make_settings) -> None:
     from services.asr.stage import AsrStage
     from services.tokenize.stage import TokenizeStage
