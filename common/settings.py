@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     # hide_input_in_errors: a rejected value may be a URL with a password in it
     model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="forbid", validate_default=True,
                                       hide_input_in_errors=True)
+
+    # sections made from these settings by :meth:`of`, by class (dropped when a value changes)
+    _sections: dict[type, Settings] = PrivateAttr(default_factory=dict)
 
     # --- locations -------------------------------------------------------------------------
     input_url: str = Field("./data/raw", description="where the raw shards are")
@@ -138,12 +141,27 @@ class Settings(BaseSettings):
     @classmethod
     def of(cls, settings: Settings) -> Self:
         """``settings`` as this class: the same value for every field both have; this class's
-        other fields (a stage's section) from the environment, the YAML file and defaults.
-        Returns ``settings`` itself when it already is one (the pipeline's settings are)."""
+        other fields (a stage's section) from the environment and the YAML file as they are at
+        the first call (made once per ``settings`` object: a spec asks per shard). Returns
+        ``settings`` itself when it already is one (the pipeline's settings are)."""
         if isinstance(settings, cls):
             return settings
-        mine = cls.model_fields
-        return cls(**{k: getattr(settings, k) for k in type(settings).model_fields if k in mine})
+        made = settings._sections.get(cls)
+        if made is None:
+            mine = cls.model_fields
+            made = settings._sections[cls] = cls(
+                **{k: getattr(settings, k) for k in type(settings).model_fields if k in mine})
+        return made  # type: ignore[return-value]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields:
+            self._sections.clear()
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        copied._sections = {}  # made from the old values
+        return copied
 
     # --- helpers ----------------------------------------------------------------------------------
     def shard_name(self, shard_id: int) -> str:

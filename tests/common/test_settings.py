@@ -122,3 +122,21 @@ def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "missing.yaml: no such file" in r.stderr
+
+
+def test_a_section_is_made_once_per_settings_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec asks for its section per shard: made once, remade when a value changes."""
+
+    class Section(Settings):
+        extra_knob: int = 1
+
+    monkeypatch.setenv("ONSEI_EXTRA_KNOB", "5")
+    g = Settings(max_range=3)
+    first = Section.of(g)
+    assert (first.max_range, first.extra_knob) == (3, 5)
+    assert Section.of(g) is first
+    assert Section.of(first) is first
+    copied = g.model_copy(update={"max_range": 4})
+    assert Section.of(copied).max_range == 4 and Section.of(g) is first
+    g.max_range = 6
+    assert Section.of(g).max_range == 6
