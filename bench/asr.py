@@ -31,9 +31,9 @@ from bench.longform import (
 
 
 def _settings(tmp: Path):
-    from common.settings import Settings
+    from services.asr.settings import AsrSettings
 
-    return Settings(asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
+    return AsrSettings(asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
                     input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
                     scratch_dir=str(tmp / "scratch"))
 

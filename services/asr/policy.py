@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from common.settings import Settings
 from services.asr import records
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
+from services.asr.settings import AsrSettings
 
 CUT_EDGE_SECONDS = 0.5  # a segment ending this close to a truncated file's end ends at the cut
 
@@ -28,7 +28,7 @@ class Segments:
 
 
 def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
-                   settings: Settings, cut_at: float | None = None) -> Segments:
+                   settings: AsrSettings, cut_at: float | None = None) -> Segments:
     """Segment records for a file's clips; ``cut_at``: where a truncated file ends."""
     from faster_whisper.transcribe import get_compression_ratio
 

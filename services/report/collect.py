@@ -18,6 +18,7 @@ from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.pipeline import STAGES, open_ledger
 from services.report.quality import QualityData
+from services.tokenize.settings import TokenizeSettings
 
 TOP_N = 10
 
@@ -155,7 +156,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
 
     store = open_store(output_url, settings)
     ledger = open_ledger(settings, store)
-    data = ReportData(output_url=output_url, tokenizer=settings.tokenizer,
+    codec = TokenizeSettings.of(settings).tokenizer
+    data = ReportData(output_url=output_url, tokenizer=codec,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []
     records: dict[str, list[dict[str, Any]]] = {}
@@ -186,7 +188,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
 
     asr_keys = [k for k in store.list("asr/") if k.endswith(".jsonl")]
-    tok_prefix = f"tokens/{settings.tokenizer}/"
+    tok_prefix = f"tokens/{codec}/"
     tok_keys = [k for k in store.list(tok_prefix) if k.endswith(".jsonl")]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for key, (rows, bad) in zip(asr_keys, pool.map(lambda k: _jsonl(store, k), asr_keys)):

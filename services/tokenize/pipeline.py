@@ -11,9 +11,9 @@ reasons. Lines carry the sidecar's filterable ``quality`` fields.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from common.audio import AudioError, read_audio_bytes, resample
 from common.members import iter_keys
+from common.modelclock import ModelClock
 from common.readahead import read_ahead
 from common.shards import MemberError
 from common.writebehind import WriteBehind
@@ -52,7 +53,6 @@ class RunStats:
     tokens: int = 0
     seconds_in: float = 0.0
     seconds_out: float = 0.0
-    model_seconds: float = 0.0
     batches: int = 0
     frames: int = 0
     padded_frames: int = 0
@@ -159,9 +159,15 @@ class PipelineConfig:
     quality_filter: FilterPolicy | None = None
 
 
+Encode = Callable[[list[Prepared], str], list[np.ndarray]]  # (prepared batch, policy) -> codes
+
+
 def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineConfig,
-                 prepare: Callable[[np.ndarray], Prepared]) -> RunStats:
+                 prepare: Callable[[np.ndarray], Prepared],
+                 clock: ModelClock | None = None) -> RunStats:
+    """``clock``: the stage's; each codec call is timed on it (the engine's model_seconds)."""
     stats = RunStats()
+    encode: Encode = (clock or ModelClock()).timed(partial(encode_batch, model))
     writer = JsonlWriter(out)
     window: list[Segment] = []
     window_seconds = 0.0
@@ -180,16 +186,16 @@ def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineCo
             window.append(item)
             window_seconds += item.duration
             if window_seconds >= cfg.window_seconds:
-                writer.put(_encode_window(model, window, cfg, stats))
+                writer.put(_encode_window(encode, window, cfg, stats))
                 window, window_seconds = [], 0.0
         if window:
-            writer.put(_encode_window(model, window, cfg, stats))
+            writer.put(_encode_window(encode, window, cfg, stats))
     finally:
         writer.close()
     return stats
 
 
-def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
+def _encode_window(encode: Encode, window: list[Segment], cfg: PipelineConfig,
                    stats: RunStats) -> list[str]:
     good = [s for s in window if s.prepared is not None]
     for s in window:
@@ -203,7 +209,7 @@ def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
     codes: dict[int, np.ndarray] = {}
     for batch in plan.batches:
         segs = [good[i] for i in batch]
-        for seg, c in _encode_split(model, segs, cfg.policy, stats):
+        for seg, c in _encode_split(encode, segs, cfg.policy, stats):
             codes[seg.index] = c
     lines = []
     for s in window:
@@ -217,15 +223,13 @@ def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
     return lines
 
 
-def _encode_split(model: Any, segs: list[Segment], policy: str,
+def _encode_split(encode: Encode, segs: list[Segment], policy: str,
                   stats: RunStats) -> list[tuple[Segment, np.ndarray]]:
     """Encode a batch; on out-of-memory, halve it (a lone segment that still fails is an error)."""
     import torch
 
     try:
-        t0 = time.perf_counter()
-        out = encode_batch(model, [s.prepared for s in segs], policy)  # type: ignore[misc]
-        stats.model_seconds += time.perf_counter() - t0
+        out = encode([s.prepared for s in segs], policy)  # type: ignore[misc]
         stats.batches += 1
         return list(zip(segs, out))
     except torch.OutOfMemoryError:
@@ -235,5 +239,5 @@ def _encode_split(model: Any, segs: list[Segment], policy: str,
             stats.add_error(segs[0].key, "out_of_memory")
             return []
         mid = len(segs) // 2
-        return (_encode_split(model, segs[:mid], policy, stats)
-                + _encode_split(model, segs[mid:], policy, stats))
+        return (_encode_split(encode, segs[:mid], policy, stats)
+                + _encode_split(encode, segs[mid:], policy, stats))

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.settings import Settings
 from services.asr.batched import ClipText
 from services.asr.clips import Clip, join_spans
 from services.asr.coverage import expected_rate, floor_rate, is_short, recover, units
 from services.asr.langid import aggregate, pick_clips
 from services.asr.policy import build_segments
 from services.asr.quality import flag_segment, has_repeated_ngram
+from services.asr.settings import AsrSettings
 
-S = Settings()
+S = AsrSettings()
 
 
 def test_join_spans_across_short_pauses_only() -> None:
