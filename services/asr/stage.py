@@ -6,12 +6,11 @@ model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,12 @@ from common.stage import Stage, StageResult
 from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.spec import SPEC
+from services.records import AsrLine
 
 
 @dataclass
 class FileOutcome:
-    line: dict[str, Any]
+    line: AsrLine
     model_seconds: float = 0.0
     kept_seconds: float = 0.0
     segments: int = 0
@@ -77,18 +77,18 @@ class AsrStage(Stage):
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
                     if item.notes:
-                        outcome.line["notes"] = item.notes
+                        outcome.line = replace(outcome.line, notes=item.notes)
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
-                status = outcome.line["status"]
+                status = outcome.line.status
                 counts[status.split(":", 1)[0].replace("error", "errors")] += 1
-                if outcome.line["language"] and status == "ok":
-                    languages[outcome.line["language"]] += 1
+                if outcome.line.language and outcome.line.ok:
+                    languages[outcome.line.language] += 1
                 counts["segments"] += outcome.segments
                 counts.update({k: v for k, v in outcome.extra.items() if v})
                 counts["kept_segments"] += outcome.kept
                 seconds_out += outcome.kept_seconds
                 model_seconds += outcome.model_seconds
-                f.write(json.dumps(outcome.line, ensure_ascii=False) + "\n")
+                f.write(outcome.line.to_json() + "\n")
             f.flush()
             os.fsync(f.fileno())
         for k in ("files", "ok", "dropped", "errors", "segments", "kept_segments"):
