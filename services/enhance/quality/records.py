@@ -44,7 +44,7 @@ class QualityRecord:
             restoration_changed_text=self.restoration_changed_text,
             speaker_embedding=[round(float(v), 4) for v in self.speaker_embedding],
             fidelity_text=self.fidelity_text,
-            extra=dict(self.extra),
+            **self.extra,
         )
 
     def as_dict(self) -> dict[str, Any]:
