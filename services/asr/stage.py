@@ -10,7 +10,7 @@ import os
 import time
 from collections import Counter
 from contextlib import closing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ class AsrStage(Stage):
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
                     if item.notes:
-                        outcome.line = replace(outcome.line, notes=item.notes)
+                        outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
                 status = outcome.line.status
                 counts[status.split(":", 1)[0].replace("error", "errors")] += 1
