@@ -29,9 +29,15 @@ class FileOutcome:
     line: AsrLine
     model_seconds: float = 0.0
     kept_seconds: float = 0.0
-    segments: int = 0
-    kept: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def segments(self) -> int:
+        return len(self.line.segments)
+
+    @property
+    def kept(self) -> int:
+        return len(self.line.kept)
 
 
 class AsrStage(Stage):
@@ -164,5 +170,5 @@ class AsrStage(Stage):
         model_seconds += time.perf_counter() - t1
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)
         return FileOutcome(records.line(key, "ok", segments=segs.lines, **common), model_seconds,
-                           segs.kept_seconds, len(segs.lines), segs.kept,
+                           segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short)})
