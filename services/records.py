@@ -1,16 +1,11 @@
 """The records the stages write and read, each field named once (docs/architecture.md, formats).
 
-=================  ==========================================================================
-record             on disk
-=================  ==========================================================================
-``AsrLine``        ``asr/<shard>.jsonl``: one line per member of the raw shard, with its
-``AsrSegment``     ``segments``
-``Sidecar``        ``enhanced/<shard>.tar``: ``<key>_<idx>.json`` beside each 24 kHz FLAC
-``Quality``        the sidecar's ``quality`` block (docs/quality.md), with ``Mos`` scores; the
-                   tokens line and a skipped entry carry its filterable part
-``TokenLine``      ``tokens/<tokenizer>/<shard>.jsonl``: one line per tokenized segment
-``SkippedSegment`` an entry of the tokenize done record's ``skipped``
-=================  ==========================================================================
+- ``AsrLine`` (with its ``AsrSegment``s): ``asr/<shard>.jsonl``, one per raw-shard member;
+- ``Sidecar``: ``enhanced/<shard>.tar``, the ``<key>_<idx>.json`` beside each 24 kHz FLAC;
+- ``Quality`` (with ``Mos`` scores): the sidecar's ``quality`` block (docs/quality.md); a tokens
+  line and a skipped entry carry its filterable part;
+- ``TokenLine``: ``tokens/<tokenizer>/<shard>.jsonl``, one per tokenized segment;
+- ``SkippedSegment``: an entry of the tokenize done record's ``skipped``.
 
 Writers build a record (its fields are checked then) and call ``to_json()``; readers call
 ``from_json()`` (or ``from_dict()`` on an object already parsed). Every record reads by the
