@@ -68,7 +68,7 @@ def _side_by_side(stage, files: list[LongForm], rounds: int) -> dict:
         for i, f in enumerate(files):
             line = stage.transcribe_file(f"f{i}", f.audio).line
             joiner = "" if f.language == "ja" else " "
-            hyp["ours"][i] = joiner.join(x["text"] for x in line["segments"] if x["kept"])
+            hyp["ours"][i] = joiner.join(x.text for x in line.kept)
         return time.perf_counter() - t0
 
     def peer() -> float:

@@ -6,7 +6,6 @@ model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -23,15 +22,22 @@ from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
+from services.records import AsrLine
 
 
 @dataclass
 class FileOutcome:
-    line: dict[str, Any]
+    line: AsrLine
     kept_seconds: float = 0.0
-    segments: int = 0
-    kept: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def segments(self) -> int:
+        return len(self.line.segments)
+
+    @property
+    def kept(self) -> int:
+        return len(self.line.kept)
 
 
 class AsrStage(Stage):
@@ -78,17 +84,17 @@ class AsrStage(Stage):
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
                     if item.notes:
-                        outcome.line["notes"] = item.notes
+                        outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
-                status = outcome.line["status"]
+                status = outcome.line.status
                 counts[status.split(":", 1)[0].replace("error", "errors")] += 1
-                if outcome.line["language"] and status == "ok":
-                    languages[outcome.line["language"]] += 1
+                if outcome.line.language and outcome.line.ok:
+                    languages[outcome.line.language] += 1
                 counts["segments"] += outcome.segments
                 counts.update({k: v for k, v in outcome.extra.items() if v})
                 counts["kept_segments"] += outcome.kept
                 seconds_out += outcome.kept_seconds
-                f.write(json.dumps(outcome.line, ensure_ascii=False) + "\n")
+                f.write(outcome.line.to_json() + "\n")
             f.flush()
             os.fsync(f.fileno())
         for k in ("files", "ok", "dropped", "errors", "segments", "kept_segments"):
@@ -163,5 +169,5 @@ class AsrStage(Stage):
                       lambda text: is_loop(text, s.max_compression_ratio))
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)
         return FileOutcome(records.line(key, "ok", segments=segs.lines, **common),
-                           segs.kept_seconds, len(segs.lines), segs.kept,
+                           segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short)})

@@ -10,7 +10,6 @@ reasons. Lines carry the sidecar's filterable ``quality`` fields.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,9 +24,10 @@ from common.modelclock import ModelClock
 from common.readahead import read_ahead
 from common.shards import MemberError
 from common.writebehind import WriteBehind
+from services.records import NEU_TOKENS, Quality, Sidecar, SkippedSegment, TokenLine
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
-from services.tokenize.filter import FilterPolicy, filter_fields
+from services.tokenize.filter import FilterPolicy
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second
@@ -41,7 +41,7 @@ class Segment:
     duration: float = 0.0  # seconds of the enhanced audio at its own rate
     prepared: Prepared | None = None
     error: str | None = None
-    quality: dict[str, Any] | None = None  # the sidecar's filterable annotations
+    quality: Quality | None = None  # the sidecar's filterable annotations
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
@@ -62,8 +62,9 @@ class RunStats:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
 
     def add_skip(self, seg: Segment) -> None:
-        self.skipped.append({"key": seg.key, "reasons": seg.skipped,
-                             "seconds": round(seg.duration, 2), "quality": seg.quality})
+        self.skipped.append(SkippedSegment(key=seg.key, reasons=seg.skipped,
+                                           seconds=round(seg.duration, 2),
+                                           quality=seg.quality).to_dict())
         self.skipped_seconds += seg.duration
         for r in seg.skipped:
             self.skipped_by_reason[r] = self.skipped_by_reason.get(r, 0) + 1
@@ -86,15 +87,14 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
         seg = Segment(index=index, key=item.key)
         index += 1
         try:
-            meta = json.loads(item.files["json"]) if "json" in item.files else None
-            if not isinstance(meta, dict):
-                raise ValueError("missing_json" if meta is None else "bad_json")  # noqa: TRY004
-            seg.text = str(meta.get("text", ""))
-            quality = meta.get("quality") if isinstance(meta.get("quality"), dict) else None
-            seg.quality = filter_fields(quality)
-            if quality_filter is not None and (reasons := quality_filter.reasons(quality)):
+            if "json" not in item.files:
+                raise ValueError("missing_json")
+            meta = Sidecar.from_json(item.files["json"])  # RecordError: bad_json:<why>
+            seg.text = meta.text
+            seg.quality = None if meta.quality is None else meta.quality.filterable()
+            if quality_filter is not None and (reasons := quality_filter.reasons(meta.quality)):
                 seg.skipped = reasons
-                seg.duration = float(meta.get("duration_seconds") or 0.0)
+                seg.duration = float(meta.duration_seconds or 0.0)
                 yield seg
                 continue
             if item.error is not None:
@@ -139,12 +139,9 @@ class JsonlWriter:
 
 
 def token_line(seg: Segment, codes: np.ndarray) -> str:
-    rec: dict[str, Any] = {"id": seg.key, "text": seg.text,
-                           "codes": {"neu_tokens": codes.tolist()},
-                           "duration_seconds": round(float(seg.duration), 2)}
-    if seg.quality is not None:
-        rec["quality"] = seg.quality
-    return json.dumps(rec, ensure_ascii=False) + "\n"
+    return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
+                     duration_seconds=round(float(seg.duration), 2),
+                     quality=seg.quality).to_json() + "\n"
 
 
 @dataclass

@@ -41,11 +41,11 @@ def test_build_segments_one_per_clip_with_flags() -> None:
     texts = _texts("one two three four five six seven eight nine ten.", "", "hi.",
                    "the last words are cut off.")
     segs = build_segments(clips, texts, short={0}, settings=S, cut_at=30.0)
-    assert [(x["start"], x["end"], x["text"]) for x in segs.lines] == [
+    assert [(x.start, x.end, x.text) for x in segs.lines] == [
         (0.0, 10.0, texts[0].text), (12.0, 14.0, ""), (15.0, 15.5, "hi."),
         (20.0, 29.9, texts[3].text)]
-    assert [x["reason"] for x in segs.lines] == ["text_coverage", "empty_text", "too_short",
-                                                  "truncated"]
+    assert [x.reason for x in segs.lines] == ["text_coverage", "empty_text", "too_short",
+                                               "truncated"]
     assert segs.kept == 0 and segs.kept_seconds == 0.0
     # not truncated: the last segment is kept
     segs = build_segments(clips, texts, short=set(), settings=S)
