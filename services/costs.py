@@ -93,7 +93,7 @@ def _round(x: float | None) -> float | None:
 def stage_costs(records: dict[str, Iterable[dict[str, Any]]], settings: Settings,
                 now: float | None = None) -> dict[str, StageCost]:
     now = time.time() if now is None else now
-    fallback = node_of(settings)
+    fallback = node_of(settings, detect=False)  # this machine is not the one that worked
     parsed: dict[int, Node] = {}  # records read from the cache share their node blocks
     out = {}
     for stage in STAGES:

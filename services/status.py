@@ -19,7 +19,7 @@ from services.pipeline import STAGES, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
-    from common.recordcache import done_records
+    from common.recordcache import load_done
     from common.tracking import Tracker
     from services.costs import summary
 
@@ -32,9 +32,11 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
     records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:
-        # one listing; only records new or rewritten since the last status are read
-        recs = records[stage] = done_records(ledger, stage, ids)
-        done_ids = {r.get("shard_id") for r in recs}
+        # one listing (the done count); record bodies from the local cache, the store's
+        # rollups, and a GET only for what neither has (common/recordcache.py)
+        loaded = load_done(ledger, stage, ids)
+        recs = records[stage] = loaded.records
+        done_ids = loaded.done
         fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
                  and f.get("shard_id") not in done_ids]
         recent = [r for r in recs if r.get("finished_at", 0) >= now - 3600]
