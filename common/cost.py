@@ -83,7 +83,8 @@ def node_of(settings: Settings, detect: bool = True) -> Node:
     """This process's node, from settings (the price: the override, else the table x GPUs).
     Without ``ONSEI_NODE_TYPE`` the type is detected (common/nodetype.py) when ``detect``:
     a worker describing itself; a reader pricing old records passes False."""
-    from common.nodetype import UNKNOWN, detect as detect_type
+    from common.nodetype import UNKNOWN
+    from common.nodetype import detect as detect_type
 
     node_type, source = settings.node_type, "setting"
     if not node_type:

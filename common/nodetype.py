@@ -42,7 +42,7 @@ def type_of_gpu(name: str) -> str:
     for pattern, node_type in GPU_NAMES:
         if re.search(pattern, upper):
             return node_type
-    return re.sub(r"^(NVIDIA|TESLA)\s+", "", name.strip(), flags=re.I) or UNKNOWN
+    return re.sub(r"^(NVIDIA|TESLA)\s+", "", name.strip(), flags=re.IGNORECASE) or UNKNOWN
 
 
 @functools.cache

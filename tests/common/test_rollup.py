@@ -92,7 +92,7 @@ def test_a_range_keeps_the_rest_of_the_block(make_settings, tmp_path, monkeypatc
     monkeypatch.setattr("common.recordcache.ROLLUP_MIN", 3)
     a = _machine(make_settings, tmp_path, "a")
     _fill(a, 10)
-    load_done(a, "asr", range(0, 5))  # rollup holds 0..4
+    load_done(a, "asr", range(5))  # rollup holds 0..4
     load_done(_machine(make_settings, tmp_path, "b"), "asr", range(5, 10))  # 5..9 added
     got = load_done(_machine(make_settings, tmp_path, "c"), "asr")
     assert got.record_reads == 0 and got.from_rollups == 10
