@@ -30,7 +30,7 @@ from common.recordpack import FIELDS, Entries, dumps, pack, trim, unpack
 log = logging.getLogger(__name__)
 
 __all__ = ["FIELDS", "Loaded", "cache_path", "done_records", "load_done"]
-VERSION = 2
+VERSION = 3  # 3: columnar (common/recordpack.py)
 # A block's rollup (one GET, and one PUT when rewritten, of up to ~170 KB) is consulted and
 # rewritten only when at least this many of its records are not known locally: fewer are
 # cheaper read one by one.
@@ -63,7 +63,7 @@ def _load(path: Path) -> Entries:
         return {}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return {}
-    return unpack(data)
+    return unpack(data) or {}
 
 
 def _save(path: Path, entries: Entries) -> None:
@@ -90,22 +90,28 @@ def load_done(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
     path = cache_path(ledger, stage)
     entries = _load(path)
     out = Loaded(done=set(tagged), records=[])
-    stale = [i for i, tag in tagged.items()
-             if not tag or entries.get(str(i), [None])[0] != tag]
+    none = ("", None)
+    stale = [i for i, tag in tagged.items() if not tag or entries.get(i, none)[0] != tag]
     if stale:
-        with ThreadPoolExecutor(threads) as pool:  # S3: latency-bound, threads overlap it
-            _refresh(ledger, stage, ids, tagged, entries, stale, pool, out)
+        _refresh(ledger, stage, ids, tagged, entries, stale, threads, out)
         if ids is None:  # a full listing: forget records that are gone
-            entries = {k: v for k, v in entries.items() if int(k) in tagged}
+            entries = {k: v for k, v in entries.items() if k in tagged}
         _save(path, entries)
-    out.records = [entries[str(i)][1] for i in sorted(tagged) if str(i) in entries]
+    out.records = [entries[i][1] for i in sorted(tagged) if i in entries]
     return out
 
 
 def _refresh(ledger: Ledger, stage: str, ids: Collection[int] | None, tagged: dict[int, str],
-             entries: Entries, stale: list[int], pool: ThreadPoolExecutor, out: Loaded) -> None:
+             entries: Entries, stale: list[int], threads: int, out: Loaded) -> None:
     """Bring ``entries`` up to date for ``stale``: rollups first, then single records; rewrite
     the rollups of blocks where records had to be read one by one."""
+    with ThreadPoolExecutor(threads) as pool:  # S3: latency-bound, threads overlap it
+        _refresh_with(ledger, stage, ids, tagged, entries, stale, pool, threads, out)
+
+
+def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
+                  tagged: dict[int, str], entries: Entries, stale: list[int],
+                  pool: ThreadPoolExecutor, threads: int, out: Loaded) -> None:
     by_block: dict[int, list[int]] = defaultdict(list)
     for i in stale:
         by_block[rollup.block_of(i)].append(i)
@@ -114,28 +120,39 @@ def _refresh(ledger: Ledger, stage: str, ids: Collection[int] | None, tagged: di
     out.rollup_reads = len(big)
     todo = []
     for i in stale:
-        hit = (rolls.get(rollup.block_of(i)) or {}).get(str(i))
+        hit = (rolls.get(rollup.block_of(i)) or {}).get(i)
         if hit is not None and tagged[i] and hit[0] == tagged[i]:
-            entries[str(i)] = [tagged[i], hit[1], None]
+            entries[i] = hit
             out.from_rollups += 1
         else:
             todo.append(i)
 
-    def read(i: int) -> tuple[int, dict[str, Any] | None]:
-        try:
-            rec = ledger.read_done(stage, i)
-        except ValueError:  # an unreadable record still counts as done (the listing says so)
-            log.warning("%s: done record of shard %d is not JSON", stage, i)
-            return i, None
-        return i, None if rec is None else trim(rec)
+    def read(chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
+        out = []
+        for i in chunk:
+            try:
+                rec = ledger.read_done(stage, i)
+            except ValueError:  # unreadable: still done (the listing says so), no body
+                log.warning("%s: done record of shard %d is not JSON", stage, i)
+                rec = None
+            out.append((i, trim(rec) if isinstance(rec, dict) else None))
+        return out
 
+    # a task per chunk, not per record: 150,000 futures cost more than local reads do
+    size = max(1, min(64, len(todo) // (4 * threads)))
+    chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
+    nodes: dict[str, dict[str, Any]] = {}  # one shared dict per distinct node block
     read_per_block: dict[int, int] = defaultdict(int)
-    for i, rec in pool.map(read, todo):
-        out.record_reads += 1
-        if rec is None:  # deleted since the listing, or unreadable
-            entries.pop(str(i), None)
-        else:
-            entries[str(i)] = [tagged[i], rec, None]
+    for done in pool.map(read, chunks):
+        for i, rec in done:
+            out.record_reads += 1
+            if rec is None:  # deleted since the listing, or unreadable
+                entries.pop(i, None)
+                continue
+            if rec["node"] is not None:
+                rec["node"] = nodes.setdefault(json.dumps(rec["node"], sort_keys=True),
+                                               rec["node"])
+            entries[i] = (tagged[i], rec)
             read_per_block[rollup.block_of(i)] += 1
     rewrite = [b for b, n in read_per_block.items() if n >= ROLLUP_MIN]
     out.rollups_written = sum(pool.map(
@@ -148,10 +165,9 @@ def _block_entries(block: int, old: Entries | None, ids: Collection[int] | None,
     """A block's new rollup: what this listing vouches for, plus the old rollup's entries of
     ids outside the listed range (still checked against the tags by whoever reads them)."""
     lo = block * rollup.BLOCK
-    merged = {k: e for k, e in (old or {}).items()
-              if ids is not None and int(k) not in ids}
+    merged = {k: e for k, e in (old or {}).items() if ids is not None and k not in ids}
     for i in range(lo, lo + rollup.BLOCK):
-        e = entries.get(str(i))
+        e = entries.get(i)
         if i in tagged and e is not None and e[0] == tagged[i] and e[0]:
-            merged[str(i)] = [e[0], e[1], None]
+            merged[i] = e
     return merged

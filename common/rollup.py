@@ -5,8 +5,9 @@ per stage at 50,000 shards instead of 50,000 records.
 
 A rollup is a cache, never the truth: the done count comes from the listing, and an entry is
 used only when its tag equals the record's tag in this listing (a redone shard has a new ETag
-on S3, a new inode on a local disk), so a stale entry is read again from its record and a
-corrupt rollup is ignored as a whole or entry by entry. Any reader that had to read records
+on S3, a new inode on a local disk), so a stale entry is read again from its record; a
+malformed rollup (bad JSON, mismatched columns, wrong types) is ignored as a whole and entries
+of ids outside its block are dropped. Any reader that had to read records
 itself writes the block's rollup back (common/recordcache.py); deleting rollups is always safe.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from common.ledger import LEDGER, Ledger
 from common.recordpack import Entries, dumps, pack, unpack
@@ -50,7 +50,11 @@ def read(ledger: Ledger, stage: str, block: int) -> Entries | None:
             or data.get("dir") != ledger.stage_dir(stage) or data.get("block") != block):
         log.warning("rollup %s is not one of this stage's: ignored", key)
         return None
-    return {k: e for k, e in unpack(data).items() if _valid(k, e, block)}
+    entries = unpack(data)
+    if entries is None:
+        log.warning("rollup %s is malformed: ignored", key)
+        return None
+    return {i: e for i, e in entries.items() if block_of(i) == block and e[0]}
 
 
 def write(ledger: Ledger, stage: str, block: int, entries: Entries) -> bool:
@@ -63,14 +67,3 @@ def write(ledger: Ledger, stage: str, block: int, entries: Entries) -> bool:
         log.debug("rollup %s not written: %s", rollup_key(ledger, stage, block), e)
         return False
     return True
-
-
-def _valid(key: Any, entry: Any, block: int) -> bool:
-    """An entry names a shard of this block and its record is about that shard."""
-    try:
-        sid = int(key)
-        tag, rec = entry[0], entry[1]
-    except (TypeError, ValueError, IndexError, KeyError):
-        return False
-    return (block_of(sid) == block and isinstance(tag, str) and bool(tag)
-            and isinstance(rec, dict) and rec.get("shard_id") == sid)

@@ -65,18 +65,21 @@ def test_a_corrupt_rollup_is_read_around_and_rewritten(make_settings, tmp_path) 
     assert got.records == truth and got.record_reads == 0
 
 
-def test_forged_or_misplaced_entries_never_count(make_settings, tmp_path) -> None:
+def test_stale_misplaced_or_missing_entries_never_count(make_settings, tmp_path) -> None:
     a = _machine(make_settings, tmp_path, "a")
     _fill(a)
     load_done(a, "asr")
     key = rollup.rollup_key(a, "asr", 0)
     data = json.loads(a.store.read_bytes(key))
-    rows = data["records"]
-    rows["4"][1]["shard_id"] = 5  # an entry about another shard
-    rows["6"][1]["wall_seconds"] = 1e6
-    rows["6"][0] = "not-the-tag"  # a stale tag
-    rows["777"] = [rows["7"][0], {"shard_id": 777, "wall_seconds": 5.0}, None]  # no record
-    rows["1001"] = [rows["8"][0], {"shard_id": 1001}, None]  # another block's id
+    walls = data["columns"]["wall_seconds"]
+    walls[6], data["tags"][6] = 1e6, "not-the-tag"  # a stale entry
+    data["tags"][4] = ""  # a tagless one
+    for sid in (777, 1001):  # no such record; an id of another block
+        data["ids"].append(sid)
+        data["tags"].append(data["tags"][7])
+        data["node"].append(None)
+        for col in data["columns"].values():
+            col.append(None)
     a.store.write_bytes(key, json.dumps(data).encode())
     a.store.delete(a.done_key("asr", 9))  # the listing no longer has it; the rollup does
 
@@ -86,6 +89,26 @@ def test_forged_or_misplaced_entries_never_count(make_settings, tmp_path) -> Non
     assert sorted(by_id) == sorted(got.done)
     assert by_id[6]["wall_seconds"] == 7.0 and by_id[4]["wall_seconds"] == 5.0
     assert got.record_reads == 2  # 4 and 6 from their records; the rest from the rollup
+
+
+@pytest.mark.parametrize("breakage", ["short column", "wrong type", "node slot", "not a dict"])
+def test_a_malformed_rollup_is_ignored_whole(breakage, make_settings, tmp_path) -> None:
+    a = _machine(make_settings, tmp_path, "a")
+    _fill(a)
+    truth = load_done(a, "asr").records
+    key = rollup.rollup_key(a, "asr", 0)
+    data = json.loads(a.store.read_bytes(key))
+    if breakage == "short column":
+        data["columns"]["audio_seconds_in"].pop()
+    elif breakage == "wrong type":
+        data["columns"]["wall_seconds"][3] = "1e6"
+    elif breakage == "node slot":
+        data["node"][2] = 9
+    else:
+        data = [data]
+    a.store.write_bytes(key, json.dumps(data).encode())
+    got = load_done(_machine(make_settings, tmp_path, "b"), "asr")
+    assert got.records == truth and got.record_reads == N and got.rollups_written == 1
 
 
 def test_a_range_keeps_the_rest_of_the_block(make_settings, tmp_path, monkeypatch) -> None:
