@@ -17,7 +17,7 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +77,13 @@ def _save(path: Path, entries: Entries) -> None:
 
 
 def done_records(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
-                 threads: int = 16) -> list[dict[str, Any]]:
+                 threads: int | None = None) -> list[dict[str, Any]]:
     """The (trimmed) done records of ``stage`` among ``ids``."""
     return load_done(ledger, stage, ids, threads).records
 
 
 def load_done(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
-              threads: int = 16) -> Loaded:
+              threads: int | None = None) -> Loaded:
     """One listing; then the local cache, the rollups of blocks with ``ROLLUP_MIN`` or more
     records unknown here, and a GET for each record neither vouches for."""
     tagged = ledger.done_tagged(stage, ids)
@@ -93,7 +93,8 @@ def load_done(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
     none = ("", None)
     stale = [i for i, tag in tagged.items() if not tag or entries.get(i, none)[0] != tag]
     if stale:
-        _refresh(ledger, stage, ids, tagged, entries, stale, threads, out)
+        _refresh(ledger, stage, ids, tagged, entries, stale,
+                 threads or ledger.store.parallel_reads, out)
         if ids is None:  # a full listing: forget records that are gone
             entries = {k: v for k, v in entries.items() if k in tagged}
         _save(path, entries)
@@ -105,18 +106,21 @@ def _refresh(ledger: Ledger, stage: str, ids: Collection[int] | None, tagged: di
              entries: Entries, stale: list[int], threads: int, out: Loaded) -> None:
     """Bring ``entries`` up to date for ``stale``: rollups first, then single records; rewrite
     the rollups of blocks where records had to be read one by one."""
+    if threads <= 1:  # a local disk: no thread start-up, nothing to overlap
+        _refresh_with(ledger, stage, ids, tagged, entries, stale, map, threads, out)
+        return
     with ThreadPoolExecutor(threads) as pool:  # S3: latency-bound, threads overlap it
-        _refresh_with(ledger, stage, ids, tagged, entries, stale, pool, threads, out)
+        _refresh_with(ledger, stage, ids, tagged, entries, stale, pool.map, threads, out)
 
 
 def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
                   tagged: dict[int, str], entries: Entries, stale: list[int],
-                  pool: ThreadPoolExecutor, threads: int, out: Loaded) -> None:
+                  pmap: Callable[..., Iterable[Any]], threads: int, out: Loaded) -> None:
     by_block: dict[int, list[int]] = defaultdict(list)
     for i in stale:
         by_block[rollup.block_of(i)].append(i)
     big = [b for b, members in by_block.items() if len(members) >= ROLLUP_MIN]
-    rolls = dict(zip(big, pool.map(lambda b: rollup.read(ledger, stage, b), big)))
+    rolls = dict(zip(big, pmap(lambda b: rollup.read(ledger, stage, b), big)))
     out.rollup_reads = len(big)
     todo = []
     for i in stale:
@@ -143,7 +147,7 @@ def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
     chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
     nodes: dict[str, dict[str, Any]] = {}  # one shared dict per distinct node block
     read_per_block: dict[int, int] = defaultdict(int)
-    for done in pool.map(read, chunks):
+    for done in pmap(read, chunks):
         for i, rec in done:
             out.record_reads += 1
             if rec is None:  # deleted since the listing, or unreadable
@@ -155,7 +159,7 @@ def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
             entries[i] = (tagged[i], rec)
             read_per_block[rollup.block_of(i)] += 1
     rewrite = [b for b, n in read_per_block.items() if n >= ROLLUP_MIN]
-    out.rollups_written = sum(pool.map(
+    out.rollups_written = sum(pmap(
         lambda b: rollup.write(ledger, stage, b, _block_entries(
             b, rolls.get(b), ids, tagged, entries)), rewrite))
 

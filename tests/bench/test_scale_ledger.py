@@ -17,4 +17,4 @@ def test_status_calls_count_their_requests(make_settings) -> None:
     assert first["GET"] == 3 * n + 3 * 2 and first["PUT"] == 3 * 2
     assert machine["GET"] == 3 * 2 and "PUT" not in machine
     assert res["status_repeated_requests"].get("GET", 0) == 0
-    assert len(status_rows(res, n)) == 6
+    assert len(status_rows(res, n)) == 9
