@@ -132,15 +132,15 @@ def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
             todo.append(i)
 
     def read(chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
-        out = []
+        got = []
         for i in chunk:
             try:
                 rec = ledger.read_done(stage, i)
             except ValueError:  # unreadable: still done (the listing says so), no body
                 log.warning("%s: done record of shard %d is not JSON", stage, i)
                 rec = None
-            out.append((i, trim(rec) if isinstance(rec, dict) else None))
-        return out
+            got.append((i, {**trim(rec), "shard_id": i} if isinstance(rec, dict) else None))
+        return got
 
     # a task per chunk, not per record: 150,000 futures cost more than local reads do
     size = max(1, min(64, len(todo) // (4 * threads)))
