@@ -46,13 +46,13 @@ def cost(quick: bool) -> list[dict]:
         return []
     from bench.speech_corpus import EN_SENTENCES
     from common.audio import flac_bytes, resample
-    from common.settings import Settings
     from services.enhance.chunking import ChunkGeometry, pad_segment
     from services.enhance.denoise import RNNoiseBackend
     from services.enhance.pipeline import Enhancer
     from services.enhance.quality.annotate import AnnotationInput, Annotator
     from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
     from services.enhance.segments import CutSegment, SegmentSpec
+    from services.enhance.settings import EnhanceSettings
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     sent = _sentences(20)
@@ -80,7 +80,7 @@ def cost(quick: bool) -> list[dict]:
 
     cache = os.environ.get("ONSEI_TEST_MODEL_CACHE",
                            os.path.expanduser("~/.cache/onsei/models"))
-    s = Settings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8",
+    s = EnhanceSettings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8",
                  quality_fidelity_fraction=0.0)
     ann = Annotator(s)
     ann.load()
@@ -150,13 +150,13 @@ def ordering(quick: bool) -> list[dict]:
 def speakers(quick: bool) -> list[dict]:
     """multi_speaker at the default threshold on recordings with known speakers."""
     from bench.known_speakers import cases
-    from common.settings import Settings
     from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.settings import EnhanceSettings
 
     cs = cases()
     if not cs:
         return []
-    thr = Settings().quality_speaker_threshold
+    thr = EnhanceSettings().quality_speaker_threshold
     scores = SpeakerEncoder().score([c.audio for c in cs])
     rows = []
     groups = {"natural (pocketsphinx, pyannote)": {"pocketsphinx", "pyannote"},
