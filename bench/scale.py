@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from bench.scale_ledger import CountingStore, counted_store, fill_ledger, hide_shards
+from bench.scale_ledger import CountingStore, fill_ledger, hide_shards, status_rows, time_status
 from bench.scale_servers import MemoryPeak, Redis, flower_memory
 from common.settings import Settings
 from services.pipeline import STAGES, open_ledger, output_key
@@ -195,7 +195,6 @@ def audit(s: Settings, shards: int, run: Run) -> dict[str, object]:
 # --- control plane at ledger scale -----------------------------------------------------------
 def control_plane(root: Path, redis: Redis, run: Run, ledger_shards: int) -> dict[str, object]:
     from services.enqueue import enqueue
-    from services.status import collect
 
     res: dict[str, object] = {"ledger_shards": ledger_shards}
     ids = range(ledger_shards)
@@ -231,13 +230,7 @@ def control_plane(root: Path, redis: Redis, run: Run, ledger_shards: int) -> dic
     redis.client.flushdb()
     redis.client.execute_command("SELECT", 0)
 
-    for when in ("cold", "warm"):  # warm: the record cache of the first call (recordcache)
-        with counted_store() as counts:
-            t0 = time.perf_counter()
-            st = collect(s, ids)
-            res[f"status_{when}_s"] = time.perf_counter() - t0
-        res[f"status_{when}_requests"] = dict(counts)
-    res["status_done"] = {k: v["done"] for k, v in st["stages"].items()}
+    res.update(time_status(s, ids))  # first call ever / another machine's first / repeated
     return res
 
 
@@ -288,12 +281,7 @@ def rows(m: dict) -> list[dict]:
         {"name": f"enqueue-shards --range 0-{L - 1}: cold | 49,000 done", "unit": "s",
          "ours": round(cp["enqueue_cold_s"], 2), "baseline": round(cp["enqueue_49k_done_s"], 2),
          "ratio": None, "goal": "< 5 s"},
-        {"name": f"onsei status --range 0-{L - 1} over {L:,} done (x3 stages), local store: "
-                 "repeated | first call", "unit": "s", "ours": round(cp["status_warm_s"], 2),
-         "baseline": round(cp["status_cold_s"], 2), "ratio": None, "goal": "<= 3 s"},
-        {"name": "  its S3 requests: repeated | first call", "unit": "requests",
-         "ours": json.dumps(cp["status_warm_requests"]),
-         "baseline": json.dumps(cp["status_cold_requests"]), "ratio": None, "goal": ""},
+        *status_rows(cp, L),
         {"name": f"done-record listing, one stage, {L:,} ids: time | LIST requests",
          "unit": "s | n", "ours": round(cp["list_done_s_per_stage"], 3),
          "baseline": cp["list_requests_per_stage"], "ratio": None, "goal": ""},

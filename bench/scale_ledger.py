@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ class CountingStore(Store):
 
     def __init__(self, inner: Store, counts: Counter | None = None) -> None:
         self.inner, self.url = inner, inner.url
+        self.parallel_reads = inner.parallel_reads
         self.counts: Counter = Counter() if counts is None else counts
         self._lock = threading.Lock()
 
@@ -134,3 +136,61 @@ def hide_shards(s: Settings, ids: range) -> Iterator[None]:
     finally:
         for dst, src in moved:
             dst.rename(src)
+
+
+# (name, what it stands for): each call of onsei status in turn over the same ledger
+STATUS_CALLS = (
+    ("first", "the very first call: no rollup, no local cache (reads every record)"),
+    ("machine", "another machine's first call: the rollups the first one wrote"),
+    ("repeated", "that machine again: its local cache"),
+)
+
+
+def time_status(s: Settings, ids: range) -> dict[str, object]:
+    """``onsei status`` over ``ids`` as each of :data:`STATUS_CALLS`: seconds, the S3 requests
+    it would make, and the done counts it printed (equal in every call)."""
+    import time
+
+    from services.status import collect
+
+    for stage in STAGES:  # the ledger as it was before any status call
+        led = open_ledger(s)
+        shutil.rmtree(Path(s.output_url) / rollup_dir(led, stage), ignore_errors=True)
+    shutil.rmtree(Path(s.scratch_dir) / "ledger-cache", ignore_errors=True)
+    other = s.model_copy(update={"scratch_dir": f"{s.scratch_dir}-machine2"})
+    shutil.rmtree(Path(other.scratch_dir) / "ledger-cache", ignore_errors=True)
+    res: dict[str, object] = {}
+    for name, _ in STATUS_CALLS:
+        with counted_store() as counts:
+            t0, c0 = time.perf_counter(), time.process_time()
+            st = collect(s if name == "first" else other, ids)
+            res[f"status_{name}_s"] = time.perf_counter() - t0
+            res[f"status_{name}_cpu_s"] = time.process_time() - c0  # less load-sensitive
+        res[f"status_{name}_requests"] = dict(counts)
+        res[f"status_{name}_done"] = {k: v["done"] for k, v in st["stages"].items()}
+    return res
+
+
+def rollup_dir(led: object, stage: str) -> str:
+    from common import rollup
+
+    return rollup.rollup_key(led, stage, 0).rsplit("/", 1)[0]  # type: ignore[arg-type]
+
+
+def status_rows(res: dict[str, object], n: int) -> list[dict[str, object]]:
+    """The bench rows of :func:`time_status`: seconds per call (goal on a machine's first),
+    then the requests each would make on S3."""
+    rows: list[dict[str, object]] = []
+    for name, what in STATUS_CALLS:
+        rows.append({"name": f"onsei status --range 0-{n - 1}, {n:,} done x3 stages, local "
+                             f"store: {what}", "unit": "s",
+                     "ours": round(float(res[f"status_{name}_s"]), 2),  # type: ignore[arg-type]
+                     "baseline": None, "ratio": None, "goal": "" if name == "first" else "<= 3 s"})
+        rows.append({"name": "  its CPU seconds (this process, all threads)", "unit": "s",
+                     "ours": round(float(res[f"status_{name}_cpu_s"]), 2),  # type: ignore[arg-type]
+                     "baseline": None, "ratio": None, "goal": ""})
+        rows.append({"name": f"  its S3 requests ({name}); done counts",
+                     "unit": "requests", "ours": json.dumps(res[f"status_{name}_requests"]),
+                     "baseline": json.dumps(res[f"status_{name}_done"]), "ratio": None,
+                     "goal": ""})
+    return rows

@@ -60,11 +60,12 @@ class Node:
     price_per_hour: float | None  # the whole node
     gpus: int
     parallel_shards: int
+    type_from: str = "setting"  # or "nvidia-smi" (common/nodetype.py), "none": unknown
 
     def as_record(self) -> dict[str, Any]:
         return {"type": self.type, "pricing": self.pricing,
                 "price_per_hour": self.price_per_hour, "gpus": self.gpus,
-                "parallel_shards": self.parallel_shards}
+                "parallel_shards": self.parallel_shards, "type_from": self.type_from}
 
     @classmethod
     def from_record(cls, rec: dict[str, Any] | None, fallback: Node) -> Node:
@@ -78,16 +79,25 @@ class Node:
                    max(1, int(rec.get("parallel_shards") or 1)))
 
 
-def node_of(settings: Settings) -> Node:
-    """This process's node, from settings (the price: the override, else the table x GPUs)."""
+def node_of(settings: Settings, detect: bool = True) -> Node:
+    """This process's node, from settings (the price: the override, else the table x GPUs).
+    Without ``ONSEI_NODE_TYPE`` the type is detected (common/nodetype.py) when ``detect``:
+    a worker describing itself; a reader pricing old records passes False."""
+    from common.nodetype import UNKNOWN
+    from common.nodetype import detect as detect_type
+
+    node_type, source = settings.node_type, "setting"
+    if not node_type:
+        node_type = detect_type() if detect else UNKNOWN
+        source = "nvidia-smi" if node_type != UNKNOWN else "none"
     gpus = max(1, settings.node_gpus)
     price = settings.node_price_per_hour
-    if price is None and settings.node_type:
-        per_gpu = table_price(settings.node_type, settings.node_pricing)
+    if price is None and node_type != UNKNOWN:
+        per_gpu = table_price(node_type, settings.node_pricing)
         price = None if per_gpu is None else round(per_gpu * gpus, 4)
     parallel = settings.node_parallel_shards or max(1, settings.worker_concurrency) * gpus
-    return Node(normalize_type(settings.node_type) if settings.node_type else "unknown",
-                settings.node_pricing, price, gpus, max(1, parallel))
+    return Node(normalize_type(node_type), settings.node_pricing, price, gpus, max(1, parallel),
+                source)
 
 
 def charge(node: Node, wall_seconds: float) -> tuple[float, float, float | None]:

@@ -11,10 +11,12 @@ does not let the message go.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +103,7 @@ class Engine:
         self.ledger = Ledger(self.output, settings, pipeline)
         self.read_ahead = read_ahead
         self._loaded = False
+        self._work: tuple[int, Path] | None = None  # (pid, scratch dir) of :meth:`_workdir`
 
     # --- the stage --------------------------------------------------------------------------
     @property
@@ -142,9 +145,7 @@ class Engine:
         if check_done and self.ledger.is_done(self.name, shard_id):
             log.info("%s %s: already done, skipped", self.name, shard_id)
             return ShardOutcome(self.name, shard_id, True, None)
-        scratch = Path(self.settings.scratch_dir)
-        scratch.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix=f"onsei-{self.name}-", dir=scratch))
+        workdir = self._workdir()
         try:
             t0 = time.monotonic()
             inputs = self.fetch_ahead(shard_id) if self.read_ahead else self.fetch(
@@ -178,7 +179,19 @@ class Engine:
             _notify(self.name, shard_id, None, e)
             raise
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            _empty(workdir)
+
+    def _workdir(self) -> Path:
+        """This process's scratch directory for one shard at a time, emptied after each: one
+        made and removed per shard cost two journal writes each (docs/operations.md, "Scale")."""
+        pid = os.getpid()
+        if self._work is None or self._work[0] != pid or not self._work[1].is_dir():
+            scratch = Path(self.settings.scratch_dir)
+            scratch.mkdir(parents=True, exist_ok=True)
+            path = Path(tempfile.mkdtemp(prefix=f"onsei-{self.name}-", dir=scratch))
+            weakref.finalize(self, _remove_own, path, pid)
+            self._work = (pid, path)
+        return self._work[1]
 
     def attempt(self, shard_id: int, attempt: int = 1, last: bool = False,
                 check_done: bool = True) -> Attempt:
@@ -229,3 +242,24 @@ class Engine:
         audio, wall = rec.get("audio_seconds_in", 0.0), rec.get("wall_seconds", 0.0)
         shard_log.info("%s %s: done, %.3f audio hours in %.1f s (%.1fx real time)", self.name,
                        shard_id, audio / 3600, wall, audio / wall if wall > 0 else 0.0)
+
+
+def _empty(workdir: Path) -> None:
+    """Remove what a shard left in ``workdir``, keeping the directory."""
+    try:
+        entries = list(os.scandir(workdir))
+    except OSError:
+        return  # gone: the next shard makes a new one
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _remove_own(path: Path, pid: int) -> None:
+    if os.getpid() == pid:  # a forked child's exit must not remove its parent's directory
+        shutil.rmtree(path, ignore_errors=True)

@@ -40,13 +40,14 @@ def stem_parser(settings: Settings) -> Callable[[str], int | None]:
               for p in re.split(r"\{id(?:![rsa])?(?::[^}]*)?\}", stem_pat)]
     # the first id field is captured; any repeat of it must be digits too
     rx = re.compile(pieces[0] + "(\\d+)" + "\\d+".join(pieces[1:]) + "$")
+    fmt = settings.shard_pattern.format  # settings.shard_stem, bound once: 150,000 calls
 
     def parse(stem: str) -> int | None:
         m = rx.match(stem)
         if not m:
             return None
         sid = int(m.group(1))
-        return sid if settings.shard_stem(sid) == stem else None
+        return sid if fmt(id=sid).removesuffix(".tar") == stem else None
 
     return parse
 

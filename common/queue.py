@@ -138,14 +138,17 @@ def app_settings(app: Celery) -> Settings:
 
 
 def send_stage_task(app: Celery, stage: str, shard_id: int, until: str,
-                    force: bool = False) -> None:
-    """Hand ``shard_id`` to ``stage`` by task name on its own queue (and mark it queued)."""
+                    force: bool = False, track: bool = True) -> None:
+    """Hand ``shard_id`` to ``stage`` by task name on its own queue (and mark it queued, unless
+    ``track`` is False: the caller marks it in a round trip of its own)."""
     from common.tracking import Tracker
 
     app.send_task(
         task_name(stage), args=[shard_id], kwargs={"until": until, "force": force}, queue=stage,
         routing_key=stage, serializer="json",
     )
+    if not track:
+        return
     tracker = getattr(app, "_onsei_tracker", None)
     if tracker is None:  # one Redis client per app (redis-py re-connects after a fork)
         tracker = app._onsei_tracker = Tracker(app_settings(app))  # type: ignore[attr-defined]

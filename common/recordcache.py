@@ -1,11 +1,13 @@
-"""Done records read once per machine: ``onsei status`` over 50,000 shards re-reads only the
-records written or rewritten since its last call.
+"""Done records read once: ``onsei status`` over 50,000 shards reads only the records written
+or rewritten since its last call on this machine, and a machine's first call reads the shared
+rollups of the store (common/rollup.py) instead of every record.
 
-The cache is a local file per output root and stage, under ``scratch_dir/ledger-cache/``,
-mapping each record to the tag it had when read (``Store.list_tagged``: its ETag on S3, mtime
-and size on a local disk) and the fields status and cost use. The listing status does anyway
-returns the current tags, so a record is re-read exactly when its tag differs: a redone shard
-is never served stale. The ledger stays the truth: deleting the cache costs one full read.
+Two caches, both keyed by each record's listing tag (``Store.list_tagged``: its ETag on S3,
+inode, mtime and size on a local disk), so a redone shard is re-read and never served stale:
+a local file per output root and stage under ``scratch_dir/ledger-cache/``, and the store's
+rollups of 1,000 shard ids. The listing status makes anyway gives the current tags and the done
+count; records the caches cannot vouch for are read one by one, and the blocks where that
+happened get their rollup rewritten. Deleting either cache costs reads, never correctness.
 """
 
 from __future__ import annotations
@@ -14,19 +16,38 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Collection
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common import rollup
 from common.ledger import Ledger
+from common.recordpack import FIELDS, Entries, dumps, pack, trim, unpack
 
 log = logging.getLogger(__name__)
 
-# What status and the cost block read from a record (the rest stays in the ledger).
-FIELDS = ("shard_id", "host", "finished_at", "wall_seconds", "audio_seconds_in",
-          "audio_seconds_out", "node")
-VERSION = 2
+__all__ = ["FIELDS", "Loaded", "cache_path", "done_records", "load_done"]
+VERSION = 3  # 3: columnar (common/recordpack.py)
+# A block's rollup (one GET, and one PUT when rewritten, of up to ~170 KB) is consulted and
+# rewritten only when at least this many of its records are not known locally: fewer are
+# cheaper read one by one.
+ROLLUP_MIN = 10
+
+
+@dataclass
+class Loaded:
+    """One stage's done records: ``done`` from the listing (the truth), ``records`` the trimmed
+    bodies of those still there when read; the rest say what it cost."""
+
+    done: set[int]
+    records: list[dict[str, Any]]
+    record_reads: int = 0
+    rollup_reads: int = 0
+    rollups_written: int = 0
+    from_rollups: int = 0
 
 
 def cache_path(ledger: Ledger, stage: str) -> Path:
@@ -35,71 +56,122 @@ def cache_path(ledger: Ledger, stage: str) -> Path:
     return Path(s.scratch_dir) / "ledger-cache" / f"{name[:24]}.json"
 
 
-def _load(path: Path) -> dict[str, list[Any]]:
+def _load(path: Path) -> Entries:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return {}
-    entries, nodes = data.get("records"), data.get("nodes")
-    if not isinstance(entries, dict) or not isinstance(nodes, list):
-        return {}
-    try:
-        for entry in entries.values():  # [tag, record, node index]: one node dict shared
-            if entry[2] is not None:
-                entry[1]["node"] = nodes[entry[2]]
-    except (IndexError, TypeError, KeyError):
-        return {}
-    return entries
+    return unpack(data) or {}
 
 
-def _save(path: Path, entries: dict[str, list[Any]]) -> None:
-    """Each distinct node block is written once (a fleet has a handful): a third the size."""
-    index: dict[str, int] = {}
-    nodes: list[Any] = []
-    rows: dict[str, list[Any]] = {}
-    for key, (tag, rec, *_) in entries.items():
-        node = rec.get("node")
-        slot = None
-        if node is not None:
-            text = json.dumps(node, sort_keys=True)
-            slot = index.setdefault(text, len(nodes))
-            if slot == len(nodes):
-                nodes.append(node)
-        rows[key] = [tag, {k: v for k, v in rec.items() if k != "node"}, slot]
+def _save(path: Path, entries: Entries) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-        tmp.write_bytes(json.dumps({"version": VERSION, "nodes": nodes, "records": rows},
-                                   separators=(",", ":")).encode())
+        tmp.write_bytes(dumps({"version": VERSION, **pack(entries)}))
         os.replace(tmp, path)
     except OSError as e:  # a read-only scratch only costs the next call a full read
         log.debug("ledger cache not saved: %s", e)
 
 
 def done_records(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
-                 threads: int = 16) -> list[dict[str, Any]]:
-    """The (trimmed) done records of ``stage`` among ``ids``: one listing, a GET only for
-    records new or rewritten since the last call on this machine."""
+                 threads: int | None = None) -> list[dict[str, Any]]:
+    """The (trimmed) done records of ``stage`` among ``ids``."""
+    return load_done(ledger, stage, ids, threads).records
+
+
+def load_done(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
+              threads: int | None = None) -> Loaded:
+    """One listing; then the local cache, the rollups of blocks with ``ROLLUP_MIN`` or more
+    records unknown here, and a GET for each record neither vouches for."""
     tagged = ledger.done_tagged(stage, ids)
     path = cache_path(ledger, stage)
     entries = _load(path)
-    stale = [i for i, tag in tagged.items()
-             if not tag or entries.get(str(i), [None])[0] != tag]
-
-    def read(i: int) -> tuple[int, dict[str, Any] | None]:
-        rec = ledger.read_done(stage, i)
-        return i, None if rec is None else {k: rec[k] for k in FIELDS if k in rec}
-
+    out = Loaded(done=set(tagged), records=[])
+    none = ("", None)
+    stale = [i for i, tag in tagged.items() if not tag or entries.get(i, none)[0] != tag]
     if stale:
-        with ThreadPoolExecutor(threads) as pool:  # S3: latency-bound, threads overlap it
-            for i, rec in pool.map(read, stale):
-                if rec is None:  # deleted since the listing
-                    entries.pop(str(i), None)
-                else:
-                    entries[str(i)] = [tagged[i], rec, None]
+        _refresh(ledger, stage, ids, tagged, entries, stale,
+                 threads or ledger.store.parallel_reads, out)
         if ids is None:  # a full listing: forget records that are gone
-            entries = {k: v for k, v in entries.items() if int(k) in tagged}
+            entries = {k: v for k, v in entries.items() if k in tagged}
         _save(path, entries)
-    return [entries[str(i)][1] for i in sorted(tagged) if str(i) in entries]
+    out.records = [entries[i][1] for i in sorted(tagged) if i in entries]
+    return out
+
+
+def _refresh(ledger: Ledger, stage: str, ids: Collection[int] | None, tagged: dict[int, str],
+             entries: Entries, stale: list[int], threads: int, out: Loaded) -> None:
+    """Bring ``entries`` up to date for ``stale``: rollups first, then single records; rewrite
+    the rollups of blocks where records had to be read one by one."""
+    if threads <= 1:  # a local disk: no thread start-up, nothing to overlap
+        _refresh_with(ledger, stage, ids, tagged, entries, stale, map, threads, out)
+        return
+    with ThreadPoolExecutor(threads) as pool:  # S3: latency-bound, threads overlap it
+        _refresh_with(ledger, stage, ids, tagged, entries, stale, pool.map, threads, out)
+
+
+def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
+                  tagged: dict[int, str], entries: Entries, stale: list[int],
+                  pmap: Callable[..., Iterable[Any]], threads: int, out: Loaded) -> None:
+    by_block: dict[int, list[int]] = defaultdict(list)
+    for i in stale:
+        by_block[rollup.block_of(i)].append(i)
+    big = [b for b, members in by_block.items() if len(members) >= ROLLUP_MIN]
+    rolls = dict(zip(big, pmap(lambda b: rollup.read(ledger, stage, b), big)))
+    out.rollup_reads = len(big)
+    todo = []
+    for i in stale:
+        hit = (rolls.get(rollup.block_of(i)) or {}).get(i)
+        if hit is not None and tagged[i] and hit[0] == tagged[i]:
+            entries[i] = hit
+            out.from_rollups += 1
+        else:
+            todo.append(i)
+
+    def read(chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
+        got = []
+        for i in chunk:
+            try:
+                rec = ledger.read_done(stage, i)
+            except ValueError:  # unreadable: still done (the listing says so), no body
+                log.warning("%s: done record of shard %d is not JSON", stage, i)
+                rec = None
+            got.append((i, {**trim(rec), "shard_id": i} if isinstance(rec, dict) else None))
+        return got
+
+    # a task per chunk, not per record: 150,000 futures cost more than local reads do
+    size = max(1, min(64, len(todo) // (4 * threads)))
+    chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
+    nodes: dict[str, dict[str, Any]] = {}  # one shared dict per distinct node block
+    read_per_block: dict[int, int] = defaultdict(int)
+    for done in pmap(read, chunks):
+        for i, rec in done:
+            out.record_reads += 1
+            if rec is None:  # deleted since the listing, or unreadable
+                entries.pop(i, None)
+                continue
+            if rec["node"] is not None:
+                rec["node"] = nodes.setdefault(json.dumps(rec["node"], sort_keys=True),
+                                               rec["node"])
+            entries[i] = (tagged[i], rec)
+            read_per_block[rollup.block_of(i)] += 1
+    rewrite = [b for b, n in read_per_block.items() if n >= ROLLUP_MIN]
+    out.rollups_written = sum(pmap(
+        lambda b: rollup.write(ledger, stage, b, _block_entries(
+            b, rolls.get(b), ids, tagged, entries)), rewrite))
+
+
+def _block_entries(block: int, old: Entries | None, ids: Collection[int] | None,
+                   tagged: dict[int, str], entries: Entries) -> Entries:
+    """A block's new rollup: what this listing vouches for, plus the old rollup's entries of
+    ids outside the listed range (still checked against the tags by whoever reads them)."""
+    lo = block * rollup.BLOCK
+    merged = {k: e for k, e in (old or {}).items() if ids is not None and k not in ids}
+    for i in range(lo, lo + rollup.BLOCK):
+        e = entries.get(i)
+        if i in tagged and e is not None and e[0] == tagged[i] and e[0]:
+            merged[i] = e
+    return merged

@@ -105,8 +105,11 @@ class Tracker:
 
         return self._safe(go, 1)
 
-    def finish(self, stage: str, shard_id: int, clear_attempts: bool) -> None:
-        """The task ended for good (done, skipped, dead): it is neither running nor queued."""
+    def finish(self, stage: str, shard_id: int, clear_attempts: bool,
+               queued_next: str | None = None) -> None:
+        """The task ended for good (done, skipped, dead): it is neither running nor queued.
+        ``queued_next``: the stage it was just handed to, marked queued in the same round trip
+        (one fewer per shard: docs/operations.md, "Scale")."""
 
         def go(c: Any) -> None:
             p = c.pipeline(transaction=False)
@@ -114,6 +117,8 @@ class Tracker:
             p.srem(queued_key(stage), shard_id)
             if clear_attempts:
                 p.delete(attempts_key(stage, shard_id))
+            if queued_next is not None:
+                p.sadd(queued_key(queued_next), shard_id)
             p.execute()
 
         self._safe(go, None)

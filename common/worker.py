@@ -146,11 +146,15 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
                         attempts, countdown)
             raise self.retry(exc=outcome.error, countdown=countdown, max_retries=None,
                              kwargs={"until": until, "force": force})
-        tracker.finish(stage_name, shard_id, clear_attempts=True)
-        if outcome.ok:
-            nxt = pipeline.next(stage_name, until)
+        nxt = pipeline.next(stage_name, until) if outcome.ok else None
+        sent = None
+        try:
             if nxt is not None:
-                send_stage_task(app, nxt, shard_id, until or pipeline.last, force=force)
+                send_stage_task(app, nxt, shard_id, until or pipeline.last, force=force,
+                                track=False)
+                sent = nxt
+        finally:  # one round trip: not running here, queued there (only once really sent)
+            tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent)
         return _summary(outcome)
 
     process_shard.runtime = runtime  # type: ignore[attr-defined]

@@ -31,23 +31,31 @@ class StageCost:
     last_finish: float | None = None
     node_types: tuple[str, ...] = ()
 
-    def add(self, rec: dict[str, Any], node: Node, now: float) -> None:
-        node_h, gpu_h, cost = charge(node, float(rec.get("wall_seconds") or 0.0))
-        self.done += 1
+    def add(self, recs: list[dict[str, Any]], node: Node, now: float) -> None:
+        """Records that ran on ``node``: charged at once (a share of a node is linear in its
+        wall time), 50,000 records in one pass of plain sums."""
+        if not recs:
+            return
+        walls = [float(r.get("wall_seconds") or 0.0) for r in recs]
+        node_h, gpu_h, cost = charge(node, sum(walls))
+        self.done += len(recs)
         self.node_hours += node_h
         self.gpu_hours += gpu_h
         if cost is None:
-            self.unpriced += 1
+            self.unpriced += len(recs)
         else:
             self.cost += cost
-        self.hours_out += float(rec.get("audio_seconds_out") or 0.0) / 3600
-        fin = rec.get("finished_at")
-        if isinstance(fin, (int, float)):
-            self.last_hour += fin >= now - 3600
-            start = fin - float(rec.get("wall_seconds") or 0.0)
+        self.hours_out += sum(float(r.get("audio_seconds_out") or 0.0) for r in recs) / 3600
+        fins = [(f, w) for r, w in zip(recs, walls)
+                if isinstance(f := r.get("finished_at"), (int, float))]
+        if fins:
+            self.last_hour += sum(1 for f, _ in fins if f >= now - 3600)
+            start = min(f - w for f, w in fins)
+            finish = max(f for f, _ in fins)
             self.first_start = start if self.first_start is None else min(self.first_start,
                                                                           start)
-            self.last_finish = fin if self.last_finish is None else max(self.last_finish, fin)
+            self.last_finish = finish if self.last_finish is None else max(self.last_finish,
+                                                                           finish)
         if node.type not in self.node_types:
             self.node_types += (node.type,)
 
@@ -93,17 +101,17 @@ def _round(x: float | None) -> float | None:
 def stage_costs(records: dict[str, Iterable[dict[str, Any]]], settings: Settings,
                 now: float | None = None) -> dict[str, StageCost]:
     now = time.time() if now is None else now
-    fallback = node_of(settings)
-    parsed: dict[int, Node] = {}  # records read from the cache share their node blocks
+    fallback = node_of(settings, detect=False)  # this machine is not the one that worked
     out = {}
     for stage in STAGES:
         sc = StageCost(stage)
+        # records read from the caches share their node blocks: one group per block object
+        groups: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
         for rec in records.get(stage, ()):
             block = rec.get("node")
-            node = parsed.get(id(block))
-            if node is None or block is None:
-                node = parsed[id(block)] = Node.from_record(block, fallback)
-            sc.add(rec, node, now)
+            groups.setdefault(id(block), (block, []))[1].append(rec)
+        for block, recs in groups.values():
+            sc.add(recs, Node.from_record(block, fallback), now)
         out[stage] = sc
     return out
 

@@ -8,6 +8,7 @@ With Redis down or empty the ledger part still prints, and the output says so.
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from typing import Any
@@ -19,7 +20,7 @@ from services.pipeline import STAGES, get_settings, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
-    from common.recordcache import done_records
+    from common.recordcache import load_done
     from common.tracking import Tracker
     from services.costs import summary
 
@@ -32,26 +33,28 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
     records: dict[str, list[dict[str, Any]]] = {}
     for stage in STAGES:
-        # one listing; only records new or rewritten since the last status are read
-        recs = records[stage] = done_records(ledger, stage, ids)
-        done_ids = {r.get("shard_id") for r in recs}
+        # one listing (the done count); record bodies from the local cache, the store's
+        # rollups, and a GET only for what neither has (common/recordcache.py)
+        loaded = load_done(ledger, stage, ids)
+        recs = records[stage] = loaded.records
+        done_ids = loaded.done
         fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
                  and f.get("shard_id") not in done_ids]
-        recent = [r for r in recs if r.get("finished_at", 0) >= now - 3600]
+        recent = [r for r in recs if (r.get("finished_at") or 0) >= now - 3600]
         st: dict[str, Any] = {
             "done": len(done_ids),
             "failed": len(fails),
             "dead_lettered": sum(1 for f in fails if f.get("dead_lettered")),
-            "audio_hours_in": round(sum(r.get("audio_seconds_in", 0) for r in recs) / 3600, 4),
-            "audio_hours_out": round(sum(r.get("audio_seconds_out", 0) for r in recs) / 3600, 4),
+            "audio_hours_in": round(sum(r.get("audio_seconds_in") or 0 for r in recs) / 3600, 4),
+            "audio_hours_out": round(sum(r.get("audio_seconds_out") or 0 for r in recs) / 3600, 4),
             "last_hour": {
                 "shards": len(recent),
                 "audio_hours_in": round(
-                    sum(r.get("audio_seconds_in", 0) for r in recent) / 3600, 4),
+                    sum(r.get("audio_seconds_in") or 0 for r in recent) / 3600, 4),
             },
             "slowest": [{"shard_id": r["shard_id"], "wall_seconds": r.get("wall_seconds"),
                          "host": r.get("host")}
-                        for r in sorted(recs, key=lambda r: -(r.get("wall_seconds") or 0))[:top]],
+                        for r in heapq.nlargest(top, recs, key=lambda r: r.get("wall_seconds") or 0)],
             "failures": [{"shard_id": f.get("shard_id"), "reason": f.get("reason"),
                           "attempts": f.get("attempts"), "dead_lettered": f.get("dead_lettered")}
                          for f in sorted(fails, key=lambda f: -f.get("failed_at", 0))[:2 * top]],

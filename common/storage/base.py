@@ -27,6 +27,9 @@ class Store(abc.ABC):
     """A root location; keys are relative, ``/``-separated."""
 
     url: str
+    # Small reads worth overlapping in threads (many done records): a remote store's GETs are
+    # latency-bound; a local disk's are not, and threads only add their start-up cost there.
+    parallel_reads: int = 1
 
     @abc.abstractmethod
     def get_file(self, key: str, dest: Path) -> Path:

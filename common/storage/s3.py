@@ -57,6 +57,7 @@ def read_body(body: Any, sink: Callable[[bytes], None] | None = None,
 
 
 class S3Store(Store):
+    parallel_reads = 16
     def __init__(self, bucket: str, prefix: str, settings: Settings) -> None:
         if not bucket:
             raise ValueError("an s3:// URL needs a bucket: s3://bucket/prefix")

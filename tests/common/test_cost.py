@@ -33,7 +33,7 @@ def test_node_from_settings(make_settings) -> None:
     assert n.price_per_hour == 0.5 and n.parallel_shards == 2  # override wins
     n = node_of(make_settings(node_type="mystery-gpu", node_parallel_shards=3))
     assert n.price_per_hour is None and n.parallel_shards == 3
-    assert node_of(make_settings()).type == "unknown"
+    assert node_of(make_settings(), detect=False).type == "unknown"
 
 
 def test_shard_usage_charges_the_share_of_the_node() -> None:
@@ -56,5 +56,6 @@ def test_done_record_carries_the_node(make_settings, tmp_path) -> None:
     make_shard(tmp_path / "raw" / s.shard_name(0), {"a": {"wav": b"x" * 64}})
     rec = Engine(s, PIPELINE, DummyAsr).run(0).record
     assert rec["node"] == {"type": "A10G", "pricing": "on-demand",
-                           "price_per_hour": PRICES["A10G"][0], "gpus": 1, "parallel_shards": 2}
+                           "price_per_hour": PRICES["A10G"][0], "gpus": 1, "parallel_shards": 2,
+                           "type_from": "setting"}
     assert rec["wall_seconds"] >= 0 and rec["audio_seconds_out"] == 2.0

@@ -60,6 +60,26 @@ def test_model_unavailable_is_dead_lettered_at_once(make_settings) -> None:
     assert rec["dead_lettered"] and "set ONSEI_ASR_MODEL" in rec["reason"]
 
 
+def test_one_scratch_dir_per_process_emptied_after_each_shard(make_settings) -> None:
+    import gc
+
+    s = make_settings()
+    for i in range(3):
+        _shard(s, i)
+    e = Engine(s, PIPELINE, DummyAsr)
+    for i in range(3):
+        assert e.attempt(i).status == "done"
+    scratch = Path(s.scratch_dir)
+    (work,) = [p for p in scratch.iterdir() if p.name.startswith("onsei-asr-")]
+    assert list(work.iterdir()) == []  # what the shards left is gone, the dir is reused
+    work.rmdir()  # the scratch was cleaned under a running worker: a new one is made
+    assert e.attempt(0, check_done=False).status == "done"
+    (again,) = [p for p in scratch.iterdir() if p.name.startswith("onsei-asr-")]
+    del e
+    gc.collect()
+    assert not again.exists()  # removed with the engine
+
+
 class _TimedModel(DummyAsr):
     """Two "model calls" of 0.05 s each inside ``process``, plus 0.2 s outside any model call."""
 

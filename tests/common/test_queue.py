@@ -85,3 +85,14 @@ def test_tracker_is_harmless_without_redis() -> None:
 @pytest.mark.parametrize("url", ["amqp://guest@localhost//"])
 def test_tracker_off_for_other_brokers(url: str) -> None:
     assert Tracker(Settings(broker_url=url)).client is None
+
+
+def test_finish_marks_the_next_stage_queued_in_the_same_round_trip(private_redis_url) -> None:
+    t = Tracker(Settings(broker_url=private_redis_url))
+    t.add_queued("asr", [7])
+    assert t.start("asr", 7, 60) == 1
+    t.finish("asr", 7, True, queued_next="enhance")
+    assert t.queued_ids("asr") == set() and t.queued_ids("enhance") == {7}
+    assert 7 not in t.running("asr") and t.attempts("asr", 7) == 0
+    t.finish("enhance", 7, True)  # the last stage hands on to nothing
+    assert t.queued_ids("enhance") == set()

@@ -49,3 +49,18 @@ def test_queue_state_from_redis(make_settings, private_redis_url, monkeypatch) -
     res = CliRunner().invoke(status, ["--range", "0-3"])
     assert res.exit_code == 0 and "corrupt tar" in res.output and "enhance" in res.output
     assert time.time() > 0
+
+
+def test_a_corrupt_rollup_never_changes_the_counts(make_settings, tmp_path) -> None:
+    from common import rollup
+
+    s = make_settings(broker_url="redis://127.0.0.1:1/0")
+    led = Ledger(open_store(s.output_url, s), s, PIPELINE)
+    for i in range(12):
+        led.mark_done("asr", i, {"audio_seconds_in": 3600.0, "wall_seconds": 1.0})
+    assert collect(s)["stages"]["asr"]["done"] == 12  # writes the rollup of block 0
+    led.store.write_bytes(rollup.rollup_key(led, "asr", 0), b"\x00garbage")
+    other = make_settings(broker_url="redis://127.0.0.1:1/0",
+                          scratch_dir=str(tmp_path / "other-machine"))
+    asr = collect(other)["stages"]["asr"]
+    assert asr["done"] == 12 and asr["audio_hours_in"] == 12.0

@@ -1,0 +1,20 @@
+"""The status figures of the scale bench (bench/scale_ledger.py) on a small ledger: the
+requests of a first call anywhere, another machine's first call and a repeated call."""
+
+from __future__ import annotations
+
+from bench.scale_ledger import fill_ledger, status_rows, time_status
+
+
+def test_status_calls_count_their_requests(make_settings) -> None:
+    s = make_settings(broker_url="redis://127.0.0.1:1/0")
+    n = 1200  # two rollup blocks a stage, the second one partly full
+    fill_ledger(s, n)
+    res = time_status(s, range(n))
+    for call in ("first", "machine", "repeated"):
+        assert res[f"status_{call}_done"] == {"asr": n, "enhance": n, "tokenize": n}
+    first, machine = res["status_first_requests"], res["status_machine_requests"]
+    assert first["GET"] == 3 * n + 3 * 2 and first["PUT"] == 3 * 2
+    assert machine["GET"] == 3 * 2 and "PUT" not in machine
+    assert res["status_repeated_requests"].get("GET", 0) == 0
+    assert len(status_rows(res, n)) == 9
