@@ -84,4 +84,4 @@ def free_length(model: bytes) -> bytes:
 
 
 def _graph(model: bytes) -> bytes:
-    return next(v for n, _, v in fields(model) if n == 7)
+    return next((v for n, _, v in fields(model) if n == 7), b"")
