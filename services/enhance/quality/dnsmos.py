@@ -71,15 +71,16 @@ def pieces(clip: np.ndarray) -> list[np.ndarray]:
 class Dnsmos:
     """``score([clip16k, ...]) -> [MosScore, ...]``; load once per process.
 
-    On CPU the wheel's ONNX file runs in onnxruntime (its length freed in memory, one intra-op
-    thread: CPU time is what a worker pays, and more threads only spin). On CUDA a torch port of
+    On CPU the wheel's ONNX file runs in onnxruntime (its length freed in memory), with
+    onnxruntime's own thread count unless ``threads`` is set (one thread measured the same CPU
+    time and 1.5x the wall time on two cores, docs/quality.md). On CUDA a torch port of
     the same network runs instead (weights read from the same file; equal to onnxruntime within
     1e-6 on the raw outputs, tests/services/enhance/quality/test_dnsmos.py), so the stage's GPU
     scores it without onnxruntime-gpu.
     """
 
     def __init__(self, hop_seconds: float = 0.0, batch: int = 16, device: str = "cpu",
-                 threads: int = 1) -> None:
+                 threads: int = 0) -> None:
         self.hop_seconds = hop_seconds
         self.batch = max(1, batch)
         self.device = device
