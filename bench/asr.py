@@ -31,9 +31,9 @@ from bench.longform import (
 
 
 def _settings(tmp: Path):
-    from common.settings import Settings
+    from services.asr.settings import AsrSettings
 
-    return Settings(asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
+    return AsrSettings(asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
                     input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
                     scratch_dir=str(tmp / "scratch"))
 
@@ -68,7 +68,7 @@ def _side_by_side(stage, files: list[LongForm], rounds: int) -> dict:
         for i, f in enumerate(files):
             line = stage.transcribe_file(f"f{i}", f.audio).line
             joiner = "" if f.language == "ja" else " "
-            hyp["ours"][i] = joiner.join(x["text"] for x in line["segments"] if x["kept"])
+            hyp["ours"][i] = joiner.join(x.text for x in line.kept)
         return time.perf_counter() - t0
 
     def peer() -> float:

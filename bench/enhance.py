@@ -57,9 +57,9 @@ def throughput(quick: bool) -> list[dict]:
     import torch
 
     from bench.factories.sidon import build_small_sidon
-    from common.settings import Settings
     from services.enhance.chunking import ChunkGeometry
     from services.enhance.pipeline import Enhancer
+    from services.enhance.settings import EnhanceSettings
     from services.enhance.sidon import SidonBackend
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -67,7 +67,7 @@ def throughput(quick: bool) -> list[dict]:
     seconds = sum(lengths) / RATE
     batch = 8
     with tempfile.TemporaryDirectory(prefix="onsei-bench-sidon-") as d:
-        b = SidonBackend(Settings(sidon_model=str(build_small_sidon(d)), enhance_device="cpu"))
+        b = SidonBackend(EnhanceSettings(sidon_model=str(build_small_sidon(d)), enhance_device="cpu"))
         b.load()
         geom = ChunkGeometry.from_seconds(RATE, 10.0, 0.5, 0.04, 320)
         b.run(b.prepare(np.zeros((batch, geom.window), np.float32)))  # warm-up

@@ -59,10 +59,10 @@ def main() -> int:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
-    from common.settings import Settings
+    from services.asr.settings import AsrSettings
     from services.asr.stage import AsrStage
 
-    settings = Settings(asr_device=args.device)
+    settings = AsrSettings(asr_device=args.device)
     t0 = time.perf_counter()
     stage = AsrStage(settings)
     stage.load()
@@ -77,11 +77,11 @@ def main() -> int:
         stage.settings = settings.model_copy(update={"asr_batch_size": b})
         stage._clip_transcriber = None  # picks up the new batch size
         t = time.perf_counter()
-        model_s = kept = 0.0
+        kept = 0.0
+        stage.clock.reset()
         for i, f in enumerate(files):
-            o = stage.transcribe_file(f"f{i}", f)
-            model_s += o.model_seconds
-            kept += o.kept
+            kept += stage.transcribe_file(f"f{i}", f).kept
+        model_s = stage.clock.seconds
         wall = time.perf_counter() - t
         row = {"batch": b, "audio_seconds": round(audio_s, 1), "wall_seconds": round(wall, 2),
                "rtf": round(wall / audio_s, 5), "x_realtime": round(audio_s / wall, 1),

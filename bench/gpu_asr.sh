@@ -43,7 +43,7 @@ import os
 from pathlib import Path
 import numpy as np
 from common.settings import Settings
-from services.asr.model import resolve_model
+from services.whisper.model import resolve_model
 from bench.speech_corpus import EN_SENTENCES
 from bench.speechgen import synth
 

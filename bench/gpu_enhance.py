@@ -107,10 +107,10 @@ def main() -> None:
 
     import torch
 
-    from common.settings import Settings
     from services.enhance.chunking import ChunkGeometry, pad_segment
     from services.enhance.pipeline import Enhancer
     from services.enhance.segments import CutSegment, SegmentSpec
+    from services.enhance.settings import EnhanceSettings
     from services.enhance.sidon import SidonBackend
 
     cuda = args.device.startswith("cuda")
@@ -120,7 +120,7 @@ def main() -> None:
         sizes = build_pair(Path(d), args.device, args.tiny, args.layers)
         emit({"event": "built", **sizes, "seconds": round(time.monotonic() - t0, 1),
               "device": torch.cuda.get_device_name() if cuda else "cpu"})
-        backend = SidonBackend(Settings(sidon_model=d, enhance_device=args.device))
+        backend = SidonBackend(EnhanceSettings(sidon_model=d, enhance_device=args.device))
         t0 = time.monotonic()
         backend.load()
         emit({"event": "loaded", "seconds": round(time.monotonic() - t0, 1)})
@@ -166,7 +166,7 @@ def main() -> None:
             wall = time.monotonic() - t0
             emit({"event": "engine", "batch": args.e2e_batch, "segments": n_out,
                   "audio_seconds": round(total, 1), "wall": round(wall, 2),
-                  "x_realtime": round(total / wall, 1), "model_busy": round(eng.model_seconds / wall, 3),
+                  "x_realtime": round(total / wall, 1), "model_busy": round(eng.clock.seconds / wall, 3),
                   "padded_fraction": round(eng.stats.padded_fraction, 4),
                   "overhead_fraction": round(eng.stats.overhead_fraction, 4)})
     emit({"event": "done", "seconds": round(time.monotonic() - t_start, 1)})

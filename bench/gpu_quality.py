@@ -51,10 +51,10 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="8 segments (CPU dry run)")
     args = ap.parse_args()
     emit = jsonl_emitter("gpu_quality")
-    from common.settings import Settings
     from services.enhance.quality.dnsmos import Dnsmos
     from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
     from services.enhance.quality.speaker import SpeakerEncoder
+    from services.whisper.settings import WhisperSettings
 
     clips, texts = _segments(8 if args.tiny else args.segments)
     seconds = sum(c.size for c in clips) / SR
@@ -74,7 +74,7 @@ def main() -> None:
     spk = SpeakerEncoder(device=args.device)
     timed("speaker", lambda: spk.score(clips), seconds)
     if texts:
-        s = Settings(asr_model=args.fidelity_model)
+        s = WhisperSettings(asr_model=args.fidelity_model)
         fc = FidelityChecker(loader=whisper_loader(s, device=args.device))
         few = list(zip(clips[:16], texts[:16], ["en"] * 16))
         timed("fidelity_every_segment", lambda: fc.check(few), sum(c.size for c in clips[:16]) / SR)

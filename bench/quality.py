@@ -93,18 +93,19 @@ def cost(quick: bool) -> list[dict]:
     if shutil.which("espeak-ng") is None:
         return []
     from common.audio import resample
-    from common.settings import Settings
     from services.enhance.quality.dnsmos import Dnsmos
     from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
     from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.settings import EnhanceSettings
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     segs, texts = _segments(quick)
     seconds = sum(s.size for s in segs) / 48000
     cache = os.environ.get("ONSEI_TEST_MODEL_CACHE",
                            os.path.expanduser("~/.cache/onsei/models"))
-    base = Settings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8",
-                    enhancer="rnnoise", enhance_device="cpu", quality_fidelity_fraction=0.0)
+    base = EnhanceSettings(asr_model="bundled:whisper-base", model_cache=cache,
+                           asr_compute_type="int8", enhancer="rnnoise", enhance_device="cpu",
+                           quality_fidelity_fraction=0.0)
     with tempfile.TemporaryDirectory(prefix="onsei-bench-quality-") as d:
         inputs = _shard(Path(d), segs, texts)
         t_off = _stage_cpu(base.model_copy(update={"quality_annotations": False}), inputs,
@@ -169,13 +170,13 @@ def ordering(quick: bool) -> list[dict]:
 def speakers(quick: bool) -> list[dict]:
     """multi_speaker at the default threshold on recordings with known speakers."""
     from bench.known_speakers import cases
-    from common.settings import Settings
     from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.settings import EnhanceSettings
 
     cs = cases()
     if not cs:
         return []
-    thr = Settings().quality_speaker_threshold
+    thr = EnhanceSettings().quality_speaker_threshold
     scores = SpeakerEncoder().score([c.audio for c in cs])
     rows = []
     groups = {"natural (pocketsphinx, pyannote)": {"pocketsphinx", "pyannote"},

@@ -152,7 +152,9 @@ class Engine:
             t_fetched = time.monotonic()
             self.load()
             t_loaded = time.monotonic()
+            self.stage.clock.reset()  # model_seconds: this shard's model calls only
             result = self.stage.process(shard_id, inputs, workdir)
+            model_seconds = self.stage.clock.seconds
             t_processed = time.monotonic()
             for key, path in result.outputs.items():
                 self.output.put_file(path, key)
@@ -163,7 +165,7 @@ class Engine:
                 "wall_seconds": round(time.monotonic() - t0 - (t_loaded - t_fetched), 3),
                 "fetch_seconds": round(t_fetched - t0, 3),
                 "process_seconds": round(t_processed - t_loaded, 3),
-                "model_seconds": round(result.model_seconds, 3),
+                "model_seconds": round(model_seconds, 3),
                 "outputs": sorted(result.outputs),
                 **self.stage.model_info(),
                 **result.extra,

@@ -4,10 +4,19 @@ never depend on a model hub at boot. Filled by ``onsei models fetch``; shown by
 
 Layout: one *entry* (a directory) per model under the cache root, named as the stage loaders
 look for it: ``<name>`` with ``/`` -> ``--`` (faster-whisper sizes and hub ids, Sidon),
-``<owner>/<name>`` (NeuCodec), ``bundled/<name>`` (``bundled:whisper-base``). Each entry fetched by
-onsei carries ``.onsei-manifest.json`` (files, sizes, sha256) so a copy can be verified anywhere.
-The cache may be a local dir or an ``s3://`` prefix; with s3, local copies live in
-``<ONSEI_SCRATCH_DIR>/onsei-models`` (as in every stage's loader).
+``<owner>/<name>`` (NeuCodec), ``bundled/<name>`` (``bundled:whisper-base``). The cache may be a
+local dir or an ``s3://`` prefix; with s3, local copies live in
+``<ONSEI_SCRATCH_DIR>/onsei-models`` (:func:`local_root`, the one local root of every loader).
+
+One completeness scheme for every entry (docs/architecture.md, "Model weights"):
+
+- *per-node fetch* (:func:`fetch_entry`): under the entry's lock (:func:`entry_lock`), once per
+  node, the files go into a staging directory beside the entry, then ``.onsei-manifest.json``
+  (files, sizes, sha256), then the directory is renamed into place: an entry directory is
+  always whole, and a crashed fetch leaves only its staging directory (resumed next time).
+- *per-worker load*: a loader asks :func:`cached_entry` for a complete entry (whole, and
+  holding the files that loader requires) and reads it; it never writes the cache. An entry
+  without a manifest was put there by hand; it is checked under the lock, never mid-fetch.
 
 Stage loaders may call :func:`resolve_model_dir` (``name`` as configured, e.g.
 ``settings.sidon_model``): it returns a local directory with the entry's files, or None.
@@ -19,7 +28,8 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -70,39 +80,107 @@ def entry_lock(dest: Path) -> Iterator[None]:
 
 
 def _ignored(rel: str) -> bool:
-    base = PurePosixPath(rel).name
-    return (base.endswith(".lock") or ".part" in base or base.startswith(".tmp")
-            or (base.startswith(".") and base != MANIFEST and not base.startswith(".complete")))
+    """Not a model file: locks, partial downloads, and anything under a hidden directory
+    (staging of a fetch, a hub client's metadata); the manifest is kept."""
+    parts = PurePosixPath(rel).parts
+    base = parts[-1] if parts else ""
+    return (base.endswith(".lock") or ".part" in base
+            or any(p.startswith(".") for p in parts if p != MANIFEST))
 
 
-def _has_files(d: Path) -> bool:
-    return d.is_dir() and any(p.is_file() and not _ignored(p.name) for p in d.iterdir())
+# --- one completeness scheme: per-node fetch, per-worker load --------------------------------
+Required = Sequence[str] | Callable[[Path], bool]
 
 
-def resolve_model_dir(name: str, settings: Settings) -> Path | None:
-    """A local directory with model ``name``'s cached files, or None when the cache lacks it.
-    From an ``s3://`` cache the entry is downloaded once (files already present with the
-    right size are kept)."""
+def _usable(d: Path, required: Required) -> bool:
+    """A hand-placed entry (no manifest) holds what its loader needs: every ``required`` file
+    (or ``required(d)``); with nothing required, any model file."""
+    if callable(required):
+        return required(d)
+    if required:
+        return all((d / f).is_file() for f in required)
+    return any(p.is_file() and not _ignored(p.name) for p in d.iterdir())
+
+
+def is_complete(d: Path, required: Required = ()) -> bool:
+    """Whole (fetched: renamed into place with its manifest; or put there by hand) and holding
+    what the loader requires (a device's files, say); with nothing required, whole is enough."""
+    if not d.is_dir():
+        return False
+    if required:
+        return _usable(d, required)
+    return (d / MANIFEST).is_file() or _usable(d, ())
+
+
+def cached_entry(dest: Path, required: Required = ()) -> Path | None:
+    """``dest`` when it is a complete entry, else None. Per-worker: reads, never writes. An
+    entry without a manifest is checked under its lock, so a fetch in progress is waited for."""
+    if not dest.is_dir():
+        return None
+    if (dest / MANIFEST).is_file():  # published whole: no fetch can be writing it
+        return dest if is_complete(dest, required) else None
+    try:
+        with entry_lock(dest):
+            return dest if is_complete(dest, required) else None
+    except OSError:  # a read-only cache (baked into an image): nobody fetches there
+        return dest if is_complete(dest, required) else None
+
+
+def fetch_entry(dest: Path, fill: Callable[[Path], None], source: str,
+                required: Required = ()) -> Path:
+    """Per-node fetch: ``fill(staging)`` puts the entry's files into a staging directory beside
+    ``dest``; the manifest is written last and the directory renamed into place. Under the
+    entry's lock: a node's processes fetch once, the others find it complete. ``fill`` may
+    resume a staging directory a crashed fetch left (files already there are kept)."""
+    with entry_lock(dest):
+        if is_complete(dest, required):
+            return dest
+        staging = dest.parent / f".{dest.name}.fetching"
+        staging.mkdir(parents=True, exist_ok=True)
+        fill(staging)
+        if not (staging / MANIFEST).is_file():
+            write_manifest(staging, source, source)
+        if dest.exists() or dest.is_symlink():  # incomplete: replaced whole
+            stale = dest.parent / f".{dest.name}.stale-{os.getpid()}"
+            os.replace(dest, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.replace(staging, dest)
+    log.info("model %s fetched into %s", source, dest)
+    return dest
+
+
+def download_prefix(url: str, settings: Settings, dest: Path) -> int:
+    """Every object under ``url`` into ``dest`` (the manifest last; files already there with the
+    right size are kept: a resumed fetch). Returns the number of objects (0: nothing there)."""
+    store = open_store(url, settings)
+    keys = sorted((k for k in store.list("") if not _ignored(k)), key=lambda k: k == MANIFEST)
+    for key in keys:
+        target = dest / key
+        if target.is_file() and target.stat().st_size == store.size(key):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.part{os.getpid()}"
+        store.get_file(key, tmp)
+        os.replace(tmp, target)
+    return len(keys)
+
+
+def resolve_model_dir(name: str, settings: Settings, required: Required = ()) -> Path | None:
+    """A local directory with model ``name``'s complete cached entry, or None when the cache
+    lacks it. From an ``s3://`` cache the entry is fetched once per node (:func:`fetch_entry`)."""
     root = local_root(settings)
     for entry in entry_names(name):
-        if _has_files(root / entry):
+        if cached_entry(root / entry, required) is not None:
             return root / entry
     if not is_remote(settings.model_cache):
         return None
     store = open_store(settings.model_cache, settings)
     for entry in entry_names(name):
-        keys = [k for k in store.list(f"{entry}/") if not _ignored(k)]
-        if not keys:
+        if not any(not _ignored(k) for k in store.list(f"{entry}/")):
             continue
-        dest = root / entry
-        for key in keys:
-            target = dest / key[len(entry) + 1:]
-            if target.is_file() and target.stat().st_size == store.size(key):
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            store.get_file(key, target)
-        log.info("model %s fetched from %s/%s", name, settings.model_cache, entry)
-        return dest
+        url = f"{settings.model_cache.rstrip('/')}/{entry}"
+        return fetch_entry(root / entry, lambda d, u=url: download_prefix(u, settings, d), url,
+                           required)
     return None
 
 
@@ -116,8 +194,8 @@ def sha256_file(path: Path, chunk: int = 8 * 1024 * 1024) -> str:
 
 
 def local_files(entry_dir: Path) -> list[str]:
-    return sorted(str(p.relative_to(entry_dir).as_posix()) for p in entry_dir.rglob("*")
-                  if p.is_file() and not _ignored(p.name) and p.name != MANIFEST)
+    rels = (p.relative_to(entry_dir).as_posix() for p in entry_dir.rglob("*") if p.is_file())
+    return sorted(r for r in rels if not _ignored(r) and r != MANIFEST)
 
 
 def write_manifest(entry_dir: Path, name: str, source: str) -> dict:
@@ -166,8 +244,8 @@ def list_entries(cache_url: str, settings: Settings, checksums: bool = True) -> 
     root = Path(split_url(cache_url)[2]).expanduser()
     if not root.is_dir():
         return []
-    rels = [str(p.relative_to(root).as_posix()) for p in root.rglob("*")
-            if p.is_file() and not _ignored(p.name)]
+    rels = [r for r in (p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+            if not _ignored(r)]
     return [_local_entry(root / e, e, checksums) for e in sorted(_group(rels))]
 
 

@@ -1,7 +1,8 @@
 """What a stage declares about itself, and the order of stages: generic, names no stage.
 
 Each stage owns its :class:`StageSpec` (``services/<stage>/spec.py``): its name, what it reads,
-the key of its output, its ledger directory and the class that processes a shard. The pipeline
+the key of its output, its ledger directory, its settings section and the class that processes
+a shard. The pipeline
 order is a :class:`Pipeline` built in ``services/pipeline.py``; common code is handed one, so
 ``common/`` never names a stage (docs/architecture.md).
 """
@@ -38,6 +39,8 @@ class StageSpec:
     ledger_dir: Callable[[Settings], str] | None = None
     # "module:function" -> list[common.modelfetch.ModelSpec]: what `onsei models fetch` fetches
     models: str | None = None
+    # the stage's settings section: a Settings subclass (services/<stage>/settings.py)
+    settings: type[Settings] = Settings
 
     def ledger_subdir(self, settings: Settings) -> str:
         return self.ledger_dir(settings) if self.ledger_dir else self.name
@@ -56,6 +59,7 @@ class Pipeline:
         self.specs = tuple(specs)
         self.names: tuple[str, ...] = tuple(s.name for s in self.specs)
         self._by_name = {s.name: s for s in self.specs}
+        self.settings_class = _joined(tuple(s.settings for s in self.specs))
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
@@ -99,3 +103,14 @@ class Pipeline:
 
     def ledger_subdir(self, name: str, settings: Settings) -> str:
         return self.spec(name).ledger_subdir(settings) if name in self else name
+
+
+def _joined(sections: tuple[type[Settings], ...]) -> type[Settings]:
+    """One settings class with every stage's section: what a process of the pipeline reads
+    (``onsei config`` lists it). A section that another one already includes adds nothing."""
+    bases = tuple(dict.fromkeys(c for c in reversed(sections)
+                                if not any(o is not c and issubclass(o, c) for o in sections)))
+    if len(bases) == 1:
+        return bases[0]
+    return type("PipelineSettings", bases, {"__module__": __name__,
+                                            "__doc__": "Every stage's settings section."})

@@ -1,7 +1,14 @@
-"""One typed settings object, from ``ONSEI_*`` environment variables and an optional YAML file.
+"""The generic settings, from ``ONSEI_*`` environment variables and an optional YAML file.
 
 Precedence (highest first): explicit keyword arguments, environment, the YAML file named by
 ``ONSEI_CONFIG``, the defaults below. The names are the contract of README.md's table.
+
+This class holds what every process needs (locations, queue, storage, metrics, cost, model
+cache). A stage's own settings are a subclass in ``services/<stage>/settings.py`` named by its
+spec; the pipeline's settings class joins them all (docs/architecture.md, "Settings"), so one
+YAML file and one set of ``ONSEI_*`` names configure everything. Unknown keyword arguments are
+an error (a misspelt or misplaced setting never passes silently); a YAML key is read by the
+classes that declare it.
 """
 
 from __future__ import annotations
@@ -10,19 +17,16 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
-    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
 
-ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
-TOKENIZERS: tuple[str, ...] = ("neucodec", "distill-neucodec")
 BROKER_SCHEMES: tuple[str, ...] = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp")
 
 
@@ -38,8 +42,11 @@ def one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
 
 class Settings(BaseSettings):
     # hide_input_in_errors: a rejected value may be a URL with a password in it
-    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="ignore", validate_default=True,
+    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="forbid", validate_default=True,
                                       hide_input_in_errors=True)
+
+    # sections made from these settings by :meth:`of`, by class (dropped when a value changes)
+    _sections: dict[type, Settings] = PrivateAttr(default_factory=dict)
 
     # --- locations -------------------------------------------------------------------------
     input_url: str = Field("./data/raw", description="where the raw shards are")
@@ -109,115 +116,6 @@ class Settings(BaseSettings):
     min_member_seconds: float = Field(0.3, description="shorter audio is an error record")
     max_sidecar_bytes: int = Field(1024 * 1024, description="largest .json sidecar read")
 
-    # --- asr ------------------------------------------------------------------------------------
-    languages: Annotated[list[str], NoDecode] = Field(["ja", "en"], description="languages kept after language ID")
-    language_threshold: float = Field(0.5, description="min language probability to keep")
-    lid_windows: int = Field(3, description="clips spread over a file's head for language ID")
-    lid_head_seconds: float = Field(
-        90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
-    asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")
-    asr_device: str = Field("auto", description="auto, cuda, cpu")
-    asr_compute_type: str = Field("auto", description="auto: float16 on GPU, int8 on CPU")
-    asr_batch_size: int = Field(16, description="batched inference")
-    asr_chunk_seconds: float = Field(1800.0, description="long audio is transcribed in windows")
-    asr_beam_size: int = Field(1, description="beam size (1 = greedy, fastest)")
-    segment_min_seconds: float = Field(1.0, description="shortest kept segment")
-    segment_max_seconds: float = Field(30.0, description="longest kept segment")
-    max_compression_ratio: float = Field(2.4, description="above: repetition loop")
-    min_avg_logprob: float = Field(-1.0, description="below: low confidence")
-    max_no_speech_prob: float = Field(0.6, description="above (with low logprob): non-speech")
-    asr_cpu_threads: int = Field(0, description="CTranslate2 CPU threads (0: its default)")
-    asr_vad_threshold: float = Field(0.5, description="Silero VAD speech probability threshold")
-    asr_vad_min_silence_ms: int = Field(
-        500, description="a pause at least this long may end a segment")
-    asr_merge_gap_seconds: float = Field(
-        3.0, description="pauses up to this stay inside one transcription clip")
-
-    @field_validator("languages", mode="before")
-    @classmethod
-    def _split_languages(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            return [x.strip() for x in v.split(",") if x.strip()]
-        return v
-
-    @field_validator("languages")
-    @classmethod
-    def _whisper_codes(cls, v: list[str]) -> list[str]:
-        from common.languages import COMMON_NAMES, WHISPER_LANGUAGES
-
-        if not v:
-            raise ValueError("no language to keep: give Whisper codes such as ja,en")
-        for code in v:
-            if code not in WHISPER_LANGUAGES:
-                hint = f" (did you mean {COMMON_NAMES[code.lower()]}?)" \
-                    if code.lower() in COMMON_NAMES else ""
-                raise ValueError(f"{code!r} is not a Whisper language code{hint}; valid codes: "
-                                 f"{', '.join(WHISPER_LANGUAGES)}")
-        return v
-
-    # --- enhance -------------------------------------------------------------------------------
-    enhancer: str = Field("sidon", description="sidon, rnnoise or none")
-    sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
-    enhance_device: str = Field("auto", description="auto, cuda, cpu")
-    enhance_chunk_seconds: float = Field(10.0, description="fixed chunk length for restoration")
-    enhance_context_seconds: float = Field(0.5, description="context each side of a chunk")
-    enhance_batch_size: int = Field(16, description="chunks per model call")
-    enhance_crossfade_seconds: float = Field(
-        0.04, description="raised-cosine crossfade across chunk seams (<= 2 x context)")
-    enhance_frontend: str = Field(
-        "torch", description="Sidon filterbank: torch (batched, on the device) or transformers")
-    enhance_pack_rounds: int = Field(
-        4, description="batches' worth of chunks pooled before packing (more: less padding)")
-
-    @field_validator("enhancer")
-    @classmethod
-    def _known_enhancer(cls, v: str) -> str:
-        return one_of(v, ENHANCERS, "enhancer")
-
-    # --- quality annotations of restored segments and the filter on them (docs/quality.md) ----
-    quality_annotations: bool = Field(
-        True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
-    quality_dnsmos_hop_seconds: float = Field(
-        0.0, ge=0.0, description="DNSMOS window hop (0: the fewest equal pieces <= 9.01 s, each "
-        "scored once at its own length; 1.0: the reference's sliding 9.01 s windows)")
-    quality_speaker_threshold: float = Field(
-        0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
-    quality_fidelity_fraction: float = Field(
-        0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration (0-1)")
-    quality_fidelity_cer: float = Field(
-        0.3, description="re-transcription CER above this flags restoration_changed_text")
-    quality_fidelity_model: str = Field(
-        "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
-    quality_batch_segments: int = Field(16, ge=1, description="segments annotated together")
-    filter_multi_speaker: bool = Field(True, description="segments flagged multi_speaker get no tokens")
-    filter_min_ovrl: float = Field(
-        2.0, description="segments whose DNSMOS OVRL after restoration is below get no tokens "
-        "(0: off)")
-    filter_min_ovrl_delta: float | None = Field(
-        None, description="segments whose OVRL after - before is below get no tokens (unset: off)")
-    filter_restoration_changed_text: bool = Field(
-        False, description="segments flagged restoration_changed_text get no tokens")
-
-    # --- tokenize ------------------------------------------------------------------------------
-    tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
-    neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
-    tokenize_device: str = Field("auto", description="auto, cuda, cpu")
-    tokenize_batch_seconds: float = Field(240.0, description="audio seconds per model call")
-    tokenize_batching: str = Field(
-        "auto", description="auto (stitched on GPU, exact on CPU), exact, stitched: codes as each "
-        "segment alone; padded (tails may differ); library (one by one)"
-    )
-    tokenize_max_batch: int = Field(64, description="segments per model call at most")
-    tokenize_max_padding: float = Field(0.03, description="padding waste allowed per batch")
-    tokenize_window_seconds: float = Field(
-        1800.0, description="audio seconds read ahead and length-bucketed together"
-    )
-
-    @field_validator("tokenizer")
-    @classmethod
-    def _known_tokenizer(cls, v: str) -> str:
-        return one_of(v, TOKENIZERS, "tokenizer")
-
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(
         str(Path("~/.cache/onsei/models").expanduser()), description="weights looked up first"
@@ -237,8 +135,33 @@ class Settings(BaseSettings):
         if cfg:
             if not Path(cfg).is_file():
                 raise ConfigError(f"ONSEI_CONFIG={cfg}: no such file")
-            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=cfg))
+            sources.append(_OwnKeys(settings_cls, yaml_file=cfg))
         return tuple(sources)
+
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        """``settings`` as this class: the same value for every field both have; this class's
+        other fields (a stage's section) from the environment and the YAML file as they are at
+        the first call (made once per ``settings`` object: a spec asks per shard). Returns
+        ``settings`` itself when it already is one (the pipeline's settings are)."""
+        if isinstance(settings, cls):
+            return settings
+        made = settings._sections.get(cls)
+        if made is None:
+            mine = cls.model_fields
+            made = settings._sections[cls] = cls(
+                **{k: getattr(settings, k) for k in type(settings).model_fields if k in mine})
+        return made  # type: ignore[return-value]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields:
+            self._sections.clear()
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        copied._sections = {}  # made from the old values
+        return copied
 
     # --- helpers ----------------------------------------------------------------------------------
     def shard_name(self, shard_id: int) -> str:
@@ -264,6 +187,14 @@ class Settings(BaseSettings):
         return out
 
 
+class _OwnKeys(YamlConfigSettingsSource):
+    """The YAML file holds every section's keys: each settings class reads those it declares."""
+
+    def __call__(self) -> dict[str, Any]:
+        fields = self.settings_cls.model_fields
+        return {k: v for k, v in super().__call__().items() if k in fields}
+
+
 def describe_errors(e: ValidationError) -> str:
     """One line per invalid setting, named as the user sets it: ``ONSEI_LANGUAGES: ...``."""
     lines = []
@@ -275,5 +206,6 @@ def describe_errors(e: ValidationError) -> str:
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings (read once). Tests build ``Settings(...)`` directly."""
+    """The process-wide generic settings (read once); services/pipeline.py has the pipeline's,
+    with every stage's section. Tests build ``Settings(...)`` directly."""
     return Settings()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from common.modelclock import ModelClock
 from common.settings import Settings
 
 Root = Literal["input", "output", "stage"]
@@ -40,17 +41,21 @@ class StageResult:
     counts: dict[str, int] = field(default_factory=dict)  # e.g. files, kept, dropped, errors
     audio_seconds_in: float = 0.0
     audio_seconds_out: float = 0.0
-    model_seconds: float = 0.0  # time spent inside model calls (busy fraction = this / wall)
     extra: dict[str, Any] = field(default_factory=dict)  # stage-specific (e.g. padded_fraction)
 
 
 class Stage(abc.ABC):
-    """Pure processing of one shard by one stage. Holds its model; loads it once per process."""
+    """Pure processing of one shard by one stage. Holds its model; loads it once per process.
+
+    ``clock``: the stage times its model calls with it (``with self.clock.model(): ...``); the
+    engine resets it before :meth:`process` and writes the done record's ``model_seconds``.
+    """
 
     name: ClassVar[str]
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.clock = ModelClock()
 
     @abc.abstractmethod
     def load(self) -> None:

@@ -6,14 +6,15 @@ import json
 
 import click
 
-from common.settings import Settings
+from services.pipeline import PipelineSettings
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def config(as_json: bool) -> None:
-    """Print the effective settings (env + ONSEI_CONFIG YAML + defaults), secrets redacted."""
-    values = Settings().redacted()
+    """Print the effective settings (env + ONSEI_CONFIG YAML + defaults), secrets redacted:
+    the generic ones, then each stage's section."""
+    values = PipelineSettings().redacted()
     if as_json:
         click.echo(json.dumps(values, indent=2, default=str))
         return

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import click
 
 from common.preflight import check_input_root
-from common.settings import Settings, get_settings, one_of
+from common.settings import Settings, one_of
 from services.errors import friendly
-from services.pipeline import PIPELINE, STAGES, open_ledger
+from services.pipeline import PIPELINE, STAGES, get_settings, open_ledger
 
 
 def parse_range(text: str, max_ids: int | None = None) -> range:

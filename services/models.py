@@ -9,6 +9,7 @@ from a laptop that can reach the hub).
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -16,11 +17,18 @@ from pathlib import Path
 
 import click
 
-from common.modelcache import MANIFEST, is_remote, list_entries, local_files, write_manifest
+from common.modelcache import (
+    MANIFEST,
+    fetch_entry,
+    is_remote,
+    list_entries,
+    local_files,
+    write_manifest,
+)
 from common.modelfetch import FetchError, ModelSpec
-from common.settings import Settings, get_settings
+from common.settings import Settings
 from common.storage import open_store, split_url
-from services.pipeline import PIPELINE, STAGES
+from services.pipeline import PIPELINE, STAGES, get_settings
 
 
 def configured_models(settings: Settings) -> list[ModelSpec]:
@@ -50,15 +58,15 @@ def fetch_models(settings: Settings, to_url: str, only: tuple[str, ...] = (),
             if only and spec.stage not in only:
                 continue
             dest = staging / spec.entry
-            dest.mkdir(parents=True, exist_ok=True)
-            try:
-                spec.fetch(dest)
+            try:  # the one way into a cache entry: whole, under its lock, with its manifest
+                fetch_entry(dest, spec.fetch, spec.name)
             except Exception as e:  # noqa: BLE001 - report every model, then fail
                 errors.append(str(e) if isinstance(e, FetchError) else
                               f"{spec.stage} {spec.name}: {type(e).__name__}: {e}")
                 echo(f"FAILED  {spec.stage:8} {spec.name}: {errors[-1]}")
                 continue
-            manifest = write_manifest(dest, spec.name, spec.name)
+            manifest = json.loads((dest / MANIFEST).read_text()) if (dest / MANIFEST).is_file() \
+                else write_manifest(dest, spec.name, spec.name)  # an entry placed by hand
             size = sum(f["size"] for f in manifest["files"].values())
             where = f"{to_url.rstrip('/')}/{spec.entry}"
             if remote:

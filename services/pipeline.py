@@ -6,11 +6,12 @@ module strings them together (docs/architecture.md).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from common.ledger import Ledger
 from common.pipeline import Pipeline
-from common.settings import Settings, get_settings
+from common.settings import Settings
 from common.storage import Store, open_store
 from services.asr.spec import SPEC as ASR
 from services.enhance.spec import SPEC as ENHANCE
@@ -21,6 +22,15 @@ if TYPE_CHECKING:
 
 PIPELINE = Pipeline((ASR, ENHANCE, TOKENIZE))
 STAGES: tuple[str, ...] = PIPELINE.names
+# Every setting: the generic ones (common/settings.py) and each stage's section
+# (services/<stage>/settings.py), from the same ONSEI_* names and ONSEI_CONFIG file.
+PipelineSettings: type[Settings] = PIPELINE.settings_class
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings with every stage's section (read once)."""
+    return PipelineSettings()
 
 
 def output_key(stage: str, settings: Settings, shard_id: int) -> str:

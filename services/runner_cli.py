@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from services.pipeline import STAGES
+from services.pipeline import STAGES, PipelineSettings
 
 
 @click.command()
@@ -23,7 +23,6 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from common.preflight import check_input_root, check_output_root
-    from common.settings import Settings
     from services.enqueue import parse_range
     from services.runner import Runner
 
@@ -32,7 +31,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     if bad or not wanted:
         raise click.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}")
     update = {k: v for k, v in (("input_url", input_url), ("output_url", output_url)) if v}
-    settings = Settings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
+    settings = PipelineSettings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
     ids = parse_range(range_, settings.max_range)
     # before any model loads: the input is there (when asr runs) and the output is writable
     if STAGES[0] in wanted:

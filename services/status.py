@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from common.settings import Settings, get_settings
-from services.pipeline import STAGES, open_ledger
+from common.settings import Settings
+from services.pipeline import STAGES, get_settings, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:

@@ -172,8 +172,9 @@ def isolated_redis_url(redis_url: str) -> str:
 
 @pytest.fixture
 def make_settings(tmp_path: Path):
-    """Settings rooted in tmp dirs; keyword overrides win."""
-    from common.settings import Settings
+    """The pipeline's settings (every stage's section) rooted in tmp dirs; keyword overrides
+    win."""
+    from services.pipeline import PipelineSettings
 
     def _make(**overrides):
         base = {
@@ -184,7 +185,7 @@ def make_settings(tmp_path: Path):
                                                    Path.home() / ".cache/onsei/models"))),
         }
         base.update(overrides)
-        return Settings(**base)
+        return PipelineSettings(**base)
 
     return _make
 

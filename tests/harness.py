@@ -167,11 +167,11 @@ def enqueue(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 
 def settings_from(env: dict[str, str]):
-    from common.settings import Settings
+    from services.pipeline import PipelineSettings
 
     keys = {k[len("ONSEI_"):].lower(): v for k, v in env.items() if k.startswith("ONSEI_")}
-    fields = set(Settings.model_fields)
-    return Settings(**{k: v for k, v in keys.items() if k in fields})
+    fields = set(PipelineSettings.model_fields)
+    return PipelineSettings(**{k: v for k, v in keys.items() if k in fields})
 
 
 def ledger_for(env: dict[str, str]):

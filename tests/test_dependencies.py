@@ -18,6 +18,9 @@ STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
 CALLED_BY_STAGES = {("common/device.py", "torch"): ("enhance", "tokenize")}
+# Shared packages of services that only some stages use (not stages themselves): every one of
+# those stages' extras must declare what the package imports.
+SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}
 
 
 def _norm(name: str) -> str:
@@ -71,6 +74,10 @@ def undeclared() -> list[str]:
         for path in sorted((REPO / root).rglob("*.py")):
             rel = path.relative_to(REPO).as_posix()
             allowed = set(base).union(*(extras[e] for e in allowed_extras(path, extras)))
+            parts = path.relative_to(REPO).parts
+            if parts[0] == "services" and parts[1] in SHARED_BY_STAGES:
+                allowed |= set.intersection(*(set().union(*(extras[e] for e in STAGE_EXTRAS[s]))
+                                              for s in SHARED_BY_STAGES[parts[1]]))
             for module in sorted(third_party_imports(path)):
                 names = {_norm(d) for d in dists.get(module, [])}
                 if (rel, module) in CALLED_BY_STAGES:  # declared by every stage calling it

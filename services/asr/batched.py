@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from common.settings import Settings
 from services.asr.clips import Clip
+from services.asr.settings import AsrSettings
 from services.asr.vad import SAMPLE_RATE
 
 
@@ -70,7 +70,7 @@ class _CachingModel:
 
 
 class ClipTranscriber:
-    def __init__(self, model: Any, settings: Settings) -> None:
+    def __init__(self, model: Any, settings: AsrSettings) -> None:
         from faster_whisper import BatchedInferencePipeline
 
         self.model = model

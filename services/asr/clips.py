@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.settings import Settings
+from services.asr.settings import AsrSettings
 from services.asr.vad import SAMPLE_RATE, speech_spans
 
 WHISPER_WINDOW_SECONDS = 30.0  # one encoder window: audio beyond it would be dropped
@@ -45,11 +45,11 @@ class Clip:
         return [Clip(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
 
 
-def max_clip_seconds(settings: Settings) -> float:
+def max_clip_seconds(settings: AsrSettings) -> float:
     return min(settings.segment_max_seconds, WHISPER_WINDOW_SECONDS)
 
 
-def vad_range(audio: np.ndarray, settings: Settings, pos: int, stop: int
+def vad_range(audio: np.ndarray, settings: AsrSettings, pos: int, stop: int
               ) -> tuple[list[tuple[float, float]], int]:
     """Speech spans of ``audio[pos:stop]`` in file seconds, and where VAD must resume: ``stop``,
     or the start of a span still going on at ``stop`` (carried over, not cut)."""
@@ -61,7 +61,7 @@ def vad_range(audio: np.ndarray, settings: Settings, pos: int, stop: int
     return spans, stop
 
 
-def file_spans(audio: np.ndarray, settings: Settings, pos: int = 0) -> list[tuple[float, float]]:
+def file_spans(audio: np.ndarray, settings: AsrSettings, pos: int = 0) -> list[tuple[float, float]]:
     """VAD speech spans from sample ``pos`` to the end of the file, in seconds, windowed."""
     max_span = max_clip_seconds(settings)
     chunk = max(int(settings.asr_chunk_seconds * SAMPLE_RATE), int(4 * max_span * SAMPLE_RATE))
@@ -73,7 +73,7 @@ def file_spans(audio: np.ndarray, settings: Settings, pos: int = 0) -> list[tupl
     return out
 
 
-def head_spans(audio: np.ndarray, settings: Settings) -> tuple[list[tuple[float, float]], int]:
+def head_spans(audio: np.ndarray, settings: AsrSettings) -> tuple[list[tuple[float, float]], int]:
     """Spans of the first ``lid_head_seconds`` (language ID looks there) and the resume point."""
     max_span = max_clip_seconds(settings)
     head = int(max(settings.lid_head_seconds, 2 * max_span) * SAMPLE_RATE)
@@ -94,5 +94,5 @@ def join_spans(spans: list[tuple[float, float]], max_seconds: float, join_gap: f
     return clips
 
 
-def plan_clips(spans: list[tuple[float, float]], settings: Settings) -> list[Clip]:
+def plan_clips(spans: list[tuple[float, float]], settings: AsrSettings) -> list[Clip]:
     return join_spans(spans, max_clip_seconds(settings), settings.asr_merge_gap_seconds)

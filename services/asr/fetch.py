@@ -7,6 +7,7 @@ from pathlib import Path
 from common.modelcache import BUNDLED_PREFIX, entry_names
 from common.modelfetch import FetchError, ModelSpec, from_hub, is_local
 from common.settings import Settings
+from services.asr.settings import AsrSettings
 
 WHISPER_FILES = ["config.json", "preprocessor_config.json", "model.bin", "tokenizer.json",
                  "vocabulary.*"]
@@ -27,13 +28,13 @@ def _whisper_repo(name: str) -> str:
 
 
 def configured(settings: Settings) -> list[ModelSpec]:
+    settings = AsrSettings.of(settings)
     asr = settings.asr_model.strip()
     if asr.startswith(BUNDLED_PREFIX):
         def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
-            from services.asr.bundled import ensure_bundled
+            from services.whisper.bundled import assemble
 
-            # ensure_bundled builds <root>/bundled/<name>: dest is that directory
-            ensure_bundled(short, dest.parent.parent)
+            assemble(short, dest)
         return [ModelSpec("asr", asr, entry_names(asr)[0], _bundled)]
     if is_local(asr):
         return []

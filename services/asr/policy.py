@@ -10,31 +10,31 @@ truncated file was cut (its last words are cut).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from common.settings import Settings
 from services.asr import records
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
+from services.asr.settings import AsrSettings
+from services.records import AsrSegment
 
 CUT_EDGE_SECONDS = 0.5  # a segment ending this close to a truncated file's end ends at the cut
 
 
 @dataclass
 class Segments:
-    lines: list[dict[str, Any]]
+    lines: list[AsrSegment]
     kept: int
     kept_seconds: float
 
 
 def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
-                   settings: Settings, cut_at: float | None = None) -> Segments:
+                   settings: AsrSettings, cut_at: float | None = None) -> Segments:
     """Segment records for a file's clips; ``cut_at``: where a truncated file ends."""
     from faster_whisper.transcribe import get_compression_ratio
 
     from services.asr.quality import flag_segment
 
-    lines: list[dict[str, Any]] = []
+    lines: list[AsrSegment] = []
     kept_seconds = 0.0
     for i, (clip, t) in enumerate(zip(clips, texts)):
         cr = get_compression_ratio(t.text) if t.text else 0.0
@@ -45,4 +45,4 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
                                      t.no_speech_prob, cr, reasons))
         if not reasons:
             kept_seconds += clip.duration
-    return Segments(lines, sum(1 for x in lines if x["kept"]), kept_seconds)
+    return Segments(lines, sum(1 for x in lines if x.kept), kept_seconds)

@@ -9,7 +9,7 @@ ratio above the threshold, or an n-gram repeated back to back: a decoder loop), 
 
 from __future__ import annotations
 
-from common.settings import Settings
+from services.asr.settings import AsrSettings
 
 MIN_REPEATS = 4  # an n-gram said this many times in a row is a loop, not speech
 
@@ -48,7 +48,7 @@ def is_loop(text: str, max_compression_ratio: float) -> bool:
 
 def flag_segment(text: str, start: float, end: float, avg_logprob: float,
                  no_speech_prob: float, compression_ratio: float,
-                 settings: Settings, *, covered: bool = True, cut: bool = False) -> list[str]:
+                 settings: AsrSettings, *, covered: bool = True, cut: bool = False) -> list[str]:
     reasons: list[str] = []
     if not text.strip():
         reasons.append("empty_text")

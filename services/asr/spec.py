@@ -2,9 +2,10 @@
 
 from common.pipeline import StageSpec
 from common.stage import InputRef
+from services.asr.settings import AsrSettings
 
 SPEC = StageSpec(
-    name="asr",
+    name="asr", settings=AsrSettings,
     models="services.asr.fetch:configured",
     stage_class="services.asr.stage:AsrStage",
     output_key=lambda s, i: f"asr/{s.shard_stem(i)}.jsonl",

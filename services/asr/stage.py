@@ -6,7 +6,6 @@ model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -21,33 +20,41 @@ from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
+from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
+from services.records import AsrLine
 
 
 @dataclass
 class FileOutcome:
-    line: dict[str, Any]
-    model_seconds: float = 0.0
+    line: AsrLine
     kept_seconds: float = 0.0
-    segments: int = 0
-    kept: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def segments(self) -> int:
+        return len(self.line.segments)
+
+    @property
+    def kept(self) -> int:
+        return len(self.line.kept)
 
 
 class AsrStage(Stage):
     name = "asr"
+    settings: AsrSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self._loaded = None  # services.asr.model.LoadedModel, set by load()
+        super().__init__(AsrSettings.of(settings))  # its section, whatever settings it is given
+        self._loaded = None  # services.whisper.model.LoadedModel, set by load()
         self._clip_transcriber = None  # services.asr.batched.ClipTranscriber
 
     # --- Stage contract --------------------------------------------------------------------------
     def load(self) -> None:
         if self._loaded is None:
-            from services.asr.model import load_model
+            from services.whisper.model import load_model
 
-            self._loaded = load_model(self.settings)
+            self._loaded = load_model(self.settings, self.settings.asr_device)
 
     def model_info(self) -> dict[str, Any]:
         if self._loaded is None:
@@ -59,7 +66,7 @@ class AsrStage(Stage):
         out = Path(workdir) / f"{self.settings.shard_stem(shard_id)}.asr.jsonl"
         counts: Counter[str] = Counter()
         languages: Counter[str] = Counter()
-        seconds_in = seconds_out = model_seconds = decode_wait = 0.0
+        seconds_in = seconds_out = decode_wait = 0.0
         members = decoded_members(inputs["shard"], self.settings)
         with open(out, "w", encoding="utf-8") as f, closing(members):
             while True:
@@ -77,18 +84,17 @@ class AsrStage(Stage):
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
                     if item.notes:
-                        outcome.line["notes"] = item.notes
+                        outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
-                status = outcome.line["status"]
+                status = outcome.line.status
                 counts[status.split(":", 1)[0].replace("error", "errors")] += 1
-                if outcome.line["language"] and status == "ok":
-                    languages[outcome.line["language"]] += 1
+                if outcome.line.language and outcome.line.ok:
+                    languages[outcome.line.language] += 1
                 counts["segments"] += outcome.segments
                 counts.update({k: v for k, v in outcome.extra.items() if v})
                 counts["kept_segments"] += outcome.kept
                 seconds_out += outcome.kept_seconds
-                model_seconds += outcome.model_seconds
-                f.write(json.dumps(outcome.line, ensure_ascii=False) + "\n")
+                f.write(outcome.line.to_json() + "\n")
             f.flush()
             os.fsync(f.fileno())
         for k in ("files", "ok", "dropped", "errors", "segments", "kept_segments"):
@@ -96,7 +102,6 @@ class AsrStage(Stage):
         return StageResult(
             outputs={SPEC.output_key(self.settings, shard_id): out},
             counts=dict(counts), audio_seconds_in=seconds_in, audio_seconds_out=seconds_out,
-            model_seconds=model_seconds,
             extra={"languages": dict(languages), "decode_wait_seconds": round(decode_wait, 3)},
         )
 
@@ -129,23 +134,22 @@ class AsrStage(Stage):
             clips, resume = plan_clips(file_spans(audio, s, resume), s), audio.size
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
-        t0 = time.perf_counter()
         lid_idx = pick_clips(len(clips), s.lid_windows)
-        lid_feats = tr.features(audio, [clips[i] for i in lid_idx])
-        lid_encoded = tr.encode(lid_feats)
-        guess = aggregate(tr.detect_language(lid_encoded),
-                          [clips[i].speech_seconds for i in lid_idx])
-        model_seconds = time.perf_counter() - t0
+        with self.clock.model():
+            lid_feats = tr.features(audio, [clips[i] for i in lid_idx])
+            lid_encoded = tr.encode(lid_feats)
+            guess = aggregate(tr.detect_language(lid_encoded),
+                              [clips[i].speech_seconds for i in lid_idx])
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
         if guess.language not in s.languages or guess.probability < s.language_threshold:
-            return FileOutcome(records.line(key, "dropped:language", **common), model_seconds)
+            return FileOutcome(records.line(key, "dropped:language", **common))
         language = guess.language
         assert language is not None
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
-        t1 = time.perf_counter()
 
+        @self.clock.timed
         def decode(batch: list, beam: int | None = None) -> list:
             out = []
             for b in range(0, len(batch), s.asr_batch_size):
@@ -154,15 +158,16 @@ class AsrStage(Stage):
             return out
 
         texts: list = [None] * len(clips)
-        for i, t in zip(lid_idx, tr.transcribe(lid_feats, language, lid_encoded)):
+        with self.clock.model():
+            lid_texts = tr.transcribe(lid_feats, language, lid_encoded)
+        for i, t in zip(lid_idx, lid_texts):
             texts[i] = t
         rest = [i for i in range(len(clips)) if texts[i] is None]
         for i, t in zip(rest, decode([clips[i] for i in rest])):
             texts[i] = t
         cov = recover(clips, texts, language, decode,
                       lambda text: is_loop(text, s.max_compression_ratio))
-        model_seconds += time.perf_counter() - t1
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)
-        return FileOutcome(records.line(key, "ok", segments=segs.lines, **common), model_seconds,
-                           segs.kept_seconds, len(segs.lines), segs.kept,
+        return FileOutcome(records.line(key, "ok", segments=segs.lines, **common),
+                           segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short)})

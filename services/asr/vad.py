@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.settings import Settings
+from services.asr.settings import AsrSettings
 
 SAMPLE_RATE = 16000
 SPEECH_PAD_MS = 200  # a little air each side of a segment; silero never lets pads overlap
 
 
-def speech_spans(audio: np.ndarray, settings: Settings, max_span_seconds: float,
+def speech_spans(audio: np.ndarray, settings: AsrSettings, max_span_seconds: float,
                  offset_seconds: float = 0.0) -> list[tuple[float, float]]:
     """Speech regions of ``audio`` (16 kHz mono) in seconds, offset by ``offset_seconds``.
 

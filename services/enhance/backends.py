@@ -15,7 +15,7 @@ import numpy as np
 from common.device import resolve_device as common_resolve_device
 from common.device import torch_cuda_available
 from common.errors import ModelUnavailable
-from common.settings import Settings
+from services.enhance.settings import EnhanceSettings
 
 
 class EnhancerUnavailable(ModelUnavailable):
@@ -66,7 +66,7 @@ class NoneBackend(Backend):
         return {"enhancer": "none", "enhancer_version": "resample-soxr"}
 
 
-def make_backend(settings: Settings) -> Backend:
+def make_backend(settings: EnhanceSettings) -> Backend:
     name = settings.enhancer.strip().lower()
     if name == "sidon":
         from services.enhance.sidon import SidonBackend

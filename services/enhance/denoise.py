@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from common.settings import Settings
 from services.enhance.backends import Backend, EnhancerUnavailable
+from services.enhance.settings import EnhanceSettings
 
 FRAME = 480  # 10 ms at 48 kHz: RNNoise's fixed frame
 INT16 = 32768.0
@@ -82,7 +82,7 @@ class RNNoiseBackend(Backend):
     out_rate = 48000
     hop = FRAME
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: EnhanceSettings | None = None) -> None:
         self._lib: ctypes.CDLL | None = None
         self._pool: ThreadPoolExecutor | None = None
 

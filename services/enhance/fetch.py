@@ -7,12 +7,14 @@ from pathlib import Path
 
 from common.modelfetch import ModelSpec, from_hub, is_local
 from common.settings import Settings
+from services.enhance.settings import EnhanceSettings
 
 SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extractor_cpu.pt",
                "decoder_cpu.pt"]
 
 
 def configured(settings: Settings) -> list[ModelSpec]:
+    settings = EnhanceSettings.of(settings)
     if settings.enhancer != "sidon" or is_local(settings.sidon_model):
         return []
 

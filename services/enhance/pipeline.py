@@ -9,13 +9,13 @@ back, strictly in arrival order, so memory is bounded by the pool and the reorde
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from common.modelclock import ModelClock
 from services.enhance.backends import Backend
 from services.enhance.chunking import ChunkGeometry, Item, SegmentAssembler, split_segment
 from services.enhance.packing import PackStats, Row, pack_rows, take_batches
@@ -24,13 +24,13 @@ from services.enhance.segments import CutSegment
 
 class Enhancer:
     def __init__(self, backend: Backend, geom: ChunkGeometry, batch_size: int,
-                 rounds: int = 4) -> None:
+                 rounds: int = 4, clock: ModelClock | None = None) -> None:
         self.backend = backend
         self.geom = geom
         self.batch = max(1, batch_size)
         self.budget = max(1, rounds) * self.batch * geom.window  # pool size that triggers a round
         self.stats = PackStats()
-        self.model_seconds = 0.0
+        self.clock = clock or ModelClock()  # the stage's: the engine reads it (model_seconds)
         self.chunks = 0
 
     def run(self, segments: Iterable[CutSegment]) -> Iterator[tuple[CutSegment, np.ndarray]]:
@@ -78,9 +78,8 @@ class Enhancer:
             prepared = fut.result()
             if i + 1 < len(batches):  # overlap: next batch's CPU work while the model runs
                 fut = prep.submit(self._prepare, batches[i + 1])
-            t0 = time.monotonic()
-            out = self.backend.run(prepared)
-            self.model_seconds += time.monotonic() - t0
+            with self.clock.model():
+                out = self.backend.run(prepared)
             self.stats.add_batch(rows)
             for row, row_out in zip(rows, out):
                 for item, off in row.placed:

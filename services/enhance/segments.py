@@ -6,7 +6,6 @@ other member of the raw shard is skipped unread (its bytes pass through the tar 
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
@@ -21,6 +20,7 @@ from common.audio import AudioError, decode_audio
 from common.members import iter_keys
 from services.enhance.chunking import pad_segment
 from services.enhance.highpass import highpass_zero_phase
+from services.records import AsrLine, RecordError
 
 log = logging.getLogger(__name__)
 
@@ -48,42 +48,34 @@ class Plan:
 
 
 def read_plan(asr_jsonl: Path) -> Plan:
-    """Parse the ASR JSONL; a malformed line is an error record, the rest goes on."""
+    """Parse the ASR JSONL; a malformed line (or segment) is an error record, the rest goes on."""
     plan = Plan()
     with open(asr_jsonl, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
+        for n, text in enumerate(fh, 1):
+            if not text.strip():
                 continue
             plan.members += 1
             try:
-                rec = json.loads(line)
-                key = str(rec["key"])
-                status = str(rec.get("status", ""))
-                segs = rec.get("segments") or []
-            except (ValueError, KeyError, TypeError) as e:
+                line = AsrLine.from_json(text)
+            except RecordError as e:
                 plan.errors.append({"key": None, "reason": f"asr_line_{n}_malformed: {e}"[:200]})
                 continue
-            if status != "ok":
+            if not line.ok:
                 plan.skipped_members += 1
                 continue
             kept: list[SegmentSpec] = []
             seen: set[int] = set()
-            for s in segs:
-                try:
-                    if not s.get("kept"):
-                        continue
-                    spec = SegmentSpec(key, int(s["idx"]), float(s["start"]), float(s["end"]),
-                                       str(s.get("text", "")), rec.get("language"))
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
-                    plan.errors.append({"key": key, "reason": f"asr_segment_malformed: {e}"[:200]})
-                    continue
+            for s in line.kept:
+                spec = SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
+                                   line.language)
                 if spec.idx in seen or spec.end <= spec.start:
-                    plan.errors.append({"key": key, "reason": f"asr_segment_invalid:{spec.idx}"})
+                    plan.errors.append({"key": line.key,
+                                        "reason": f"asr_segment_invalid:{spec.idx}"})
                     continue
                 seen.add(spec.idx)
                 kept.append(spec)
             if kept:
-                plan.by_key[key] = sorted(kept, key=lambda s: s.start)
+                plan.by_key[line.key] = sorted(kept, key=lambda s: s.start)
             else:
                 plan.skipped_members += 1
     return plan

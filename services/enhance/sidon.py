@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from common.settings import Settings
 from services.enhance.backends import Backend, EnhancerUnavailable, resolve_device
+from services.enhance.settings import EnhanceSettings
 from services.enhance.weights import WeightsUnavailable, resolve_model_dir
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class SidonBackend(Backend):
     peak = 0.9  # the reference demo's input scaling
     highpass_hz = 50.0
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EnhanceSettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         self._fe: Any = None

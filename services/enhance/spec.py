@@ -2,9 +2,10 @@
 
 from common.pipeline import StageSpec
 from common.stage import InputRef
+from services.enhance.settings import EnhanceSettings
 
 SPEC = StageSpec(
-    name="enhance",
+    name="enhance", settings=EnhanceSettings,
     models="services.enhance.fetch:configured",
     stage_class="services.enhance.stage:EnhanceStage",
     output_key=lambda s, i: f"enhanced/{s.shard_stem(i)}.tar",

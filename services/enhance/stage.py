@@ -14,6 +14,7 @@ from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.enhance.backends import Backend, make_backend
 from services.enhance.chunking import ChunkGeometry
+from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 
 log = logging.getLogger(__name__)
@@ -23,9 +24,10 @@ MAX_ERRORS_RECORDED = 100
 
 class EnhanceStage(Stage):
     name = "enhance"
+    settings: EnhanceSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
+        super().__init__(EnhanceSettings.of(settings))  # its section, whatever settings it is given
         self._backend: Backend | None = None
         self._annotator: Any = None
 
@@ -83,7 +85,7 @@ class EnhanceStage(Stage):
         ann = self._annotator
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
                                 batch=s.quality_batch_segments)
-        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds)
+        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio, for the annotations
 
         def keep_inputs(segments):
@@ -123,7 +125,6 @@ class EnhanceStage(Stage):
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,
-            model_seconds=engine.model_seconds,
             extra={
                 "padded_fraction": round(st.padded_fraction, 5),
                 "overhead_fraction": round(st.overhead_fraction, 5),

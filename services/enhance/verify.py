@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.enhance.segments import Plan, SegmentSpec
+from services.records import segment_id
 
 TOLERANCE_SECONDS = 0.02
 _SHOW = 5  # names listed per problem in the message; the counts are complete
@@ -22,7 +23,7 @@ class SegmentMismatch(RuntimeError):
 
 
 def segment_name(spec: SegmentSpec) -> str:
-    return f"{spec.key}_{spec.idx:04d}"
+    return segment_id(spec.key, spec.idx)
 
 
 def _some(names: list[str]) -> str:

@@ -1,20 +1,21 @@
-"""Find a model's files: a local dir, an s3 prefix (downloaded once), the model cache, or the hub.
+"""Find a model's files: a local dir, an s3 prefix (fetched once), the model cache, or the hub.
 
-Cache layout: ``<model cache>/<spec with "/" and ":" replaced by "--">/<files>``. A download
-goes to a temp name and is renamed into place, under a file lock, so concurrent worker
-processes on one node fetch each file once and never see half a file.
+Cache layout: ``<model cache>/<spec with "/" and ":" replaced by "--">/<files>``. Every fetch
+goes through common/modelcache.fetch_entry (per node, under the entry's lock, published whole
+with its manifest), so concurrent worker processes on one node fetch once and never see half
+an entry; loading reads the local directory this returns.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from common.errors import ModelUnavailable
-from common.modelcache import entry_lock, local_root
+from common.modelcache import cached_entry, fetch_entry, local_root
+from common.modelcache import resolve_model_dir as cached_model_dir
 from common.settings import Settings
 from common.storage import open_store, split_url
 
@@ -33,22 +34,21 @@ def _have(dir_: Path, files: list[str]) -> bool:
     return all((dir_ / f).is_file() for f in files)
 
 
-def _fetch_from_store(url: str, files: list[str], dest: Path, settings: Settings) -> bool:
-    """Download ``files`` under ``url`` into ``dest``; False when any is missing there."""
-    store = open_store(url, settings)
-    with entry_lock(dest):
-        if _have(dest, files):
-            return True
-        if not all(store.exists(f) for f in files):
-            return False
+def _from_store(url: str, files: list[str], settings: Settings,
+                hint: Callable[[str], str]) -> Callable[[Path], None]:
+    """A fill for :func:`fetch_entry`: ``files`` under ``url``, each kept if already there."""
+
+    def fill(dest: Path) -> None:
+        store = open_store(url, settings)
+        missing = [f for f in files if not (dest / f).is_file() and not store.exists(f)]
+        if missing:
+            raise WeightsUnavailable(hint(f"{url} lacks {', '.join(missing)}"))
         for f in files:
-            if (dest / f).is_file():
-                continue
-            tmp = dest / f".{f}.part{os.getpid()}"
-            store.get_file(f, tmp)
-            os.replace(tmp, dest / f)
-            log.info("model file %s fetched from %s", f, url)
-    return True
+            if not (dest / f).is_file():
+                store.get_file(f, dest / f)
+                log.info("model file %s fetched from %s", f, url)
+
+    return fill
 
 
 def resolve_model_dir(spec: str, files: list[str], settings: Settings,
@@ -65,22 +65,19 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
             raise WeightsUnavailable(hint(f"{d} lacks {', '.join(missing)}"))
         return d
     dest = local_root(settings) / cache_name(spec)
-    if _have(dest, files):
+    if cached_entry(dest, files) is not None:
         return dest
     if scheme == "s3":
-        if _fetch_from_store(spec, files, dest, settings):
-            return dest
-        raise WeightsUnavailable(hint(f"{spec} lacks one of {', '.join(files)}"))
+        return fetch_entry(dest, _from_store(spec, files, settings, hint), spec, files)
     if "://" in spec or spec.startswith(("/", ".", "~")):
         raise WeightsUnavailable(hint(f"{spec} is not a directory"))
     # A hub id: the shared model cache (s3) first, then the hub itself.
-    if settings.model_cache.startswith("s3://"):
-        url = settings.model_cache.rstrip("/") + "/" + cache_name(spec)
-        try:
-            if _fetch_from_store(url, files, dest, settings):
-                return dest
-        except Exception as e:  # noqa: BLE001 - fall through to the hub
-            log.warning("model cache %s unusable: %s", url, e)
+    try:
+        cached = cached_model_dir(spec, settings, files)
+        if cached is not None:
+            return cached
+    except Exception as e:  # noqa: BLE001 - fall through to the hub
+        log.warning("model cache %s unusable for %s: %s", settings.model_cache, spec, e)
     return _from_hub(spec, files, dest, hint)
 
 
@@ -94,12 +91,14 @@ def _from_hub(repo_id: str, files: list[str], dest: Path, hint: Callable[[str], 
         from huggingface_hub import hf_hub_download
     except ImportError as e:
         raise WeightsUnavailable(hint("huggingface_hub is not installed")) from e
-    with entry_lock(dest):
+
+    def fill(d: Path) -> None:
         try:
             for f in files:
-                if not (dest / f).is_file():
-                    hf_hub_download(repo_id, f, local_dir=str(dest))
+                if not (d / f).is_file():
+                    hf_hub_download(repo_id, f, local_dir=str(d))
         except Exception as e:
             raise WeightsUnavailable(hint(f"{repo_id} could not be downloaded from the hub: "
                                           f"{type(e).__name__}: {str(e)[:200]}")) from e
-    return dest
+
+    return fetch_entry(dest, fill, repo_id, files)

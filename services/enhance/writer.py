@@ -8,7 +8,6 @@ without it and each of its segments gets an entry in ``errors``: the audio is ne
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from common.audio import flac_bytes, resample
 from common.shards import ShardWriter
 from common.writebehind import WriteBehind
 from services.enhance.segments import CutSegment, SegmentSpec
+from services.records import Sidecar, segment_id
 
 log = logging.getLogger(__name__)
 
@@ -84,24 +84,19 @@ class EnhancedWriter:
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any) -> None:
         out = resample(audio, self.rate, OUT_RATE)
         s = seg.spec
-        meta: dict[str, Any] = {
-            "text": s.text,
-            "language": s.language,
-            "source_key": s.key,
-            "start": round(s.start, 3),
-            "end": round(s.end, 3),
-            "duration_seconds": round(out.size / OUT_RATE, 3),
-        }
+        meta = Sidecar(text=s.text, language=s.language, source_key=s.key,
+                       start=round(s.start, 3), end=round(s.end, 3),
+                       duration_seconds=round(out.size / OUT_RATE, 3),
+                       quality=None if quality is None else quality.to_record())
         if quality is not None:
-            meta["quality"] = quality.as_dict()
             self.quality.add(quality)
         self._writer.write(_seg_id(seg), {
             "flac": flac_bytes(out, OUT_RATE),
-            "json": json.dumps(meta, ensure_ascii=False).encode("utf-8"),
+            "json": meta.to_json().encode("utf-8"),
         })
         self.written += 1
         self.seconds_out += out.size / OUT_RATE
-        self.durations.append((s, meta["duration_seconds"]))
+        self.durations.append((s, meta.duration_seconds))
 
     def close(self) -> None:
         try:
@@ -117,7 +112,7 @@ class EnhancedWriter:
 
 
 def _seg_id(seg: CutSegment) -> str:
-    return f"{seg.spec.key}_{seg.spec.idx:04d}"
+    return segment_id(seg.spec.key, seg.spec.idx)
 
 
 class QualityTally:

@@ -33,7 +33,7 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
     if any(t.backlog for t in cfg.targets.values()):
         url = os.environ.get(cfg.broker_url_env)
         if not url:
-            from common.settings import get_settings
+            from services.pipeline import get_settings
 
             url = get_settings().broker_url.get_secret_value()
         backlog = redis_backlog(url)
@@ -62,9 +62,8 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
 
 
 def _suggest(cfg, total: int | None) -> None:
-    from common.settings import get_settings
     from services.fleet.sizing import balance, measured_rates, render
-    from services.pipeline import STAGES
+    from services.pipeline import STAGES, get_settings
 
     current: dict[str, int] = {}
     for name, t in cfg.targets.items():

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from common.redact import redact_text
-from common.settings import Settings
+from services.pipeline import PipelineSettings
 
 
 @click.command()
@@ -25,7 +25,7 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
     from services.enqueue import parse_range
     from services.report.collect import collect, to_json
 
-    settings = Settings()
+    settings = PipelineSettings()
     url = output_url or settings.output_url
     data = collect(url, settings, total_shards=len(parse_range(range_)) if range_ else None)
     summary = to_json(data)

@@ -7,19 +7,21 @@ line or record is counted, never fatal (a report of a damaged run is the most us
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.pipeline import STAGES, open_ledger
+from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
 from services.report.quality import QualityData
+from services.tokenize.settings import TokenizeSettings
 
 TOP_N = 10
+R = TypeVar("R", bound=Record)
 
 
 @dataclass
@@ -75,8 +77,8 @@ class ReportData:
     quality: QualityData = field(default_factory=QualityData)
 
 
-def _jsonl(store: Store, key: str) -> tuple[list[dict[str, Any]], int]:
-    """Parsed lines of one JSONL object, and the number of lines that did not parse."""
+def _jsonl(store: Store, key: str, record: type[R]) -> tuple[list[R], int]:
+    """Parsed lines of one JSONL object, and the number of lines that are not a ``record``."""
     try:
         raw = store.read_bytes(key)
     except NotFound:
@@ -86,13 +88,8 @@ def _jsonl(store: Store, key: str) -> tuple[list[dict[str, Any]], int]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(obj, dict):
-            rows.append(obj)
-        else:
+            rows.append(record.from_json(line))
+        except RecordError:
             bad += 1
     return rows, bad
 
@@ -102,13 +99,13 @@ def _split_status(status: str) -> tuple[str, str]:
     return kind, reason or "unspecified"
 
 
-def _add_asr_rows(data: ReportData, rows: list[dict[str, Any]]) -> None:
+def _add_asr_rows(data: ReportData, rows: list[AsrLine]) -> None:
     for row in rows:
         data.files += 1
-        dur = float(row.get("duration") or 0.0)
+        dur = float(row.duration or 0.0)
         data.seconds_asr_in += dur
-        kind, reason = _split_status(str(row.get("status") or "error:missing_status"))
-        lang = row.get("language") or "unknown"
+        kind, reason = _split_status(row.status or "error:missing_status")
+        lang = row.language or "unknown"
         if kind != "error":
             data.languages[lang] += 1
             data.language_seconds[lang] += dur
@@ -118,15 +115,13 @@ def _add_asr_rows(data: ReportData, rows: list[dict[str, Any]]) -> None:
             data.drop_reasons[reason] += 1
         else:
             data.error_reasons[reason] += 1
-        for seg in row.get("segments") or []:
-            if not isinstance(seg, dict):
-                continue
-            length = max(0.0, float(seg.get("end", 0.0)) - float(seg.get("start", 0.0)))
-            if seg.get("kept"):
+        for seg in row.segments:
+            length = max(0.0, float(seg.end) - float(seg.start))
+            if seg.kept:
                 data.segment_durations.append(length)
                 data.seconds_kept += length
             else:
-                data.segment_reasons[str(seg.get("reason") or "unspecified")] += 1
+                data.segment_reasons[seg.reason or "unspecified"] += 1
 
 
 def _add_done(summary: StageSummary, rec: dict[str, Any]) -> None:
@@ -155,7 +150,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
 
     store = open_store(output_url, settings)
     ledger = open_ledger(settings, store)
-    data = ReportData(output_url=output_url, tokenizer=settings.tokenizer,
+    codec = TokenizeSettings.of(settings).tokenizer
+    data = ReportData(output_url=output_url, tokenizer=codec,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []
     records: dict[str, list[dict[str, Any]]] = {}
@@ -166,7 +162,10 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
         for rec in records[stage]:
             _add_done(stage_sum, rec)
             for entry in rec.get("skipped") or []:  # segments the quality filter removed
-                data.quality.add_skipped(entry)
+                try:
+                    data.quality.add_skipped(SkippedSegment.from_dict(entry))
+                except RecordError:
+                    continue  # a damaged entry: the rest of the record still counts
             done_ids.add(int(rec.get("shard_id", -1)))
             slow.append({"stage": stage, "shard": rec.get("shard", "?"),
                          "wall_seconds": float(rec.get("wall_seconds") or 0.0),
@@ -186,17 +185,19 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
 
     asr_keys = [k for k in store.list("asr/") if k.endswith(".jsonl")]
-    tok_prefix = f"tokens/{settings.tokenizer}/"
+    tok_prefix = f"tokens/{codec}/"
     tok_keys = [k for k in store.list(tok_prefix) if k.endswith(".jsonl")]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for key, (rows, bad) in zip(asr_keys, pool.map(lambda k: _jsonl(store, k), asr_keys)):
+        asr_rows = pool.map(lambda k: _jsonl(store, k, AsrLine), asr_keys)
+        for key, (rows, bad) in zip(asr_keys, asr_rows):
             _add_asr_rows(data, rows)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
-        for key, (rows, bad) in zip(tok_keys, pool.map(lambda k: _jsonl(store, k), tok_keys)):
-            data.token_lines += len(rows)
-            data.token_seconds += sum(float(r.get("duration_seconds") or 0.0) for r in rows)
-            for r in rows:
+        tok_rows = pool.map(lambda k: _jsonl(store, k, TokenLine), tok_keys)
+        for key, (tokens, bad) in zip(tok_keys, tok_rows):
+            data.token_lines += len(tokens)
+            data.token_seconds += sum(float(r.duration_seconds) for r in tokens)
+            for r in tokens:
                 data.quality.add_line(r)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")

@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.records import Quality, SkippedSegment, TokenLine
+
 
 @dataclass
 class QualityData:
@@ -20,35 +22,31 @@ class QualityData:
     skipped_seconds: float = 0.0
     skipped_by_reason: Counter = field(default_factory=Counter)  # seconds per reason
 
-    def _add(self, q: Any, seconds: float) -> None:
-        if not isinstance(q, dict):
+    def _add(self, q: Quality | None, seconds: float) -> None:
+        if q is None:
             return
         self.annotated_seconds += seconds
-        for key, out in (("dnsmos_before", self.ovrl_before), ("dnsmos_after", self.ovrl_after)):
-            v = (q.get(key) or {}).get("ovrl") if isinstance(q.get(key), dict) else None
-            if isinstance(v, (int, float)):
+        for mos, out in ((q.dnsmos_before, self.ovrl_before), (q.dnsmos_after, self.ovrl_after)):
+            if mos is not None and mos.ovrl is not None:
+                out.append(float(mos.ovrl))
+        for v, out in ((q.speaker_consistency, self.consistency),
+                       (q.fidelity_cer, self.fidelity_cer)):
+            if v is not None:
                 out.append(float(v))
-        for key, out in (("speaker_consistency", self.consistency),
-                         ("fidelity_cer", self.fidelity_cer)):
-            if isinstance(q.get(key), (int, float)):
-                out.append(float(q[key]))
 
-    def add_line(self, row: dict[str, Any]) -> None:
+    def add_line(self, row: TokenLine) -> None:
         """A tokens JSONL line (a kept segment)."""
-        if isinstance(row.get("quality"), dict):
-            seconds = float(row.get("duration_seconds") or 0.0)
-            self._add(row["quality"], seconds)
-            self.kept_seconds += seconds
+        if row.quality is not None:
+            self._add(row.quality, float(row.duration_seconds))
+            self.kept_seconds += float(row.duration_seconds)
 
-    def add_skipped(self, entry: Any) -> None:
+    def add_skipped(self, entry: SkippedSegment) -> None:
         """One entry of a tokenize done record's ``skipped``."""
-        if not isinstance(entry, dict):
-            return
-        seconds = float(entry.get("seconds") or 0.0)
-        self._add(entry.get("quality"), seconds)
+        seconds = float(entry.seconds)
+        self._add(entry.quality, seconds)
         self.skipped_seconds += seconds
-        for reason in entry.get("reasons") or []:
-            self.skipped_by_reason[str(reason)] += seconds
+        for reason in entry.reasons:
+            self.skipped_by_reason[reason] += seconds
 
     def as_dict(self) -> dict[str, Any]:
         def mean(xs: list[float]) -> float | None:

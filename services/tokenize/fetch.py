@@ -7,9 +7,11 @@ from pathlib import Path
 
 from common.modelfetch import ModelSpec, from_hub, is_local
 from common.settings import Settings
+from services.tokenize.settings import TokenizeSettings
 
 
 def configured(settings: Settings) -> list[ModelSpec]:
+    settings = TokenizeSettings.of(settings)
     if is_local(settings.neucodec_model):
         return []
 

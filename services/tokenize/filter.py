@@ -13,16 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# Fields each tokens JSONL line carries (all but the embedding and the re-transcript).
-FILTER_FIELDS = ("dnsmos_before", "dnsmos_after", "dnsmos_delta", "speaker_consistency",
-                 "multi_speaker", "fidelity_cer", "restoration_changed_text")
-
-
-def filter_fields(quality: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of a sidecar's ``quality`` that a tokens line carries (None stays None)."""
-    if not quality:
-        return None
-    return {k: quality[k] for k in FILTER_FIELDS if k in quality}
+from services.records import Quality
 
 
 @dataclass(frozen=True)
@@ -38,19 +29,23 @@ class FilterPolicy:
                    min_ovrl_delta=s.filter_min_ovrl_delta,
                    changed_text=s.filter_restoration_changed_text)
 
-    def reasons(self, quality: dict[str, Any] | None) -> list[str]:
-        if not quality:
+    def reasons(self, quality: Quality | dict[str, Any] | None) -> list[str]:
+        """``quality``: a sidecar's block (or its JSON object; a malformed one raises
+        ``services.records.RecordError``)."""
+        if isinstance(quality, dict):
+            quality = Quality.from_dict(quality)
+        if quality is None:
             return []
         out = []
-        if self.multi_speaker and quality.get("multi_speaker"):
+        if self.multi_speaker and quality.multi_speaker:
             out.append("multi_speaker")
-        after = (quality.get("dnsmos_after") or {}).get("ovrl")
+        after = quality.dnsmos_after.ovrl if quality.dnsmos_after else None
         if self.min_ovrl > 0 and after is not None and after < self.min_ovrl:
             out.append(f"dnsmos_ovrl<{self.min_ovrl:g}")
-        delta = (quality.get("dnsmos_delta") or {}).get("ovrl")
+        delta = quality.dnsmos_delta.ovrl if quality.dnsmos_delta else None
         if self.min_ovrl_delta is not None and delta is not None and delta < self.min_ovrl_delta:
             out.append(f"dnsmos_delta<{self.min_ovrl_delta:g}")
-        if self.changed_text and quality.get("restoration_changed_text"):
+        if self.changed_text and quality.restoration_changed_text:
             out.append("restoration_changed_text")
         return out
 

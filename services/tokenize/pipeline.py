@@ -10,10 +10,9 @@ reasons. Lines carry the sidecar's filterable ``quality`` fields.
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,14 @@ import numpy as np
 
 from common.audio import AudioError, read_audio_bytes, resample
 from common.members import iter_keys
+from common.modelclock import ModelClock
 from common.readahead import read_ahead
 from common.shards import MemberError
 from common.writebehind import WriteBehind
+from services.records import NEU_TOKENS, Quality, Sidecar, SkippedSegment, TokenLine
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
-from services.tokenize.filter import FilterPolicy, filter_fields
+from services.tokenize.filter import FilterPolicy
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second
@@ -40,7 +41,7 @@ class Segment:
     duration: float = 0.0  # seconds of the enhanced audio at its own rate
     prepared: Prepared | None = None
     error: str | None = None
-    quality: dict[str, Any] | None = None  # the sidecar's filterable annotations
+    quality: Quality | None = None  # the sidecar's filterable annotations
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
@@ -52,7 +53,6 @@ class RunStats:
     tokens: int = 0
     seconds_in: float = 0.0
     seconds_out: float = 0.0
-    model_seconds: float = 0.0
     batches: int = 0
     frames: int = 0
     padded_frames: int = 0
@@ -62,8 +62,9 @@ class RunStats:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
 
     def add_skip(self, seg: Segment) -> None:
-        self.skipped.append({"key": seg.key, "reasons": seg.skipped,
-                             "seconds": round(seg.duration, 2), "quality": seg.quality})
+        self.skipped.append(SkippedSegment(key=seg.key, reasons=seg.skipped,
+                                           seconds=round(seg.duration, 2),
+                                           quality=seg.quality).to_dict())
         self.skipped_seconds += seg.duration
         for r in seg.skipped:
             self.skipped_by_reason[r] = self.skipped_by_reason.get(r, 0) + 1
@@ -86,15 +87,14 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
         seg = Segment(index=index, key=item.key)
         index += 1
         try:
-            meta = json.loads(item.files["json"]) if "json" in item.files else None
-            if not isinstance(meta, dict):
-                raise ValueError("missing_json" if meta is None else "bad_json")  # noqa: TRY004
-            seg.text = str(meta.get("text", ""))
-            quality = meta.get("quality") if isinstance(meta.get("quality"), dict) else None
-            seg.quality = filter_fields(quality)
-            if quality_filter is not None and (reasons := quality_filter.reasons(quality)):
+            if "json" not in item.files:
+                raise ValueError("missing_json")
+            meta = Sidecar.from_json(item.files["json"])  # RecordError: bad_json:<why>
+            seg.text = meta.text
+            seg.quality = None if meta.quality is None else meta.quality.filterable()
+            if quality_filter is not None and (reasons := quality_filter.reasons(meta.quality)):
                 seg.skipped = reasons
-                seg.duration = float(meta.get("duration_seconds") or 0.0)
+                seg.duration = float(meta.duration_seconds or 0.0)
                 yield seg
                 continue
             if item.error is not None:
@@ -139,12 +139,9 @@ class JsonlWriter:
 
 
 def token_line(seg: Segment, codes: np.ndarray) -> str:
-    rec: dict[str, Any] = {"id": seg.key, "text": seg.text,
-                           "codes": {"neu_tokens": codes.tolist()},
-                           "duration_seconds": round(float(seg.duration), 2)}
-    if seg.quality is not None:
-        rec["quality"] = seg.quality
-    return json.dumps(rec, ensure_ascii=False) + "\n"
+    return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
+                     duration_seconds=round(float(seg.duration), 2),
+                     quality=seg.quality).to_json() + "\n"
 
 
 @dataclass
@@ -159,9 +156,15 @@ class PipelineConfig:
     quality_filter: FilterPolicy | None = None
 
 
+Encode = Callable[[list[Prepared], str], list[np.ndarray]]  # (prepared batch, policy) -> codes
+
+
 def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineConfig,
-                 prepare: Callable[[np.ndarray], Prepared]) -> RunStats:
+                 prepare: Callable[[np.ndarray], Prepared],
+                 clock: ModelClock | None = None) -> RunStats:
+    """``clock``: the stage's; each codec call is timed on it (the engine's model_seconds)."""
     stats = RunStats()
+    encode: Encode = (clock or ModelClock()).timed(partial(encode_batch, model))
     writer = JsonlWriter(out)
     window: list[Segment] = []
     window_seconds = 0.0
@@ -180,16 +183,16 @@ def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineCo
             window.append(item)
             window_seconds += item.duration
             if window_seconds >= cfg.window_seconds:
-                writer.put(_encode_window(model, window, cfg, stats))
+                writer.put(_encode_window(encode, window, cfg, stats))
                 window, window_seconds = [], 0.0
         if window:
-            writer.put(_encode_window(model, window, cfg, stats))
+            writer.put(_encode_window(encode, window, cfg, stats))
     finally:
         writer.close()
     return stats
 
 
-def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
+def _encode_window(encode: Encode, window: list[Segment], cfg: PipelineConfig,
                    stats: RunStats) -> list[str]:
     good = [s for s in window if s.prepared is not None]
     for s in window:
@@ -203,7 +206,7 @@ def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
     codes: dict[int, np.ndarray] = {}
     for batch in plan.batches:
         segs = [good[i] for i in batch]
-        for seg, c in _encode_split(model, segs, cfg.policy, stats):
+        for seg, c in _encode_split(encode, segs, cfg.policy, stats):
             codes[seg.index] = c
     lines = []
     for s in window:
@@ -217,15 +220,13 @@ def _encode_window(model: Any, window: list[Segment], cfg: PipelineConfig,
     return lines
 
 
-def _encode_split(model: Any, segs: list[Segment], policy: str,
+def _encode_split(encode: Encode, segs: list[Segment], policy: str,
                   stats: RunStats) -> list[tuple[Segment, np.ndarray]]:
     """Encode a batch; on out-of-memory, halve it (a lone segment that still fails is an error)."""
     import torch
 
     try:
-        t0 = time.perf_counter()
-        out = encode_batch(model, [s.prepared for s in segs], policy)  # type: ignore[misc]
-        stats.model_seconds += time.perf_counter() - t0
+        out = encode([s.prepared for s in segs], policy)  # type: ignore[misc]
         stats.batches += 1
         return list(zip(segs, out))
     except torch.OutOfMemoryError:
@@ -235,5 +236,5 @@ def _encode_split(model: Any, segs: list[Segment], policy: str,
             stats.add_error(segs[0].key, "out_of_memory")
             return []
         mid = len(segs) // 2
-        return (_encode_split(model, segs[:mid], policy, stats)
-                + _encode_split(model, segs[mid:], policy, stats))
+        return (_encode_split(encode, segs[:mid], policy, stats)
+                + _encode_split(encode, segs[mid:], policy, stats))

@@ -3,8 +3,8 @@
 A local dir is used as is; an ``s3://`` prefix is downloaded once into the model cache; a hub id
 is looked up in ``ONSEI_MODEL_CACHE`` first (dir or s3 prefix), then fetched from the hub
 into the cache with the semantic model's configs beside it, so later loads never need the hub.
-Processes of one node share the cache under a file lock; a ``.complete`` marker is written
-last, so a half-downloaded directory is never used.
+Every fetch is common/modelcache.fetch_entry (once per node, under the entry's lock, published
+whole with its manifest), so a half-downloaded directory is never used.
 """
 
 from __future__ import annotations
@@ -14,30 +14,28 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlparse
 
-from common.modelcache import entry_lock, local_root
+from common.modelcache import cached_entry, download_prefix, fetch_entry, local_root
 from common.settings import Settings
 from services.tokenize.known_configs import SEMANTIC_HUB_IDS
 from services.tokenize.loader import ModelLoadError, checkpoint_file
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
-MARKER = ".complete"
+
+
+def usable(d: Path) -> bool:
+    """What a model directory put into the cache by hand must hold: a checkpoint (loader.py
+    falls back on the known configs of the semantic model when they are not beside it)."""
+    return any((d / n).is_file() for n in ("pytorch_model.bin", "model.safetensors"))
 
 
 def fetch_prefix(url: str, dest: Path, settings: Settings) -> Path:
-    """Download every object under an s3 prefix into ``dest`` (once)."""
-    from common.storage import open_store
+    """Download every object under an s3 prefix into ``dest`` (once per node)."""
 
-    with entry_lock(dest):
-        if (dest / MARKER).is_file():
-            return dest
-        store = open_store(url, settings)
-        keys = list(store.list(""))
-        if not keys:
+    def fill(d: Path) -> None:
+        if not download_prefix(url, settings, d):
             raise ModelLoadError(f"no objects under {url}: upload the model directory there")
-        for key in keys:
-            store.get_file(key, dest / key)
-        (dest / MARKER).write_text(url)
-    return dest
+
+    return fetch_entry(dest, fill, url)
 
 
 def _s3_has(url: str, settings: Settings) -> bool:
@@ -59,20 +57,17 @@ def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
             raise RuntimeError(f"the hub is not usable from here: {why}")
         from huggingface_hub import hf_hub_download, snapshot_download
 
-        with entry_lock(dest):
-            if (dest / MARKER).is_file():
-                return dest
-            dest.mkdir(parents=True, exist_ok=True)
+        def fill(d: Path) -> None:
             ckpt = Path(hf_hub_download(repo_id, "pytorch_model.bin"))
-            shutil.copyfile(ckpt, dest / "pytorch_model.bin")
+            shutil.copyfile(ckpt, d / "pytorch_model.bin")
             sem = SEMANTIC_HUB_IDS[variant]
-            shutil.copyfile(hf_hub_download(sem, "config.json"), dest / "semantic_config.json")
+            shutil.copyfile(hf_hub_download(sem, "config.json"), d / "semantic_config.json")
             shutil.copyfile(hf_hub_download(sem, "preprocessor_config.json"),
-                            dest / "preprocessor_config.json")
-            if not _carries_semantic(dest / "pytorch_model.bin"):
-                snapshot_download(sem, local_dir=str(dest / "semantic_model"))
-            (dest / MARKER).write_text(repo_id)
-            return dest
+                            d / "preprocessor_config.json")
+            if not _carries_semantic(d / "pytorch_model.bin"):
+                snapshot_download(sem, local_dir=str(d / "semantic_model"))
+
+        return fetch_entry(dest, fill, repo_id)
     except ModelLoadError:
         raise
     except Exception as e:
@@ -106,8 +101,7 @@ def resolve_model_dir(spec: str, variant: str, settings: Settings) -> Path:
         return fetch_prefix(spec, cache / "s3" / parsed.netloc / parsed.path.strip("/"), settings)
     if HUB_ID.match(spec):
         cached = cache / spec
-        if (cached / MARKER).is_file() or any((cached / n).is_file() for n in
-                                               ("pytorch_model.bin", "model.safetensors")):
+        if cached_entry(cached, usable) is not None:
             return cached
         if settings.model_cache.startswith("s3://"):
             url = f"{settings.model_cache.rstrip('/')}/{spec}"

@@ -2,13 +2,20 @@
 a new codec re-runs this stage only, beside the old one's results."""
 
 from common.pipeline import StageSpec
+from common.settings import Settings
 from common.stage import InputRef
+from services.tokenize.settings import TokenizeSettings
+
+
+def _codec(settings: Settings) -> str:
+    return TokenizeSettings.of(settings).tokenizer
+
 
 SPEC = StageSpec(
-    name="tokenize",
+    name="tokenize", settings=TokenizeSettings,
     models="services.tokenize.fetch:configured",
     stage_class="services.tokenize.stage:TokenizeStage",
-    output_key=lambda s, i: f"tokens/{s.tokenizer}/{s.shard_stem(i)}.jsonl",
+    output_key=lambda s, i: f"tokens/{_codec(s)}/{s.shard_stem(i)}.jsonl",
     inputs=lambda s, i: {"enhanced": InputRef.of_stage("enhance")},
-    ledger_dir=lambda s: f"tokenize/{s.tokenizer}",
+    ledger_dir=lambda s: f"tokenize/{_codec(s)}",
 )

@@ -15,6 +15,7 @@ from typing import Any
 from common.settings import Settings
 from common.stage import Stage, StageResult
 from services.tokenize.loader import LoadedCodec
+from services.tokenize.settings import TokenizeSettings
 from services.tokenize.spec import SPEC
 
 log = logging.getLogger(__name__)
@@ -22,9 +23,10 @@ log = logging.getLogger(__name__)
 
 class TokenizeStage(Stage):
     name = "tokenize"
+    settings: TokenizeSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
+        super().__init__(TokenizeSettings.of(settings))  # its section, whatever settings it is given
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
 
@@ -86,7 +88,7 @@ class TokenizeStage(Stage):
                              max_member_bytes=s.max_member_bytes,
                              quality_filter=FilterPolicy.from_settings(s))
         st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
-                          partial(prepare, self.codec.model, self.codec.variant))
+                          partial(prepare, self.codec.model, self.codec.variant), self.clock)
         waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
         return StageResult(
             outputs={key: out},
@@ -94,7 +96,6 @@ class TokenizeStage(Stage):
                     "skipped": len(st.skipped), "tokens": st.tokens},
             audio_seconds_in=st.seconds_in,
             audio_seconds_out=st.seconds_out,
-            model_seconds=st.model_seconds,
             extra={"batches": st.batches,
                    "mean_batch": round(st.tokenized / st.batches, 2) if st.batches else 0.0,
                    "padding_waste": round(waste, 4),

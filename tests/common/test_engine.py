@@ -58,3 +58,27 @@ def test_model_unavailable_is_dead_lettered_at_once(make_settings) -> None:
     assert a.status == "dead"
     (rec,) = e.ledger.failures("asr")
     assert rec["dead_lettered"] and "set ONSEI_ASR_MODEL" in rec["reason"]
+
+
+class _TimedModel(DummyAsr):
+    """Two "model calls" of 0.05 s each inside ``process``, plus 0.2 s outside any model call."""
+
+    def process(self, shard_id, inputs, workdir):
+        import time
+
+        time.sleep(0.2)  # reading, writing: not the model's time
+        for _ in range(2):
+            with self.clock.model():
+                time.sleep(0.05)
+        return super().process(shard_id, inputs, workdir)
+
+
+def test_model_calls_timed_by_the_stage_clock_land_in_the_done_record(make_settings) -> None:
+    s = make_settings()
+    for i in range(2):
+        _shard(s, i)
+    e = Engine(s, PIPELINE, _TimedModel)
+    for i in range(2):  # the clock is reset per shard: the second record is not cumulative
+        rec = e.attempt(i).record
+        assert 0.1 <= rec["model_seconds"] < 0.2, rec
+        assert rec["process_seconds"] >= rec["model_seconds"] + 0.2

@@ -20,33 +20,28 @@ def test_defaults_match_design(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.output_url == "./data/out"
     assert s.shard_pattern == "shard-{id:06d}.tar"
     assert s.broker_url.get_secret_value() == "redis://127.0.0.1:6379/0"
-    assert s.languages == ["ja", "en"]
-    assert s.asr_model == "large-v3-turbo"
-    assert (s.asr_device, s.asr_compute_type) == ("auto", "auto")
-    assert s.asr_batch_size == 16
-    assert s.asr_chunk_seconds == 1800
-    assert s.enhancer == "sidon"
-    assert s.sidon_model == "sarulab-speech/sidon-v0.1"
-    assert s.enhance_chunk_seconds == 10
-    assert s.tokenizer == "neucodec"
-    assert s.neucodec_model == "neuphonic/neucodec"
     assert s.model_cache.endswith(".cache/onsei/models")
 
 
-def test_env_overrides_yaml_overrides_defaults(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_stage_setting_is_generic() -> None:
+    """A stage's settings live in its own section (services/<stage>/settings.py)."""
+    stage_words = ("asr", "whisper", "lid", "language", "segment", "compression", "logprob",
+                   "speech", "enhance", "sidon", "quality", "tokeniz", "neucodec", "filter")
+    assert [f for f in Settings.model_fields if any(w in f for w in stage_words)] == []
+
+
+def test_a_stage_setting_given_to_the_generic_settings_is_refused() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="asr_model"):
+        Settings(asr_model="bundled:whisper-base")  # never silently dropped
+
+
+def test_a_yaml_file_with_every_section_is_read(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "onsei.yaml"
-    cfg.write_text("asr_batch_size: 4\nlanguages: en\ntokenizer: distill-neucodec\n")
+    cfg.write_text("asr_batch_size: 4\nmax_range: 7\n")
     monkeypatch.setenv("ONSEI_CONFIG", str(cfg))
-    monkeypatch.setenv("ONSEI_ASR_BATCH_SIZE", "32")
-    s = Settings()
-    assert s.asr_batch_size == 32  # env wins over YAML
-    assert s.languages == ["en"]  # comma list parsed from YAML string
-    assert s.tokenizer == "distill-neucodec"  # YAML wins over the default
-
-
-def test_languages_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ONSEI_LANGUAGES", "ja, en ,zh")
-    assert Settings().languages == ["ja", "en", "zh"]
+    assert Settings().max_range == 7  # the stage's key is left to its section
 
 
 def test_shard_names() -> None:
@@ -89,29 +84,9 @@ def _errors(**kw) -> str:
     return describe_errors(e.value)
 
 
-def test_language_names_are_refused_with_the_valid_codes() -> None:
-    msg = _errors(languages="ja,japanese")
-    assert msg.startswith("ONSEI_LANGUAGES: 'japanese' is not a Whisper language code")
-    assert "did you mean ja?" in msg and ", yue" in msg and "\n" not in msg
-    assert "ONSEI_LANGUAGES" in _errors(languages="")
-
-
-def test_our_language_list_is_whispers() -> None:
-    tokenizer = pytest.importorskip("faster_whisper.tokenizer")
-    from common.languages import WHISPER_LANGUAGES
-
-    assert set(WHISPER_LANGUAGES) == set(tokenizer._LANGUAGE_CODES)
-
-
-@pytest.mark.parametrize("field,value,want", [
-    ("enhancer", "sidonn", ("ONSEI_ENHANCER: unknown enhancer 'sidonn': choose one of sidon, "
-                           "rnnoise, none")),
-    ("tokenizer", "encodec", "ONSEI_TOKENIZER: unknown tokenizer 'encodec'"),
-    ("broker_url", "http://u:pw@h:6379/0", "ONSEI_BROKER_URL: the broker URL must start with"),
-])
-def test_choices_checked(field: str, value: str, want: str) -> None:
-    msg = _errors(**{field: value})
-    assert msg.startswith(want), msg
+def test_broker_scheme_checked() -> None:
+    msg = _errors(broker_url="http://u:pw@h:6379/0")
+    assert msg.startswith("ONSEI_BROKER_URL: the broker URL must start with"), msg
     assert "pw@" not in msg
 
 
@@ -147,3 +122,21 @@ def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "missing.yaml: no such file" in r.stderr
+
+
+def test_a_section_is_made_once_per_settings_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec asks for its section per shard: made once, remade when a value changes."""
+
+    class Section(Settings):
+        extra_knob: int = 1
+
+    monkeypatch.setenv("ONSEI_EXTRA_KNOB", "5")
+    g = Settings(max_range=3)
+    first = Section.of(g)
+    assert (first.max_range, first.extra_knob) == (3, 5)
+    assert Section.of(g) is first
+    assert Section.of(first) is first
+    copied = g.model_copy(update={"max_range": 4})
+    assert Section.of(copied).max_range == 4 and Section.of(g) is first
+    g.max_range = 6
+    assert Section.of(g).max_range == 6

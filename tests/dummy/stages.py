@@ -48,7 +48,7 @@ class _Base(Stage):
         path.write_text("".join(json.dumps(x) + "\n" for x in lines))
         n = sum(len(x.get("segments", [x])) for x in lines)
         return StageResult({key: path}, {"files": len(lines), "segments": n}, float(n),
-                           float(n), 0.0)
+                           float(n))
 
 
 class DummyAsr(_Base):
@@ -76,7 +76,7 @@ class DummyEnhance(_Base):
                         {"json": json.dumps({"text": seg["text"]}).encode()})
                 n += 1
         w.close()
-        return StageResult({key: path}, {"segments": n}, float(n), float(n), 0.0)
+        return StageResult({key: path}, {"segments": n}, float(n), float(n))
 
 
 class DummyTokenize(_Base):

@@ -16,17 +16,20 @@ from services.cli import cli
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     from common.settings import get_settings
+    from services.pipeline import get_settings as get_pipeline_settings
 
     def _set(**kv: str) -> None:
         for k, v in kv.items():
             monkeypatch.setenv(f"ONSEI_{k.upper()}", v)
         get_settings.cache_clear()
+        get_pipeline_settings.cache_clear()
 
     monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
     (tmp_path / "scratch").mkdir()
     monkeypatch.delenv("ONSEI_CONFIG", raising=False)
     yield _set
     get_settings.cache_clear()
+    get_pipeline_settings.cache_clear()
 
 
 def _fake_sidon(root: Path) -> Path:

@@ -81,6 +81,8 @@ def test_stage_found_by_name_without_importing_others() -> None:
     assert res.returncode == 0, res.stderr
     loaded = ast.literal_eval(res.stdout)
     assert "services.enhance.stage" in loaded
-    # the other stages' specs (what they read and write) only, none of their code
+    # the other stages' specs (what they read and write, their settings sections) only, none
+    # of their code
     others = [m for m in loaded if m.startswith(("services.asr.", "services.tokenize."))]
-    assert sorted(others) == ["services.asr.spec", "services.tokenize.spec"]
+    assert sorted(others) == ["services.asr.settings", "services.asr.spec",
+                              "services.tokenize.settings", "services.tokenize.spec"]

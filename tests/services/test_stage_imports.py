@@ -38,9 +38,6 @@ def test_stage_module_imports_without_celery(stage: str) -> None:
 
 
 STAGES = ("asr", "enhance", "tokenize")
-# The one allowed crossing: enhance's fidelity check re-transcribes with the fleet's Whisper
-# model through asr's loader (one copy of loading weights), imported lazily inside the loader.
-ALLOWED = {"services/enhance/quality/fidelity.py: services.asr.model"}
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -56,4 +53,4 @@ def test_stage_imports_no_other_stage(stage: str) -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             bad += [f"{f.relative_to(REPO)}: {n}" for n in names
                     if any(n == o or n.startswith(o + ".") for o in others)]
-    assert [b for b in bad if b not in ALLOWED] == []
+    assert bad == []

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.audio import resample
-from common.settings import Settings
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
+from services.enhance.settings import EnhanceSettings
 
 SR = 16000
 
@@ -35,7 +35,7 @@ class AnnotationInput:
 
 
 class Annotator:
-    def __init__(self, settings: Settings, device: str = "cpu",
+    def __init__(self, settings: EnhanceSettings, device: str = "cpu",
                  fidelity: FidelityChecker | None = None) -> None:
         s = settings
         self.dnsmos = Dnsmos(hop_seconds=s.quality_dnsmos_hop_seconds, device=device)

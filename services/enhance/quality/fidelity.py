@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from services.enhance.quality.cer import cer
+from services.whisper.settings import WhisperSettings
 
 
 def sampled(segment_id: str, fraction: float) -> bool:
@@ -70,15 +71,13 @@ class FidelityChecker:
         return out
 
 
-def whisper_loader(settings: Any, model_name: str = "", device: str = "auto"):
+def whisper_loader(settings: WhisperSettings, model_name: str = "", device: str = "auto"):
     """A loader for the fleet's Whisper model (or ``model_name``) on the enhance device."""
 
     def load() -> Any:
-        from services.asr.model import load_model
+        from services.whisper.model import load_model
 
-        update = {"asr_device": device}
-        if model_name:
-            update["asr_model"] = model_name
-        return load_model(settings.model_copy(update=update)).model
+        chosen = settings.model_copy(update={"asr_model": model_name}) if model_name else settings
+        return load_model(chosen, device).model
 
     return load

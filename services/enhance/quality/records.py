@@ -1,5 +1,5 @@
-"""The quality annotation of one segment: what goes into the enhanced ``.json`` sidecar
-(``quality``) and the subset the tokens JSONL carries for filtering."""
+"""The quality annotation of one segment as computed; :meth:`QualityRecord.to_record` gives
+the ``quality`` block of its enhanced ``.json`` sidecar (``services.records.Quality``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from services.enhance.quality.dnsmos import MosScore
+from services.records import Mos, Quality
 
 
 @dataclass
@@ -29,19 +30,22 @@ class QualityRecord:
         b, a = self.dnsmos_before, self.dnsmos_after
         return MosScore(a.sig - b.sig, a.bak - b.bak, a.ovrl - b.ovrl)
 
+    def to_record(self) -> Quality:
+        """The sidecar's ``quality`` block (``services.records.Quality``), rounded as written."""
+        return Quality(
+            dnsmos_before=Mos(**self.dnsmos_before.as_dict()),
+            dnsmos_after=Mos(**self.dnsmos_after.as_dict()),
+            dnsmos_delta=Mos(**self.dnsmos_delta.as_dict()),
+            speaker_consistency=(None if self.speaker_consistency is None
+                                 else round(self.speaker_consistency, 4)),
+            speaker_parts=self.speaker_parts,
+            multi_speaker=self.multi_speaker,
+            fidelity_cer=self.fidelity_cer,
+            restoration_changed_text=self.restoration_changed_text,
+            speaker_embedding=[round(float(v), 4) for v in self.speaker_embedding],
+            fidelity_text=self.fidelity_text,
+            **self.extra,
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "dnsmos_before": self.dnsmos_before.as_dict(),
-            "dnsmos_after": self.dnsmos_after.as_dict(),
-            "dnsmos_delta": self.dnsmos_delta.as_dict(),
-            "speaker_consistency": (None if self.speaker_consistency is None
-                                    else round(self.speaker_consistency, 4)),
-            "speaker_parts": self.speaker_parts,
-            "multi_speaker": self.multi_speaker,
-            "fidelity_cer": self.fidelity_cer,
-            "restoration_changed_text": self.restoration_changed_text,
-            "speaker_embedding": [round(float(v), 4) for v in self.speaker_embedding],
-        }
-        if self.fidelity_text is not None:
-            d["fidelity_text"] = self.fidelity_text
-        return d | self.extra
+        return self.to_record().to_dict()

@@ -26,14 +26,14 @@ def _model_cache() -> str:
 
 
 def asr_settings(tmp: Path, **overrides):
-    from common.settings import Settings
+    from services.asr.settings import AsrSettings
 
     base = {"input_url": str(tmp / "raw"), "output_url": str(tmp / "out"),
             "scratch_dir": str(tmp / "scratch"), "model_cache": _model_cache(),
             "asr_model": MODEL, "asr_device": "cpu", "asr_compute_type": "int8",
             "asr_batch_size": 8}
     base.update(overrides)
-    return Settings(**base)
+    return AsrSettings(**base)
 
 
 def _noise(seconds: float, seed: int = 0) -> np.ndarray:

@@ -40,7 +40,7 @@ def encoded_rows(asr_stage, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_dropped_file_costs_its_head_only(asr_stage, vad_calls, encoded_rows) -> None:
     s = asr_stage.settings
     spanish = make_longform("es", seconds=240.0, min_sentences=10)
-    line = asr_stage.transcribe_file("es", spanish.audio).line
+    line = asr_stage.transcribe_file("es", spanish.audio).line.to_dict()
     assert line["status"] == "dropped:language" and line["language"] == "es"
     head = max(s.lid_head_seconds, 60.0)
     assert vad_calls and max(end for _, end in vad_calls) <= head + 0.01
@@ -49,7 +49,7 @@ def test_dropped_file_costs_its_head_only(asr_stage, vad_calls, encoded_rows) ->
 
 def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
     english = make_longform("en", seconds=100.0, min_sentences=10, seed=3)
-    line = asr_stage.transcribe_file("en", english.audio).line
+    line = asr_stage.transcribe_file("en", english.audio).line.to_dict()
     assert line["status"] == "ok" and line["language"] == "en"
     assert max(end for _, end in vad_calls) == pytest.approx(english.seconds, abs=0.01)
     assert line["segments"][-1]["end"] >= english.spans[-1][1] - 0.5  # the last sentence too

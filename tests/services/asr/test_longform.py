@@ -39,7 +39,7 @@ class Compared:
 
 
 def _compare(stage, form: LongForm) -> Compared:
-    line = stage.transcribe_file(form.language, form.audio).line
+    line = stage.transcribe_file(form.language, form.audio).line.to_dict()
     joiner = "" if form.language == "ja" else " "
     hyp = joiner.join(s["text"] for s in line["segments"] if s["kept"])
     s = stage.settings

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.settings import Settings
 from services.asr.batched import ClipText
 from services.asr.clips import Clip, join_spans
 from services.asr.coverage import expected_rate, floor_rate, is_short, recover, units
 from services.asr.langid import aggregate, pick_clips
 from services.asr.policy import build_segments
 from services.asr.quality import flag_segment, has_repeated_ngram
+from services.asr.settings import AsrSettings
 
-S = Settings()
+S = AsrSettings()
 
 
 def test_join_spans_across_short_pauses_only() -> None:
@@ -41,11 +41,11 @@ def test_build_segments_one_per_clip_with_flags() -> None:
     texts = _texts("one two three four five six seven eight nine ten.", "", "hi.",
                    "the last words are cut off.")
     segs = build_segments(clips, texts, short={0}, settings=S, cut_at=30.0)
-    assert [(x["start"], x["end"], x["text"]) for x in segs.lines] == [
+    assert [(x.start, x.end, x.text) for x in segs.lines] == [
         (0.0, 10.0, texts[0].text), (12.0, 14.0, ""), (15.0, 15.5, "hi."),
         (20.0, 29.9, texts[3].text)]
-    assert [x["reason"] for x in segs.lines] == ["text_coverage", "empty_text", "too_short",
-                                                  "truncated"]
+    assert [x.reason for x in segs.lines] == ["text_coverage", "empty_text", "too_short",
+                                               "truncated"]
     assert segs.kept == 0 and segs.kept_seconds == 0.0
     # not truncated: the last segment is kept
     segs = build_segments(clips, texts, short=set(), settings=S)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from bench.factories.sidon import build_small_sidon
-from common.settings import Settings
 from services.enhance.chunking import ChunkGeometry, pad_segment, split_segment
 from services.enhance.pipeline import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec
+from services.enhance.settings import EnhanceSettings
 from services.enhance.sidon import SidonBackend
 
 RATE = 16000
@@ -18,7 +18,7 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def identity_backend(tmp_path_factory: pytest.TempPathFactory) -> SidonBackend:
     d = build_small_sidon(tmp_path_factory.mktemp("sidon-id"), identity=True)
-    b = SidonBackend(Settings(sidon_model=str(d), enhance_device="cpu"))
+    b = SidonBackend(EnhanceSettings(sidon_model=str(d), enhance_device="cpu"))
     b.load()
     return b
 

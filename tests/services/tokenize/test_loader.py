@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from common.modelcache import MANIFEST
 from services.tokenize.loader import CheckpointError, ModelLoadError, check_keys, load_codec
-from services.tokenize.source import MARKER, resolve_model_dir
+from services.tokenize.source import resolve_model_dir
 
 
 def test_loaded_through_our_loader(codec, neucodec_dir: Path) -> None:
@@ -79,6 +80,6 @@ def test_s3_prefix_downloaded_once(s3_bucket: str, tmp_path: Path, make_settings
     s = make_settings(model_cache=str(tmp_path / "cache"))
     d = resolve_model_dir(f"s3://{s3_bucket}/models/nc", "neucodec", s)
     assert (d / "pytorch_model.bin").read_bytes() == b"w" * 1000
-    assert (d / MARKER).is_file()
+    assert (d / MANIFEST).is_file()  # fetched whole, published with its manifest
     s3.delete_object(Bucket=s3_bucket, Key="models/nc/pytorch_model.bin")
     assert resolve_model_dir(f"s3://{s3_bucket}/models/nc", "neucodec", s) == d  # cached

@@ -29,9 +29,9 @@ def whisper():
     import os
     from pathlib import Path
 
-    from common.settings import Settings
     from services.enhance.quality.fidelity import whisper_loader
+    from services.whisper.settings import WhisperSettings
 
     cache = os.environ.get("ONSEI_TEST_MODEL_CACHE", str(Path.home() / ".cache/onsei/models"))
-    s = Settings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8")
+    s = WhisperSettings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8")
     return whisper_loader(s, device="cpu")()

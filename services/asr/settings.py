@@ -1,0 +1,56 @@
+"""The ASR stage's settings section (its spec names it): language ID, model, batching, VAD,
+segment limits and quality flags. Same ``ONSEI_*`` names and YAML keys as README.md's table."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
+
+from services.whisper.settings import WhisperSettings
+
+
+class AsrSettings(WhisperSettings):
+    languages: Annotated[list[str], NoDecode] = Field(
+        ["ja", "en"], description="languages kept after language ID")
+    language_threshold: float = Field(0.5, description="min language probability to keep")
+    lid_windows: int = Field(3, description="clips spread over a file's head for language ID")
+    lid_head_seconds: float = Field(
+        90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
+    asr_device: str = Field("auto", description="auto, cuda, cpu")
+    asr_batch_size: int = Field(16, description="batched inference")
+    asr_chunk_seconds: float = Field(1800.0, description="long audio is transcribed in windows")
+    asr_beam_size: int = Field(1, description="beam size (1 = greedy, fastest)")
+    segment_min_seconds: float = Field(1.0, description="shortest kept segment")
+    segment_max_seconds: float = Field(30.0, description="longest kept segment")
+    max_compression_ratio: float = Field(2.4, description="above: repetition loop")
+    min_avg_logprob: float = Field(-1.0, description="below: low confidence")
+    max_no_speech_prob: float = Field(0.6, description="above (with low logprob): non-speech")
+    asr_vad_threshold: float = Field(0.5, description="Silero VAD speech probability threshold")
+    asr_vad_min_silence_ms: int = Field(
+        500, description="a pause at least this long may end a segment")
+    asr_merge_gap_seconds: float = Field(
+        3.0, description="pauses up to this stay inside one transcription clip")
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _split_languages(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return v
+
+    @field_validator("languages")
+    @classmethod
+    def _whisper_codes(cls, v: list[str]) -> list[str]:
+        from common.languages import COMMON_NAMES, WHISPER_LANGUAGES
+
+        if not v:
+            raise ValueError("no language to keep: give Whisper codes such as ja,en")
+        for code in v:
+            if code not in WHISPER_LANGUAGES:
+                hint = f" (did you mean {COMMON_NAMES[code.lower()]}?)" \
+                    if code.lower() in COMMON_NAMES else ""
+                raise ValueError(f"{code!r} is not a Whisper language code{hint}; valid codes: "
+                                 f"{', '.join(WHISPER_LANGUAGES)}")
+        return v

@@ -1,0 +1,49 @@
+"""The enhance stage's settings section (its spec names it): the enhancer, Sidon, chunking, and
+the quality annotations of restored segments (docs/quality.md). Same ``ONSEI_*`` names and YAML
+keys as README.md's table; the Whisper section is the fidelity check's model."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from common.settings import one_of
+from services.whisper.settings import WhisperSettings
+
+ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
+
+
+class EnhanceSettings(WhisperSettings):
+    enhancer: str = Field("sidon", description="sidon, rnnoise or none")
+    sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
+    enhance_device: str = Field("auto", description="auto, cuda, cpu")
+    enhance_chunk_seconds: float = Field(10.0, description="fixed chunk length for restoration")
+    enhance_context_seconds: float = Field(0.5, description="context each side of a chunk")
+    enhance_batch_size: int = Field(16, description="chunks per model call")
+    enhance_crossfade_seconds: float = Field(
+        0.04, description="raised-cosine crossfade across chunk seams (<= 2 x context)")
+    enhance_frontend: str = Field(
+        "torch", description="Sidon filterbank: torch (batched, on the device) or transformers")
+    enhance_pack_rounds: int = Field(
+        4, description="batches' worth of chunks pooled before packing (more: less padding)")
+
+    # --- quality annotations of restored segments (docs/quality.md) ----------------------------
+    quality_annotations: bool = Field(
+        True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
+    quality_dnsmos_hop_seconds: float = Field(
+        0.0, ge=0.0, description="DNSMOS window hop (0: the fewest equal pieces <= 9.01 s, each "
+        "scored once at its own length; 1.0: the reference's sliding 9.01 s windows)")
+    quality_speaker_threshold: float = Field(
+        0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
+    quality_fidelity_fraction: float = Field(
+        0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
+        "(0-1)")
+    quality_fidelity_cer: float = Field(
+        0.3, description="re-transcription CER above this flags restoration_changed_text")
+    quality_fidelity_model: str = Field(
+        "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
+    quality_batch_segments: int = Field(16, ge=1, description="segments annotated together")
+
+    @field_validator("enhancer")
+    @classmethod
+    def _known_enhancer(cls, v: str) -> str:
+        return one_of(v, ENHANCERS, "enhancer")

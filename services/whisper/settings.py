@@ -1,0 +1,14 @@
+"""The Whisper model's settings, a section of every stage that runs Whisper (asr; enhance's
+fidelity check, which re-transcribes with the fleet's model unless told otherwise)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from common.settings import Settings
+
+
+class WhisperSettings(Settings):
+    asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")
+    asr_compute_type: str = Field("auto", description="auto: float16 on GPU, int8 on CPU")
+    asr_cpu_threads: int = Field(0, description="CTranslate2 CPU threads (0: its default)")
