@@ -2,7 +2,7 @@
 
 Same network and mapping as Microsoft's reference (and ``speechmos.dnsmos``): the raw outputs of
 the ``sig_bak_ovr`` model mapped through the published P.835 polynomials, averaged over a clip's
-pieces. The reference feeds 9.01 s windows every 1 s (a 30 s clip: 22 windows, each second scored
+pieces. The reference feeds 9.01 s windows every 1 s (a 30 s clip: 21 windows, each second scored
 up to 9 times) and repeats a shorter clip until it fills one (a 2 s clip costs 9 s). The network
 is convolutional up to a global max-pool, so it scores any length; by default
 (``hop_seconds=0``) each clip is cut into the fewest equal pieces of at most 9.01 s and each piece
