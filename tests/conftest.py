@@ -8,6 +8,7 @@ started; otherwise the fixtures start their own. A Redis the tests did not start
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -158,13 +159,21 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     stop_server(proc)
 
 
+def _worker_dbs() -> list[int]:
+    """Redis DBs 1-15 split between pytest-xdist workers (gw0, gw1, ...): two tests running at
+    once never share (and flush) one DB; a random one of them guards against a straggler."""
+    n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    k = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    return list(range(1 + k % 15, 16, min(n, 15)))
+
+
 @pytest.fixture
 def isolated_redis_url(redis_url: str) -> str:
     """A Redis DB of its own for one test (flushed before): queues never leak between tests."""
     import redis
 
     base = redis_url.rsplit("/", 1)[0]
-    db = 1 + (os.getpid() + int(uuid.uuid4().int % 1000)) % 14
+    db = random.choice(_worker_dbs())
     url = f"{base}/{db}"
     redis.Redis.from_url(url).flushdb()
     return url

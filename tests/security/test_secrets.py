@@ -82,7 +82,7 @@ def test_ledger_failure_record_redacted(tmp_path):
     f"redis://:{PW}@host:6379/0", f"rediss://user:{PW}@host/1", f"amqp://u:{PW}@mq//",
     f"password={PW}", f"AWS_SECRET_ACCESS_KEY={PW}", f"'secret': '{PW}'", f"token: {PW}",
     f"https://user:{PW}@minio.local/bucket",
-])
+], ids=lambda t: t.replace(PW, "PW"))  # the same ids in every pytest-xdist worker
 def test_redact_text_forms(text):
     assert PW not in redact_text(f"failed: {text} (retrying)")
 
