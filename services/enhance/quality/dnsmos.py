@@ -1,21 +1,28 @@
-"""DNSMOS P.835 (SIG, BAK, OVRL) through onnxruntime, batched over the windows of many clips.
+"""DNSMOS P.835 (SIG, BAK, OVRL) through onnxruntime, over whole segments or the reference's windows.
 
-Same scoring as Microsoft's reference (and ``speechmos.dnsmos``): 9.01 s windows of 16 kHz audio
-(a shorter clip is repeated until it fills one), the raw outputs mapped through the published
-P.835 polynomials, averaged over a clip's windows. The reference slides its window by 1 s (a
-30 s clip: 22 windows); by default (``hop_seconds=0``) we tile the clip with the fewest windows
-that cover it, evenly spread (30 s: 4), which costs 5x less for the same audio scored.
-Only the ``sig_bak_ovr`` model runs (the P.808 model, which needs a mel front-end, is not used).
+Same network and mapping as Microsoft's reference (and ``speechmos.dnsmos``): the raw outputs of
+the ``sig_bak_ovr`` model mapped through the published P.835 polynomials, averaged over a clip's
+pieces. The reference feeds 9.01 s windows every 1 s (a 30 s clip: 21 windows, each second scored
+up to 9 times) and repeats a shorter clip until it fills one (a 2 s clip costs 9 s). The network
+is convolutional up to a global max-pool, so it scores any length; by default
+(``hop_seconds=0``) each clip is cut into the fewest equal pieces of at most 9.01 s and each piece
+is scored at its own length (``onnxpatch.free_length``): every second of audio runs through the
+network once. Agreement with the reference is measured in docs/quality.md. ``hop_seconds > 0``
+gives the reference's windows. Only ``sig_bak_ovr`` runs (the P.808 model is not used).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
 SR = 16000
-WINDOW = int(9.01 * SR)  # the model's fixed input: 144,160 samples
+FRAME = 160  # the network's frame hop: a piece is (frames + 1) * FRAME samples
+WINDOW = int(9.01 * SR)  # the reference's window: 144,160 samples, 900 frames
+MIN_PIECE = SR  # a clip shorter than 1 s is repeated to 1 s (the reference repeats to 9.01 s)
 # P.835 polynomial fits from the DNSMOS reference (non-personalised), highest power first.
 _P_SIG = np.poly1d([-0.08397278, 1.22083953, 0.0052439])
 _P_BAK = np.poly1d([-0.13166888, 1.60915514, -0.39604546])
@@ -32,29 +39,44 @@ class MosScore:
         return {"sig": round(self.sig, 3), "bak": round(self.bak, 3), "ovrl": round(self.ovrl, 3)}
 
 
-def windows(clip: np.ndarray, hop_seconds: float = 0.0) -> np.ndarray:
-    """``[n, WINDOW]`` windows of a 16 kHz clip: every ``hop_seconds`` as the reference cuts
-    them, or (``hop_seconds <= 0``) the fewest windows covering the clip, evenly spread."""
+def _prepared(clip: np.ndarray, least: int) -> np.ndarray:
     x = np.clip(np.asarray(clip, np.float32), -1.0, 1.0)
     if x.size == 0:
         x = np.zeros(1, np.float32)
-    if x.size < WINDOW:  # the reference appends the clip to itself until it is long enough
-        return np.tile(x, -(-WINDOW // x.size))[None, :WINDOW]
-    if hop_seconds > 0:
-        starts = range(0, x.size - WINDOW + 1, max(1, int(hop_seconds * SR)))
-    else:
-        n = -(-x.size // WINDOW)
-        starts = np.linspace(0, x.size - WINDOW, n).round().astype(int)
+    if x.size < least:  # the reference appends the clip to itself until it is long enough
+        x = np.tile(x, -(-least // x.size))[:least]
+    return x
+
+
+def windows(clip: np.ndarray, hop_seconds: float = 1.0) -> np.ndarray:
+    """The reference's ``[n, WINDOW]`` windows of a 16 kHz clip, one every ``hop_seconds``."""
+    x = _prepared(clip, WINDOW)
+    starts = range(0, x.size - WINDOW + 1, max(1, int(hop_seconds * SR)))
     return np.stack([x[s:s + WINDOW] for s in starts])
+
+
+def pieces(clip: np.ndarray) -> list[np.ndarray]:
+    """The fewest equal pieces of at most ``WINDOW`` samples covering the clip, each cut to
+    whole frames (``(F + 1) * FRAME`` samples; under ``FRAME`` samples are left at the end)."""
+    x = _prepared(clip, MIN_PIECE)
+    n = -(-x.size // WINDOW)
+    edges = np.linspace(0, x.size, n + 1).round().astype(int)
+    out = []
+    for a, b in pairwise(edges):
+        frames = (b - a) // FRAME - 1
+        out.append(x[a:a + (frames + 1) * FRAME])
+    return out
 
 
 class Dnsmos:
     """``score([clip16k, ...]) -> [MosScore, ...]``; load once per process.
 
-    On CPU the wheel's ONNX file runs in onnxruntime (2.5x faster than torch there). On CUDA a
-    torch port of the same network runs instead (weights read from the same file; equal to
-    onnxruntime within 1e-6 on the raw outputs, tests/services/enhance/quality/test_dnsmos.py),
-    so the stage's GPU scores it without onnxruntime-gpu.
+    On CPU the wheel's ONNX file runs in onnxruntime (its length freed in memory), with
+    onnxruntime's own thread count unless ``threads`` is set (one thread measured the same CPU
+    time and 1.5x the wall time on two cores, docs/quality.md). On CUDA a torch port of
+    the same network runs instead (weights read from the same file; equal to onnxruntime within
+    1e-6 on the raw outputs, tests/services/enhance/quality/test_dnsmos.py), so the stage's GPU
+    scores it without onnxruntime-gpu.
     """
 
     def __init__(self, hop_seconds: float = 0.0, batch: int = 16, device: str = "cpu",
@@ -72,34 +94,43 @@ class Dnsmos:
 
         if self.device.startswith("cuda"):
             self._run = _torch_runner(_port(dnsmos_model()), self.device)
-        else:
-            import onnxruntime as ort
+            return
+        import onnxruntime as ort
 
-            opts = ort.SessionOptions()
-            if self.threads:
-                opts.intra_op_num_threads = self.threads
-            sess = ort.InferenceSession(str(dnsmos_model()), opts,
-                                        providers=["CPUExecutionProvider"])
-            self._run = lambda wins: sess.run(None, {"input_1": wins})[0]
+        from services.enhance.quality.onnxpatch import free_length
 
-    def raw(self, wins: np.ndarray) -> np.ndarray:
-        """The network's raw ``[n, 3]`` outputs (before the P.835 polynomials)."""
+        opts = ort.SessionOptions()
+        if self.threads:
+            opts.intra_op_num_threads = self.threads
+            opts.inter_op_num_threads = 1
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        sess = ort.InferenceSession(free_length(dnsmos_model().read_bytes()), opts,
+                                    providers=["CPUExecutionProvider"])
+        self._run = lambda x: sess.run(None, {"input_1": x})[0]
+
+    def raw(self, x: np.ndarray) -> np.ndarray:
+        """The network's raw ``[n, 3]`` outputs (before the P.835 polynomials) for ``[n, samples]``
+        inputs of one length, ``(F + 1) * FRAME`` samples."""
         self.load()
-        return np.concatenate([self._run(wins[i:i + self.batch])
-                               for i in range(0, len(wins), self.batch)])
+        return np.concatenate([self._run(np.ascontiguousarray(x[i:i + self.batch]))
+                               for i in range(0, len(x), self.batch)])
 
     def score(self, clips: list[np.ndarray]) -> list[MosScore]:
         if not clips:
             return []
-        wins = [windows(c, self.hop_seconds) for c in clips]
-        owner = np.concatenate([np.full(len(w), i) for i, w in enumerate(wins)])
-        raw = self.raw(np.concatenate(wins))
-        mapped = np.stack([_P_SIG(raw[:, 0]), _P_BAK(raw[:, 1]), _P_OVR(raw[:, 2])], axis=1)
-        out = []
-        for i in range(len(clips)):
-            sig, bak, ovr = mapped[owner == i].mean(axis=0)
-            out.append(MosScore(float(sig), float(bak), float(ovr)))
-        return out
+        cut = [list(windows(c, self.hop_seconds)) if self.hop_seconds > 0 else pieces(c)
+               for c in clips]
+        by_len: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
+        for i, ps in enumerate(cut):
+            for p in ps:
+                by_len[p.size].append((i, p))
+        sums = np.zeros((len(clips), 3))
+        for group in by_len.values():  # equal lengths run batched
+            raw = self.raw(np.stack([p for _, p in group]))
+            mapped = np.stack([_P_SIG(raw[:, 0]), _P_BAK(raw[:, 1]), _P_OVR(raw[:, 2])], axis=1)
+            np.add.at(sums, [i for i, _ in group], mapped)
+        means = sums / np.array([len(ps) for ps in cut])[:, None]
+        return [MosScore(*map(float, m)) for m in means]
 
 
 def _torch_runner(net, device: str):
@@ -147,11 +178,11 @@ def _port(path):
                 self.dense.append(lin)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            n = x.shape[0]
-            frames = torch.cat([x[:, :144000].reshape(n, 900, 160),
-                                x[:, 160:].reshape(n, 900, 160)], dim=2)  # [n, 900, 320]
+            n, f = x.shape[0], x.shape[1] // FRAME - 1  # any length, as the freed ONNX graph
+            frames = torch.cat([x[:, :f * FRAME].reshape(n, f, FRAME),
+                                x[:, FRAME:(f + 1) * FRAME].reshape(n, f, FRAME)], dim=2)
             power = (frames @ self.dft_re) ** 2 + (frames @ self.dft_im) ** 2
-            h = torch.log10(power.clamp_min(1e-12))[:, None]  # [n, 1, 900 frames, 161 bins]
+            h = torch.log10(power.clamp_min(1e-12))[:, None]  # [n, 1, frames, 161 bins]
             for i, conv in enumerate(self.convs):
                 h = torch.relu(conv(h))
                 if i >= 3 and i < 6:

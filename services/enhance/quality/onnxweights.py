@@ -33,7 +33,7 @@ def _varints(buf: bytes) -> list[int]:
     return out
 
 
-def _fields(buf: bytes):
+def fields(buf: bytes):
     """Yield ``(field number, wire type, value)``; length-delimited values as bytes."""
     i = 0
     while i < len(buf):
@@ -53,11 +53,11 @@ def _fields(buf: bytes):
         yield num, wt, v
 
 
-def _tensor(buf: bytes) -> tuple[str, np.ndarray]:
+def tensor(buf: bytes) -> tuple[str, np.ndarray]:
     """Name and value of a ``TensorProto`` (float weights; small int constants as int64)."""
     dims: list[int] = []
     name, dtype, raw, floats = "", 1, None, []
-    for num, wt, v in _fields(buf):
+    for num, wt, v in fields(buf):
         if num == 1:
             if wt == 2:  # packed
                 dims += _varints(v)
@@ -83,5 +83,5 @@ def _tensor(buf: bytes) -> tuple[str, np.ndarray]:
 
 def initializers(path: str | Path) -> dict[str, np.ndarray]:
     model = Path(path).read_bytes()
-    graph = next(v for num, _, v in _fields(model) if num == 7)
-    return dict(_tensor(v) for num, _, v in _fields(graph) if num == 5)
+    graph = next(v for num, _, v in fields(model) if num == 7)
+    return dict(tensor(v) for num, _, v in fields(graph) if num == 5)

@@ -41,10 +41,10 @@ class SpeakerScore:
     parts: int  # voiced partials compared
 
 
-def partial_slices(n_samples: int) -> list[tuple[int, int]]:
+def partial_slices(n_samples: int, rate: float = RATE) -> list[tuple[int, int]]:
     """Resemblyzer's ``compute_partial_slices(n, rate=1.3, min_coverage=0.75)``, in frames."""
     n_frames = int(np.ceil((n_samples + 1) / HOP))
-    step = int(np.round(SR / RATE / HOP))
+    step = int(np.round(SR / rate / HOP))
     steps = max(1, n_frames - PARTIAL_FRAMES + step + 1)
     out = [(i, i + PARTIAL_FRAMES) for i in range(0, steps, step)]
     start, stop = out[-1][0] * HOP, out[-1][1] * HOP
@@ -82,8 +82,9 @@ def consistency(partials: np.ndarray) -> float | None:
 class SpeakerEncoder:
     """``score([clip16k, ...]) -> [SpeakerScore, ...]``; load once per process."""
 
-    def __init__(self, device: str = "cpu", batch: int = 256) -> None:
+    def __init__(self, device: str = "cpu", batch: int = 256, rate: float = RATE) -> None:
         self.device = device
+        self.rate = rate
         self.batch = batch
         self._net = None
 
@@ -110,7 +111,7 @@ class SpeakerEncoder:
         mels, owners, voiced = [], [], []
         with torch.inference_mode():
             for i, clip in enumerate(clips):
-                slices = partial_slices(len(clip))
+                slices = partial_slices(len(clip), self.rate)
                 wav = normalize_volume(np.asarray(clip, np.float32))
                 wav = np.pad(wav, (0, max(0, slices[-1][1] * HOP - wav.size)))
                 mel = self._mel(torch.from_numpy(wav).to(self.device)[None])[0]

@@ -6,18 +6,54 @@ import numpy as np
 import pytest
 
 from bench.speechgen import add_noise
-from services.enhance.quality.dnsmos import _P_OVR, WINDOW, Dnsmos, _port, _torch_runner, windows
+from services.enhance.quality.dnsmos import (
+    _P_OVR,
+    FRAME,
+    WINDOW,
+    Dnsmos,
+    _port,
+    _torch_runner,
+    pieces,
+    windows,
+)
+from services.enhance.quality.onnxpatch import free_length
 from services.enhance.quality.weights import dnsmos_model
 
+AGREEMENT = 0.2  # OVRL, pieces vs the reference's 1 s windows (docs/quality.md: measured)
 
-def test_windows_tile_the_clip_or_slide_like_the_reference() -> None:
+
+def test_reference_windows_and_pieces() -> None:
     x = np.arange(30 * 16000, dtype=np.float32) / 1e7
-    tiled = windows(x)
-    assert tiled.shape == (4, WINDOW)
-    assert tiled[0, 0] == x[0] and tiled[-1, -1] == x[-1]  # first and last sample covered
     assert windows(x, 1.0).shape == (21, WINDOW)  # the reference: floor(30 - 9.01) + 1
     short = windows(np.ones(16000, np.float32))  # 1 s: repeated to fill one window
     assert short.shape == (1, WINDOW) and short.min() == 1.0
+    ps = pieces(x)  # the fewest pieces <= 9.01 s, whole frames, no overlap
+    assert len(ps) == 4 and all(p.size <= WINDOW and p.size % FRAME == 0 for p in ps)
+    assert ps[0][0] == x[0] and x.size - FRAME < sum(p.size for p in ps) <= x.size
+    assert [p.size for p in pieces(np.ones(2 * 16000 + 50, np.float32))] == [2 * 16000]
+    [tiny] = pieces(np.ones(4000, np.float32))  # 0.25 s: repeated to 1 s
+    assert tiny.size == 16000
+
+
+def test_freed_graph_equals_the_wheels_on_its_window(speech) -> None:
+    """The length-free rewrite gives the original ONNX model's outputs on 9.01 s windows."""
+    import onnxruntime as ort
+
+    wins = np.concatenate([windows(speech[0]), windows(0.5 * add_noise(speech[1], 0.0))])
+    original = ort.InferenceSession(str(dnsmos_model()), providers=["CPUExecutionProvider"])
+    ref = original.run(None, {"input_1": wins})[0]
+    assert np.abs(Dnsmos().raw(wins) - ref).max() < 1e-5
+    with pytest.raises(ValueError, match="not the DNSMOS graph"):
+        free_length(b"")
+
+
+def test_default_pieces_agree_with_the_reference_windows(speech) -> None:
+    clips = [np.concatenate(speech), speech[0], 0.5 * add_noise(np.concatenate(speech), 5.0)]
+    ref = Dnsmos(hop_seconds=1.0).score(clips)
+    ours = Dnsmos().score(clips)
+    diffs = [abs(a.ovrl - b.ovrl) for a, b in zip(ours, ref)]
+    print("OVRL ours - reference", diffs)
+    assert max(diffs) < AGREEMENT
 
 
 def test_batched_scores_equal_the_reference_loop(speech) -> None:
@@ -42,7 +78,9 @@ def test_clean_speech_scores_above_the_same_speech_at_0_db(speech) -> None:
 
 def test_torch_port_equals_onnxruntime(speech) -> None:
     """The CUDA path's network (run here on CPU) gives onnxruntime's outputs."""
+    port = _torch_runner(_port(dnsmos_model()), "cpu")
     wins = np.concatenate([windows(speech[0]), windows(0.5 * add_noise(speech[1], 0.0))])
-    ref = Dnsmos(batch=2).raw(wins)
-    ours = _torch_runner(_port(dnsmos_model()), "cpu")(wins)
-    assert np.abs(ours - ref).max() < 1e-4
+    assert np.abs(port(wins) - Dnsmos(batch=2).raw(wins)).max() < 1e-4
+    piece = np.stack(pieces(speech[2]))  # any length, as the freed ONNX graph
+    assert piece.shape[1] < WINDOW
+    assert np.abs(port(piece) - Dnsmos().raw(piece)).max() < 1e-4
