@@ -38,7 +38,8 @@ class Annotator:
     def __init__(self, settings: EnhanceSettings, device: str = "cpu",
                  fidelity: FidelityChecker | None = None) -> None:
         s = settings
-        self.dnsmos = Dnsmos(hop_seconds=s.quality_dnsmos_hop_seconds, device=device)
+        self.dnsmos = Dnsmos(hop_seconds=s.quality_dnsmos_hop_seconds, device=device,
+                            pieces=s.quality_dnsmos_pieces)
         self.speaker = SpeakerEncoder(device=device)
         self.fraction = s.quality_fidelity_fraction
         self.speaker_threshold = s.quality_speaker_threshold
