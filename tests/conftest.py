@@ -7,6 +7,7 @@ started; otherwise the fixtures start their own. A Redis the tests did not start
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -177,6 +179,23 @@ def isolated_redis_url(redis_url: str) -> str:
     url = f"{base}/{db}"
     redis.Redis.from_url(url).flushdb()
     return url
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], object]) -> Path:
+    """``build(dir)`` once per test run, shared by every pytest-xdist worker (a lock beside
+    their temp dirs): a model built from a fixed seed is the same in every process."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's dir, above each worker's own
+    dest = root / f"built-{name}"
+    with open(root / f"built-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / f"built-{name}.done").exists():
+            shutil.rmtree(dest, ignore_errors=True)
+            build(dest)
+            (root / f"built-{name}.done").touch()
+    return dest
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from bench.speechgen import have_espeak, make_shard, synth, wav_bytes
+from tests.conftest import built_once
 from tests.harness import (
     enqueue,
     ledger_for,
@@ -39,9 +40,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     from bench.factories.neucodec import build_small_neucodec
     from bench.factories.sidon import build_small_sidon
 
-    root = tmp_path_factory.mktemp("models")
-    return {"sidon": str(build_small_sidon(root / "sidon")),
-            "neucodec": str(build_small_neucodec(root / "neucodec"))}
+    return {"sidon": str(built_once(tmp_path_factory, "sidon", build_small_sidon)),
+            "neucodec": str(built_once(tmp_path_factory, "neucodec", build_small_neucodec))}
 
 
 @pytest.fixture

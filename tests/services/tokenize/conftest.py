@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from bench.factories.neucodec import build_small_neucodec
+from tests.conftest import built_once
 
 
 @pytest.fixture(scope="session")
 def neucodec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_small_neucodec(tmp_path_factory.mktemp("neucodec") / "small")
+    return built_once(tmp_path_factory, "neucodec", build_small_neucodec)
 
 
 def _no_network(*_a, **_k):
