@@ -52,8 +52,9 @@ class LongFile:
     speech: list[tuple[float, float]] = field(default_factory=list)  # where each sentence is
 
 
-def _long_file(target_seconds: float = 180.0) -> LongFile:
-    """~3 minutes: English sentences with pauses from 0.4 s to 8 s (about half silence)."""
+def _long_file(target_seconds: float = 120.0) -> LongFile:
+    """~2 minutes (past the 90 s language-ID head): English sentences with pauses from 0.4 s to
+    8 s (about half silence). Minutes of two voices: test_longform.py."""
     rng = np.random.default_rng(1)
     cache = {s: synth(s) for s in EN_SENTENCES}
     parts, speech, t = [silence(1.0)], [], 1.0
