@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.conftest import free_port
 from tests.faultproxy import FaultProxy
-from tests.reliability.rig import Rig
+from tests.reliability.rig import REDELIVER_SECONDS, Rig
 from tests.reliability.servers import wait_port
 
 
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             rig = Rig.create(root, endpoint, pipeline=a.pipeline, shards=a.shards,
                              member_bytes=50_000, s3_for_workers=proxy.url,
                              ONSEI_DUMMY_SECONDS="0.5", ONSEI_S3_READ_TIMEOUT="1",
-                             ONSEI_S3_CONNECT_TIMEOUT="1", ONSEI_MAX_TASK_FAILURES="8")
+                             ONSEI_S3_CONNECT_TIMEOUT="1", ONSEI_MAX_TASK_FAILURES="8",
+                             ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS[a.pipeline])
             try:
                 rig.start_workers(3)
                 print(rig.enqueue().strip(), flush=True)

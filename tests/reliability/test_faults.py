@@ -23,16 +23,10 @@ import pytest
 
 from tests.faultproxy import FaultProxy
 from tests.harness import wait_until
-from tests.reliability.rig import Rig
+from tests.reliability.rig import REDELIVER_SECONDS, Rig
 
 REAL = pytest.param("real", marks=pytest.mark.slow, id="real")
 DUMMY = pytest.param("dummy", id="dummy")
-
-
-# Where no worker is lost, nothing needs the broker's redelivery of unacked messages: a retried
-# shard's message (countdown) waits reserved in a worker, and the rig's 20 s timeout (there for
-# the kill -9 tests) once handed it to the other worker as well under load ("asr:0 x2").
-NO_WORKER_LOST = "300"
 
 
 def _timeouts(pipeline: str) -> float:
@@ -66,7 +60,7 @@ def _finish(rig: Rig, timeout: float, allow_redone: bool = False) -> None:
     pytest.param("real", 4, marks=pytest.mark.slow, id="real")])
 def test_kill9_random_workers_repeatedly(pipeline, kills, rigs, tmp_path, s3_endpoint):
     rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=12,
-                ONSEI_DUMMY_SECONDS="0.6")
+                ONSEI_DUMMY_SECONDS="0.6", ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS[pipeline])
     rig.start_workers(3)
     rig.enqueue()
     rng = random.Random(8)
@@ -119,8 +113,7 @@ def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
     with FaultProxy(s3_endpoint) as proxy:
         rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=6, member_bytes=200_000,
                     s3_for_workers=proxy.url, ONSEI_S3_READ_TIMEOUT="1",
-                    ONSEI_S3_CONNECT_TIMEOUT="1", ONSEI_MAX_TASK_FAILURES="6",
-                    ONSEI_VISIBILITY_TIMEOUT=NO_WORKER_LOST)
+                    ONSEI_S3_CONNECT_TIMEOUT="1", ONSEI_MAX_TASK_FAILURES="6")
         rig.start_workers(2)
         proxy.set_cycle(CHAOS, every=CHAOS_EVERY)
         rig.enqueue()
@@ -155,7 +148,6 @@ def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
         f.write(b"\0" * (3 * 1024**2 - 256 * 1024))
     rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=4, member_bytes=400_000,
                 scratch=small_tmpfs / "work", ONSEI_MAX_TASK_FAILURES="1000",
-                ONSEI_VISIBILITY_TIMEOUT=NO_WORKER_LOST,
                 ONSEI_RETRY_BACKOFF_SECONDS="0.5", ONSEI_RETRY_BACKOFF_MAX_SECONDS="2")
     if pipeline == "real":  # real shards are small: fill up to what they cannot fit
         os.truncate(filler, 3 * 1024**2 - 64 * 1024)
@@ -196,7 +188,7 @@ def test_worker_survives_redis_down_while_a_message_is_reserved(stage, rigs, tmp
     """Redis stopped for 20 s while ``stage``'s worker holds a message (issue 12 item 4: kombu
     crashed the worker restoring unacked messages): every worker lives on and the run ends."""
     rig = _make(rigs, tmp_path, s3_endpoint, "dummy", shards=2, persist_redis=True,
-                ONSEI_DUMMY_SECONDS="3")
+                ONSEI_DUMMY_SECONDS="3", ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS["dummy"])
     workers = {s: rig.start_workers(1, queues=s)[0] for s in rig.chain}
     rig.enqueue()
     held = f"onsei.{stage}.process_shard"
