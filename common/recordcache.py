@@ -15,11 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import multiprocessing
 import os
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,9 @@ VERSION = 3  # 3: columnar (common/recordpack.py)
 # rewritten only when at least this many of its records are not known locally: fewer are
 # cheaper read one by one.
 ROLLUP_MIN = 10
+# Records read one by one on a local disk: in worker processes from this many on.
+PROCESS_MIN = 4000
+MAX_PROCESSES = 8
 
 
 @dataclass
@@ -131,37 +137,79 @@ def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
         else:
             todo.append(i)
 
-    def read(chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
-        got = []
-        for i in chunk:
-            try:
-                rec = ledger.read_done(stage, i)
-            except ValueError:  # unreadable: still done (the listing says so), no body
-                log.warning("%s: done record of shard %d is not JSON", stage, i)
-                rec = None
-            got.append((i, {**trim(rec), "shard_id": i} if isinstance(rec, dict) else None))
-        return got
-
     # a task per chunk, not per record: 150,000 futures cost more than local reads do
-    size = max(1, min(64, len(todo) // (4 * threads)))
-    chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
-    nodes: dict[str, dict[str, Any]] = {}  # one shared dict per distinct node block
+    with _record_reader(ledger, stage, len(todo), threads, pmap) as (read_map, workers):
+        size = max(1, min(64 if threads > 1 else 2000, len(todo) // (4 * workers)))
+        chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
+        results = list(read_map(chunks))
+    nodes: dict[Any, dict[str, Any]] = {}  # one shared dict per distinct node block
     read_per_block: dict[int, int] = defaultdict(int)
-    for done in pmap(read, chunks):
+    for done in results:
         for i, rec in done:
             out.record_reads += 1
             if rec is None:  # deleted since the listing, or unreadable
                 entries.pop(i, None)
                 continue
             if rec["node"] is not None:
-                rec["node"] = nodes.setdefault(json.dumps(rec["node"], sort_keys=True),
-                                               rec["node"])
+                rec["node"] = nodes.setdefault(_node_key(rec["node"]), rec["node"])
             entries[i] = (tagged[i], rec)
             read_per_block[rollup.block_of(i)] += 1
     rewrite = [b for b, n in read_per_block.items() if n >= ROLLUP_MIN]
     out.rollups_written = sum(pmap(
         lambda b: rollup.write(ledger, stage, b, _block_entries(
             b, rolls.get(b), ids, tagged, entries)), rewrite))
+
+
+def _read_records(ledger: Ledger, stage: str,
+                  chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
+    got = []
+    for i in chunk:
+        try:
+            rec = ledger.read_done(stage, i)
+        except ValueError:  # unreadable: still done (the listing says so), no body
+            log.warning("%s: done record of shard %d is not JSON", stage, i)
+            rec = None
+        got.append((i, {**trim(rec), "shard_id": i} if isinstance(rec, dict) else None))
+    return got
+
+
+_forked: tuple[Ledger, str] | None = None  # what forked readers inherit (see below)
+
+
+def _read_forked(chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
+    assert _forked is not None
+    return _read_records(*_forked, chunk)
+
+
+@contextmanager
+def _record_reader(ledger: Ledger, stage: str, n: int, threads: int,
+                   pmap: Callable[..., Iterable[Any]]) -> Iterator[tuple[Callable[..., Any], int]]:
+    """A map over chunks of shard ids and its width. Many records on a local disk are
+    CPU-bound (open + JSON: a fresh ledger's first status reads 150,000), so they are read by
+    forked processes, which inherit the ledger (its pipeline holds lambdas: no pickling)."""
+    global _forked
+    procs = min(os.cpu_count() or 1, MAX_PROCESSES)
+    if (threads > 1 or n < PROCESS_MIN or procs < 2
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        yield (lambda chunks: pmap(partial(_read_records, ledger, stage), chunks)), threads
+        return
+    _forked = (ledger, stage)
+    try:
+        with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as pool:
+            yield (lambda chunks: pool.map(_read_forked, chunks)), procs
+    finally:
+        _forked = None
+
+
+def _node_key(node: dict[str, Any]) -> Any:
+    """A hashable key of a node block: its items when they are plain values (a tenth of the
+    cost of JSON text, which nested values still get)."""
+    try:
+        key = tuple(sorted(node.items()))
+        hash(key)  # a nested dict or list in a value fails here
+        return key
+    except TypeError:
+        return json.dumps(node, sort_keys=True)
 
 
 def _block_entries(block: int, old: Entries | None, ids: Collection[int] | None,

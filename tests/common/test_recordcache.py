@@ -77,3 +77,35 @@ def test_node_blocks_survive_the_cache(make_settings) -> None:
     assert reads == [] and again == first
     assert [r.get("node") for r in again] == [a, b, a, None]
     assert again[0]["node"] is again[2]["node"]  # one shared block per distinct node
+
+
+def test_many_local_records_read_by_forked_processes(make_settings,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """From PROCESS_MIN records on a local disk they are read by worker processes: the same
+    records, node blocks shared, a non-JSON record still done without a body."""
+    import common.recordcache as rc
+
+    s = make_settings()
+    led = open_ledger(s)
+    node = {"type": "L4", "price_per_hour": 0.3, "nested": {"spot": True}}
+    for i in range(40):
+        led.mark_done("asr", i, {"wall_seconds": float(i), "node": node})
+    led.store.write_bytes(led.done_key("asr", 40), b"{not json")
+    serial = rc.load_done(led, "asr")
+    cache_path(led, "asr").unlink()  # and the rollup it wrote: every record is read again
+    led.store.delete(rc.rollup.rollup_key(led, "asr", 0))
+    monkeypatch.setattr(rc, "PROCESS_MIN", 10)
+    used: list[int] = []
+    real = rc.ProcessPoolExecutor
+
+    def pool(n: int, **kw: Any) -> Any:
+        used.append(n)
+        return real(n, **kw)
+
+    monkeypatch.setattr(rc, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(rc.os, "cpu_count", lambda: 2)
+    forked = rc.load_done(led, "asr")
+    assert used == [2]
+    assert forked.done == serial.done == set(range(41)) and forked.record_reads == 41
+    assert forked.records == serial.records and len(forked.records) == 40
+    assert forked.records[0]["node"] is forked.records[39]["node"] == node

@@ -50,6 +50,25 @@ def test_keys_cannot_escape_the_root(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="escapes"):
         store.write_bytes("../outside", b"x")
     assert not (tmp_path / "outside").exists()
+    for key in ("/etc/passwd", "a/../../outside", ".."):
+        with pytest.raises(StorageError, match="escapes"):
+            store.read_bytes(key)
+    store.write_bytes("a/../b", b"y")  # stays inside: the same object as "b"
+    assert store.read_bytes("b") == b"y"
+
+
+def test_a_directory_symlinked_to_another_disk_is_part_of_the_store(tmp_path: Path) -> None:
+    """Keys are checked lexically, like S3 keys: a ledger moved to another disk and linked
+    back is read and written through the link."""
+    other = tmp_path / "other-disk"
+    other.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "_ledger").symlink_to(other, target_is_directory=True)
+    store = open_store(str(root))
+    store.write_bytes("_ledger/asr/shard-000001.json", b"{}")
+    assert (other / "asr" / "shard-000001.json").read_bytes() == b"{}"
+    assert list(store.list("_ledger/")) == ["_ledger/asr/shard-000001.json"]
 
 
 def test_failed_write_leaves_old_object_and_no_temp(tmp_path: Path,
