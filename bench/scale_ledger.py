@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import shutil
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,15 +20,36 @@ from services.pipeline import STAGES, open_ledger
 PAGE = 1000  # keys per ListObjectsV2 page
 
 
+OPS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
+
+
+class Tally:
+    """Request counts in shared memory: threads and forked processes (a fresh ledger's first
+    status reads its records in forked processes: common/recordcache.py) add to the same."""
+
+    def __init__(self) -> None:
+        self._a = multiprocessing.Array("q", len(OPS))
+
+    def add(self, op: str, k: int = 1) -> None:
+        with self._a.get_lock():
+            self._a[OPS.index(op)] += k
+
+    def counts(self) -> Counter:
+        return Counter({op: n for op, n in zip(OPS, self._a[:]) if n})
+
+
 class CountingStore(Store):
     """Wraps a store and counts requests as S3 would bill them: LIST pages of 1,000 keys,
     GET (read_bytes, get_file), HEAD (exists, size), PUT, DELETE."""
 
-    def __init__(self, inner: Store, counts: Counter | None = None) -> None:
+    def __init__(self, inner: Store, tally: Tally | None = None) -> None:
         self.inner, self.url = inner, inner.url
         self.parallel_reads = inner.parallel_reads
-        self.counts: Counter = Counter() if counts is None else counts
-        self._lock = threading.Lock()
+        self.tally = Tally() if tally is None else tally
+
+    @property
+    def counts(self) -> Counter:
+        return self.tally.counts()
 
     @classmethod
     def open(cls, s: Settings) -> CountingStore:
@@ -37,8 +58,7 @@ class CountingStore(Store):
         return cls(open_store(s.output_url, s))
 
     def _n(self, op: str, k: int = 1) -> None:
-        with self._lock:
-            self.counts[op] += k
+        self.tally.add(op, k)
 
     def list(self, prefix: str = "") -> Iterator[str]:
         keys = list(self.inner.list(prefix))
@@ -82,19 +102,23 @@ class CountingStore(Store):
 @contextmanager
 def counted_store() -> Iterator[Counter]:
     """Every store opened through ``open_store`` meanwhile (by name from common.storage or by
-    services.pipeline's ledgers) counts into one Counter."""
+    services.pipeline's ledgers) counts into one Counter, filled when the block ends."""
     import common.storage
     import services.pipeline
 
     real = common.storage.open_store
+    tally = Tally()
     counts: Counter = Counter()
 
     def counted(url: str, s: Settings | None = None) -> CountingStore:
-        return CountingStore(real(url, s), counts)
+        return CountingStore(real(url, s), tally)
 
-    with mock.patch.object(common.storage, "open_store", counted), \
-            mock.patch.object(services.pipeline, "open_store", counted):
-        yield counts
+    try:
+        with mock.patch.object(common.storage, "open_store", counted), \
+                mock.patch.object(services.pipeline, "open_store", counted):
+            yield counts
+    finally:
+        counts.update(tally.counts())  # filled when the block ends
 
 
 def fill_ledger(s: Settings, shards: int) -> None:

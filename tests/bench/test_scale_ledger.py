@@ -3,10 +3,18 @@ requests of a first call anywhere, another machine's first call and a repeated c
 
 from __future__ import annotations
 
+import pytest
+
 from bench.scale_ledger import fill_ledger, status_rows, time_status
 
 
-def test_status_calls_count_their_requests(make_settings) -> None:
+@pytest.mark.parametrize("forked", [False, True], ids=["in-process", "forked-readers"])
+def test_status_calls_count_their_requests(forked, make_settings, monkeypatch) -> None:
+    if forked:  # the records read by forked processes count too (shared memory)
+        import common.recordcache as rc
+
+        monkeypatch.setattr(rc, "PROCESS_MIN", 100)
+        monkeypatch.setattr(rc.os, "cpu_count", lambda: 2)
     s = make_settings(broker_url="redis://127.0.0.1:1/0")
     n = 1200  # two rollup blocks a stage, the second one partly full
     fill_ledger(s, n)
