@@ -22,7 +22,7 @@ class LocalStore(Store):
         # Lexical, like an S3 key: no symlink resolution (7 lstat calls a key, the main cost of
         # reading 150,000 done records), and a directory symlinked to another disk still works.
         norm = posixpath.normpath(key.replace(os.sep, "/")) if key else "."
-        if norm.startswith("/") or norm == ".." or norm.startswith("../"):
+        if norm.startswith(("/", "../")) or norm == "..":
             raise StorageError(f"key escapes the store root: {key!r}")
         return self._root_str if norm == "." else os.path.join(self._root_str, norm)
 

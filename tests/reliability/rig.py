@@ -153,6 +153,28 @@ class Rig:
     def logs(self, tail: int = 3000) -> str:
         return worker_logs(self.workers + self.retired, tail=tail)
 
+    def broker_state(self) -> str:
+        """What Redis holds for a shard that never finished: queue lengths, kombu's unacked
+        messages (task, shard, age) and its restore lock, for the failure message."""
+        import json
+        import time
+
+        try:
+            r = self.redis.client()
+            now = time.time()
+            lines = [f"queues: { {q: r.llen(q) for q in self.chain} }",
+                     f"unacked_mutex ttl: {r.ttl('unacked_mutex')}"]
+            ages = {k.decode(): now - v for k, v in r.zrange("unacked_index", 0, -1,
+                                                              withscores=True)}
+            for tag, raw in r.hgetall("unacked").items():
+                msg = json.loads(raw)[0]
+                lines.append(f"unacked {msg['headers'].get('task')} {msg['headers'].get('argsrepr')}"
+                             f" age {ages.pop(tag.decode(), float('nan')):.1f}s")
+            lines += [f"index only: {t} age {a:.1f}s" for t, a in ages.items()]
+            return "\n".join(lines)
+        except Exception as e:  # noqa: BLE001 - a diagnostic, never the test's failure
+            return f"broker state unreadable: {e!r}"
+
     def close(self) -> None:
         for w in self.workers:
             w.kill9()  # the run is over: no need to wait for a graceful shutdown
