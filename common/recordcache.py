@@ -12,6 +12,7 @@ happened get their rollup rewritten. Deleting either cache costs reads, never co
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -194,10 +195,12 @@ def _record_reader(ledger: Ledger, stage: str, n: int, threads: int,
         yield (lambda chunks: pmap(partial(_read_records, ledger, stage), chunks)), threads
         return
     _forked = (ledger, stage)
+    gc.freeze()  # the children's collector would walk (and copy) every inherited object
     try:
         with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as pool:
             yield (lambda chunks: pool.map(_read_forked, chunks)), procs
     finally:
+        gc.unfreeze()
         _forked = None
 
 
