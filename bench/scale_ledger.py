@@ -100,25 +100,21 @@ class CountingStore(Store):
 
 
 @contextmanager
-def counted_store() -> Iterator[Counter]:
+def counted_store() -> Iterator[Tally]:
     """Every store opened through ``open_store`` meanwhile (by name from common.storage or by
-    services.pipeline's ledgers) counts into one Counter, filled when the block ends."""
+    services.pipeline's ledgers) counts into one Tally."""
     import common.storage
     import services.pipeline
 
     real = common.storage.open_store
     tally = Tally()
-    counts: Counter = Counter()
 
     def counted(url: str, s: Settings | None = None) -> CountingStore:
         return CountingStore(real(url, s), tally)
 
-    try:
-        with mock.patch.object(common.storage, "open_store", counted), \
-                mock.patch.object(services.pipeline, "open_store", counted):
-            yield counts
-    finally:
-        counts.update(tally.counts())  # filled when the block ends
+    with mock.patch.object(common.storage, "open_store", counted), \
+            mock.patch.object(services.pipeline, "open_store", counted):
+        yield tally
 
 
 def fill_ledger(s: Settings, shards: int) -> None:
@@ -185,12 +181,12 @@ def time_status(s: Settings, ids: range) -> dict[str, object]:
     shutil.rmtree(Path(other.scratch_dir) / "ledger-cache", ignore_errors=True)
     res: dict[str, object] = {}
     for name, _ in STATUS_CALLS:
-        with counted_store() as counts:
+        with counted_store() as tally:
             t0, c0 = time.perf_counter(), time.process_time()
             st = collect(s if name == "first" else other, ids)
             res[f"status_{name}_s"] = time.perf_counter() - t0
             res[f"status_{name}_cpu_s"] = time.process_time() - c0  # less load-sensitive
-        res[f"status_{name}_requests"] = dict(counts)
+        res[f"status_{name}_requests"] = dict(tally.counts())
         res[f"status_{name}_done"] = {k: v["done"] for k, v in st["stages"].items()}
     return res
 

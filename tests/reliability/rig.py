@@ -153,10 +153,13 @@ class Rig:
     def logs(self, tail: int = 3000) -> str:
         return worker_logs(self.workers + self.retired, tail=tail)
 
+    def not_done(self, missing: set[int]) -> str:
+        """The failure message of a run that left shards undone: them, Redis, the logs."""
+        return f"not done: {sorted(missing)}\n{self.broker_state()}\n{self.logs()[-6000:]}"
+
     def broker_state(self) -> str:
         """What Redis holds for a shard that never finished: queue lengths, kombu's unacked
-        messages (task, shard, age) and its restore lock, for the failure message."""
-        import json
+        messages (task, shard, age) and its restore lock."""
         import time
 
         try:

@@ -49,8 +49,7 @@ def _make(rigs: list[Rig], tmp_path: Path, s3_endpoint: str, pipeline: str, **kw
 
 def _finish(rig: Rig, timeout: float, allow_redone: bool = False) -> None:
     missing = rig.wait_all(timeout)
-    assert not missing, (f"not done: {sorted(missing)}\n{rig.broker_state()}\n"
-                         f"{rig.logs()[-6000:]}")
+    assert not missing, rig.not_done(missing)
     rig.audit().assert_exactly_once(allow_redone=allow_redone)
 
 
@@ -124,8 +123,7 @@ def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
         # run makes >= 40 requests however fast it goes: >= 10 faults, every kind met.
         assert sum(proxy.injected.values()) >= 10, proxy.injected
         assert set(proxy.injected) == {"status", "reset", "delay"}, proxy.injected
-        assert not missing, (f"not done: {sorted(missing)}\n{rig.broker_state()}\n"
-                         f"{rig.logs()[-6000:]}")
+        assert not missing, rig.not_done(missing)
         rig.audit().assert_exactly_once()
 
 
