@@ -58,7 +58,7 @@ def throughput(quick: bool) -> list[dict]:
 
     from bench.factories.sidon import build_small_sidon
     from services.enhance.chunking import ChunkGeometry
-    from services.enhance.pipeline import Enhancer
+    from services.enhance.flow import Enhancer
     from services.enhance.settings import EnhanceSettings
     from services.enhance.sidon import SidonBackend
 
@@ -104,7 +104,7 @@ def snr(quick: bool) -> list[dict]:
     from bench.speechgen import noisy_speech, si_snr
     from services.enhance.chunking import ChunkGeometry, pad_segment
     from services.enhance.denoise import RNNoiseBackend
-    from services.enhance.pipeline import Enhancer
+    from services.enhance.flow import Enhancer
     from services.enhance.segments import CutSegment, SegmentSpec
 
     rows = []

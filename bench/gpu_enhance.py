@@ -108,7 +108,7 @@ def main() -> None:
     import torch
 
     from services.enhance.chunking import ChunkGeometry, pad_segment
-    from services.enhance.pipeline import Enhancer
+    from services.enhance.flow import Enhancer
     from services.enhance.segments import CutSegment, SegmentSpec
     from services.enhance.settings import EnhanceSettings
     from services.enhance.sidon import SidonBackend

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.audio import decode_audio
+from common.shards.audio import decode_audio
 
 SR = 16000
 FILLETS = Path("/usr/share/games/fillets-ng/sound/elk/en")

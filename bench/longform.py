@@ -164,7 +164,7 @@ FILLETS = Path("/usr/share/games/fillets-ng/sound")  # fillets-ng-data
 
 
 def _read(path: Path) -> np.ndarray:
-    from common.audio import decode_audio
+    from common.shards.audio import decode_audio
 
     return decode_audio(path.read_bytes(), SR)
 

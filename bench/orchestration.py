@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from common.engine import Engine
-from common.prefetch import Prefetcher
 from common.settings import Settings
-from common.stage import Stage, StageResult
+from common.stages.contract import Stage, StageResult
+from common.stages.engine import Engine
+from common.stages.prefetch import Prefetcher
 from common.storage.local import LocalStore
-from services.pipeline import PIPELINE, output_key
+from services.stages import PIPELINE, output_key
 
 LATENCY = 0.03  # seconds per request (S3 first byte, typical)
 BANDWIDTH = 5e6  # bytes/s per stream (small files: the copy costs no CPU here)
@@ -105,7 +105,7 @@ def _run_naive(s: Settings, ex: Engine, n: int) -> float:
 
 
 def _run_ours(s: Settings, ex: Engine, n: int) -> float:
-    """The task body of common.worker: received -> prefetch; run with the prefetched inputs."""
+    """The task body of common.queue.worker: received -> prefetch; run with the prefetched inputs."""
     pre = Prefetcher(ex.name, ex.fetch, lambda i: False, s)
     model, t_first = 0.0, None
     t0 = time.monotonic()
@@ -172,8 +172,8 @@ def private_redis(workdir: Path) -> Iterator[str]:
 def _enqueue_speed(url: str, quick: bool) -> list[dict]:
     import redis
 
-    from common.publish import plain_publish, publish_shards
-    from services.pipeline import make_app
+    from common.queue.publish import plain_publish, publish_shards
+    from services.stages import make_app
 
     r = redis.Redis.from_url(url)
     app = make_app("onsei", Settings(broker_url=url))

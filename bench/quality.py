@@ -92,7 +92,7 @@ def cost(quick: bool) -> list[dict]:
 
     if shutil.which("espeak-ng") is None:
         return []
-    from common.audio import resample
+    from common.shards.audio import resample
     from services.enhance.quality.dnsmos import Dnsmos
     from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
     from services.enhance.quality.speaker import SpeakerEncoder
@@ -147,7 +147,7 @@ def ordering(quick: bool) -> list[dict]:
     import shutil
 
     from bench.known_speakers import sphinx_lines
-    from common.audio import resample
+    from common.shards.audio import resample
     from services.enhance.quality.dnsmos import Dnsmos
 
     clips = []

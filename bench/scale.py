@@ -30,7 +30,7 @@ import click
 from bench.scale_ledger import CountingStore, fill_ledger, hide_shards, status_rows, time_status
 from bench.scale_servers import MemoryPeak, Redis, flower_memory
 from common.settings import Settings
-from services.pipeline import STAGES, open_ledger, output_key
+from services.stages import STAGES, open_ledger, output_key
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,7 +116,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 def run_pipeline(root: Path, redis: Redis, shards: int, workers: int, stage_ms: float,
                  timeout: float) -> Run:
-    from services.enqueue import enqueue
+    from services.ops.enqueue import enqueue
 
     s = _settings(root, redis.url(0))
     raw = root / "raw"
@@ -194,7 +194,7 @@ def audit(s: Settings, shards: int, run: Run) -> dict[str, object]:
 
 # --- control plane at ledger scale -----------------------------------------------------------
 def control_plane(root: Path, redis: Redis, run: Run, ledger_shards: int) -> dict[str, object]:
-    from services.enqueue import enqueue
+    from services.ops.enqueue import enqueue
 
     res: dict[str, object] = {"ledger_shards": ledger_shards}
     ids = range(ledger_shards)

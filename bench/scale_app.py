@@ -2,8 +2,8 @@
 
     celery -A bench.scale_app worker -Q asr      (and enhance, tokenize)
 
-Each stage is a real :class:`common.stage.Stage` driven by the real task body
-(:func:`common.worker.register_stage_task`: done check, executor, ledger, hand-on), reading
+Each stage is a real :class:`common.stages.contract.Stage` driven by the real task body
+(:func:`common.queue.worker.register_stage_task`: done check, executor, ledger, hand-on), reading
 and writing tiny objects in the configured store. ``process`` sleeps ``ONSEI_SCALE_STAGE_MS``
 (a fixed cost that takes no CPU), so what the bench measures beyond it is orchestration.
 
@@ -21,11 +21,11 @@ from typing import Any
 
 from celery.signals import task_postrun, task_prerun
 
-from common.pipeline import Pipeline, StageSpec
-from common.queue import app_settings, task_name
-from common.stage import InputRef, Stage, StageResult
-from common.worker import register_stage_task
-from services.pipeline import PIPELINE, make_app
+from common.queue.config import app_settings, task_name
+from common.queue.worker import register_stage_task
+from common.stages.contract import InputRef, Stage, StageResult
+from common.stages.spec import Pipeline, StageSpec
+from services.stages import PIPELINE, make_app
 
 STATS = "onsei:scale:{stage}"
 
@@ -90,7 +90,7 @@ _state: dict[str, Any] = {"client": None, "pid": -1, "t0": {}, "stage_s": 0.0}
 
 def _client() -> Any:
     if _state["pid"] != os.getpid():  # a forked pool process opens its own connection
-        from common.tracking import redis_client
+        from common.queue.tracking import redis_client
 
         _state["client"], _state["pid"] = redis_client(app_settings(app)), os.getpid()
     return _state["client"]

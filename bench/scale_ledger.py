@@ -15,7 +15,7 @@ from unittest import mock
 
 from common.settings import Settings
 from common.storage.base import Store
-from services.pipeline import STAGES, open_ledger
+from services.stages import STAGES, open_ledger
 
 PAGE = 1000  # keys per ListObjectsV2 page
 
@@ -25,7 +25,7 @@ OPS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
 
 class Tally:
     """Request counts in shared memory: threads and forked processes (a fresh ledger's first
-    status reads its records in forked processes: common/recordcache.py) add to the same."""
+    status reads its records in forked processes: services/ops/status/recordcache.py) add to the same."""
 
     def __init__(self) -> None:
         self._a = multiprocessing.Array("q", len(OPS))
@@ -102,9 +102,9 @@ class CountingStore(Store):
 @contextmanager
 def counted_store() -> Iterator[Tally]:
     """Every store opened through ``open_store`` meanwhile (by name from common.storage or by
-    services.pipeline's ledgers) counts into one Tally."""
+    services.stages's ledgers) counts into one Tally."""
     import common.storage
-    import services.pipeline
+    import services.stages
 
     real = common.storage.open_store
     tally = Tally()
@@ -113,7 +113,7 @@ def counted_store() -> Iterator[Tally]:
         return CountingStore(real(url, s), tally)
 
     with mock.patch.object(common.storage, "open_store", counted), \
-            mock.patch.object(services.pipeline, "open_store", counted):
+            mock.patch.object(services.stages, "open_store", counted):
         yield tally
 
 
@@ -171,7 +171,7 @@ def time_status(s: Settings, ids: range) -> dict[str, object]:
     it would make, and the done counts it printed (equal in every call)."""
     import time
 
-    from services.status import collect
+    from services.ops.status.command import collect
 
     for stage in STAGES:  # the ledger as it was before any status call
         led = open_ledger(s)
@@ -192,7 +192,7 @@ def time_status(s: Settings, ids: range) -> dict[str, object]:
 
 
 def rollup_dir(led: object, stage: str) -> str:
-    from common import rollup
+    from services.ops.status import rollup
 
     return rollup.rollup_key(led, stage, 0).rsplit("/", 1)[0]  # type: ignore[arg-type]
 

@@ -44,7 +44,7 @@ def _bare_tarfile(path: Path) -> int:
 
 
 def _iter_shard(path: Path) -> int:
-    from common.shards import MemberError, iter_shard
+    from common.shards.tar import MemberError, iter_shard
 
     n = 0
     for item in iter_shard(path, max_member_bytes=2 << 30):

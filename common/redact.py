@@ -60,7 +60,7 @@ def _on_celery_logging(logger: logging.Logger | None = None, **_: Any) -> None:
     install_log_redaction(logger)
 
 
-try:  # Celery workers: redact whatever their log handlers print (imported by common.worker).
+try:  # Celery workers: redact whatever their log handlers print (imported by common.queue.worker).
     from celery.signals import after_setup_logger, after_setup_task_logger
 
     after_setup_logger.connect(_on_celery_logging, weak=False)

@@ -15,7 +15,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 for tool in espeak-ng ffmpeg; do
   command -v "$tool" >/dev/null || { echo "make_example.sh: $tool is required" >&2; exit 1; }
 done
-if command -v onsei >/dev/null; then onsei=(onsei); else onsei=(python -m services.cli); fi
+if command -v onsei >/dev/null; then onsei=(onsei); else onsei=(python -m services.ops.cli); fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -202,7 +202,7 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
 def make_settings(tmp_path: Path):
     """The pipeline's settings (every stage's section) rooted in tmp dirs; keyword overrides
     win."""
-    from services.pipeline import PipelineSettings
+    from services.stages import PipelineSettings
 
     def _make(**overrides):
         base = {

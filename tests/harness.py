@@ -154,20 +154,20 @@ def start_worker(app: str, queues: str, env: dict[str, str], log_dir: Path | Non
 
 def run_cli(args: list[str], env: dict[str, str],
             timeout: float = 120) -> subprocess.CompletedProcess:
-    """A console script by module: ``run_cli(["services.enqueue", "--range", "0-3"], env)``."""
+    """A console script by module: ``run_cli(["services.ops.enqueue", "--range", "0-3"], env)``."""
     return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=env, timeout=timeout,
                           capture_output=True, text=True, check=False)
 
 
 def enqueue(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    res = run_cli(["services.enqueue", *args], env)
+    res = run_cli(["services.ops.enqueue", *args], env)
     if res.returncode != 0:
         raise AssertionError(f"enqueue-shards failed: {res.stdout}\n{res.stderr}")
     return res
 
 
 def settings_from(env: dict[str, str]):
-    from services.pipeline import PipelineSettings
+    from services.stages import PipelineSettings
 
     keys = {k[len("ONSEI_"):].lower(): v for k, v in env.items() if k.startswith("ONSEI_")}
     fields = set(PipelineSettings.model_fields)
@@ -175,9 +175,9 @@ def settings_from(env: dict[str, str]):
 
 
 def ledger_for(env: dict[str, str]):
-    from common.ledger import Ledger
+    from common.ledger.store import Ledger
     from common.storage import open_store
-    from services.pipeline import PIPELINE
+    from services.stages import PIPELINE
 
     s = settings_from(env)
     return Ledger(open_store(s.output_url, s), s, PIPELINE)
@@ -208,7 +208,7 @@ def wait_until(pred: Callable[[], bool], timeout: float, interval: float = 0.5,
 
 def dead_letters(env: dict[str, str], stage: str, ids: Iterable[int]) -> Callable[[], str | None]:
     """An ``abort`` check: the dead-lettered shards among ``ids`` at ``stage`` or before it."""
-    from services.pipeline import STAGES
+    from services.stages import STAGES
 
     want = set(ids)
     ledger = ledger_for(env)

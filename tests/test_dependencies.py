@@ -17,7 +17,7 @@ STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
                 "tokenize": ("tokenize",), "report": ("report",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
-CALLED_BY_STAGES = {("common/device.py", "torch"): ("enhance", "tokenize")}
+CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
 SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}
@@ -110,4 +110,4 @@ def test_the_check_sees_lazy_and_undeclared_imports(tmp_path: Path) -> None:
     assert "numpy" in base and "scipy" not in base.union(*extras.values())
     assert "torch" in extras["enhance"] and "torch" not in base
     assert allowed_extras(REPO / "services/enhance/segments.py", extras) == ("enhance",)
-    assert allowed_extras(REPO / "common/audio.py", extras) == ()
+    assert allowed_extras(REPO / "common/shards/audio.py", extras) == ()

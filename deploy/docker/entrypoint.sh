@@ -3,7 +3,7 @@
 # the worker's processes (celery --concurrency=N) run kernels on one GPU's SMs at the same time
 # instead of time-slicing it. Then it runs the command under onsei-supervise, which restarts a
 # worker that dies (issue 12: kombu could kill it on a Redis outage) and forwards SIGTERM to it
-# (graceful preemption: see common/preemption.py). ONSEI_RESTART=0: exec the command once.
+# (graceful preemption: see common/queue/preemption.py). ONSEI_RESTART=0: exec the command once.
 set -eu
 
 if [ "${ONSEI_CUDA_MPS:-0}" = "1" ]; then

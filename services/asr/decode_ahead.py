@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from common.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
-from common.members import iter_keys
-from common.readahead import read_ahead
 from common.settings import Settings
-from common.shards import MemberError, Sample
+from common.shards.audio import AUDIO_EXTENSIONS, AudioError, decode_audio
+from common.shards.members import iter_keys
+from common.shards.readahead import read_ahead
+from common.shards.tar import MemberError, Sample
 
 SAMPLE_RATE = 16000
 
@@ -59,7 +59,7 @@ def decode_item(item: Sample | MemberError, settings: Settings) -> Decoded:
 
 
 def _chosen(shard: Path, settings: Settings) -> Iterator[Sample | MemberError]:
-    """The shard's keys as common.members decides them (the rule enhance uses too): a key's
+    """The shard's keys as common.shards.members decides them (the rule enhance uses too): a key's
     error as a MemberError, its audio alone as a Sample; a bad sidecar keeps its own line."""
     for k in iter_keys(shard, settings.max_member_bytes,
                        max_sidecar_bytes=settings.max_sidecar_bytes):

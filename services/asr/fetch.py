@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.modelcache import BUNDLED_PREFIX, entry_names
-from common.modelfetch import FetchError, ModelSpec, from_hub, is_local
+from common.models.cache import BUNDLED_PREFIX, entry_names
+from common.models.fetch import FetchError, ModelSpec, from_hub, is_local
 from common.settings import Settings
 from services.asr.settings import AsrSettings
 

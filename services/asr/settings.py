@@ -43,7 +43,7 @@ class AsrSettings(WhisperSettings):
     @field_validator("languages")
     @classmethod
     def _whisper_codes(cls, v: list[str]) -> list[str]:
-        from common.languages import COMMON_NAMES, WHISPER_LANGUAGES
+        from services.asr.languages import COMMON_NAMES, WHISPER_LANGUAGES
 
         if not v:
             raise ValueError("no language to keep: give Whisper codes such as ja,en")

@@ -1,7 +1,7 @@
-"""What the ASR stage reads and writes (the pipeline order: services/pipeline.py)."""
+"""What the ASR stage reads and writes (the pipeline order: services/stages.py)."""
 
-from common.pipeline import StageSpec
-from common.stage import InputRef
+from common.stages.contract import InputRef
+from common.stages.spec import StageSpec
 from services.asr.settings import AsrSettings
 
 SPEC = StageSpec(

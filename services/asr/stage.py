@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from common.settings import Settings
-from common.stage import Stage, StageResult
+from common.stages.contract import Stage, StageResult
 from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings

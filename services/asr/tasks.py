@@ -1,8 +1,8 @@
 """The asr task: one shard per task; the stage's model loads once per worker process, after
-the fork (common/worker.py)."""
+the fork (common/queue/worker.py)."""
 
-from common.worker import register_stage_task
+from common.queue.worker import register_stage_task
 from services.asr.celery import app
-from services.pipeline import PIPELINE
+from services.stages import PIPELINE
 
 process_shard = register_stage_task(app, PIPELINE, "asr")

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from common.device import resolve_device as common_resolve_device
-from common.device import torch_cuda_available
 from common.errors import ModelUnavailable
+from common.models.device import resolve_device as common_resolve_device
+from common.models.device import torch_cuda_available
 from services.enhance.settings import EnhanceSettings
 
 

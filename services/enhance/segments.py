@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from common.audio import AudioError, decode_audio
-from common.members import iter_keys
+from common.shards.audio import AudioError, decode_audio
+from common.shards.members import iter_keys
 from services.enhance.chunking import pad_segment
 from services.enhance.highpass import highpass_zero_phase
 from services.records import AsrLine, RecordError

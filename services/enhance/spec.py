@@ -1,7 +1,7 @@
 """What the enhance stage reads and writes: the raw shard and ASR's kept segments in."""
 
-from common.pipeline import StageSpec
-from common.stage import InputRef
+from common.stages.contract import InputRef
+from common.stages.spec import StageSpec
 from services.enhance.settings import EnhanceSettings
 
 SPEC = StageSpec(

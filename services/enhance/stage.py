@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from common.settings import Settings
-from common.stage import Stage, StageResult
+from common.stages.contract import Stage, StageResult
 from services.enhance.backends import Backend, make_backend
 from services.enhance.chunking import ChunkGeometry
 from services.enhance.settings import EnhanceSettings
@@ -66,7 +66,7 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
-        from services.enhance.pipeline import Enhancer
+        from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
         from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter

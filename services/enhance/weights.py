@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.errors import ModelUnavailable
-from common.modelcache import cached_entry, fetch_entry, local_root
-from common.modelcache import resolve_model_dir as cached_model_dir
+from common.models.cache import cached_entry, fetch_entry, local_root
+from common.models.cache import resolve_model_dir as cached_model_dir
 from common.settings import Settings
 from common.storage import open_store, split_url
 
@@ -82,7 +82,7 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
 
 
 def _from_hub(repo_id: str, files: list[str], dest: Path, hint: Callable[[str], str]) -> Path:
-    from common.hub import hub_unavailable
+    from common.models.hub import hub_unavailable
 
     why = hub_unavailable()
     if why:

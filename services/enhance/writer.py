@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from common.audio import flac_bytes, resample
-from common.shards import ShardWriter
-from common.writebehind import WriteBehind
+from common.shards.audio import flac_bytes, resample
+from common.shards.tar import ShardWriter
+from common.shards.writebehind import WriteBehind
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.records import Sidecar, segment_id
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.modelfetch import ModelSpec, from_hub, is_local
+from common.models.fetch import ModelSpec, from_hub, is_local
 from common.settings import Settings
 from services.tokenize.settings import TokenizeSettings
 

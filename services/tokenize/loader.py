@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.device import resolve_device as common_resolve_device
-from common.device import torch_cuda_available
 from common.errors import ModelUnavailable
+from common.models.device import resolve_device as common_resolve_device
+from common.models.device import torch_cuda_available
 from services.tokenize.known_configs import (
     HUB_IDS,
     SEMANTIC_HUB_IDS,

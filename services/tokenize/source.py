@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlparse
 
-from common.modelcache import cached_entry, download_prefix, fetch_entry, local_root
+from common.models.cache import cached_entry, download_prefix, fetch_entry, local_root
 from common.settings import Settings
 from services.tokenize.known_configs import SEMANTIC_HUB_IDS
 from services.tokenize.loader import ModelLoadError, checkpoint_file
@@ -49,7 +49,7 @@ def _s3_has(url: str, settings: Settings) -> bool:
 
 def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
     """Checkpoint + the semantic model's configs (and weights, if the checkpoint lacks them)."""
-    from common.hub import hub_unavailable
+    from common.models.hub import hub_unavailable
 
     try:
         why = hub_unavailable()

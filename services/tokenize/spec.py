@@ -1,9 +1,9 @@
 """What the tokenize stage reads and writes. Each tokenizer has its own outputs and ledger, so
 a new codec re-runs this stage only, beside the old one's results."""
 
-from common.pipeline import StageSpec
 from common.settings import Settings
-from common.stage import InputRef
+from common.stages.contract import InputRef
+from common.stages.spec import StageSpec
 from services.tokenize.settings import TokenizeSettings
 
 

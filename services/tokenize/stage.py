@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common.settings import Settings
-from common.stage import Stage, StageResult
+from common.stages.contract import Stage, StageResult
 from services.tokenize.loader import LoadedCodec
 from services.tokenize.settings import TokenizeSettings
 from services.tokenize.spec import SPEC
@@ -75,7 +75,7 @@ class TokenizeStage(Stage):
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         from services.tokenize.encode import prepare
         from services.tokenize.filter import FilterPolicy
-        from services.tokenize.pipeline import PipelineConfig, run_pipeline
+        from services.tokenize.flow import PipelineConfig, run_pipeline
 
         self.load()
         assert self.codec is not None

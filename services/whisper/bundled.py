@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from common.errors import ModelUnavailable
-from common.modelcache import BUNDLED_PREFIX, fetch_entry
+from common.models.cache import BUNDLED_PREFIX, fetch_entry
 
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
 

@@ -3,7 +3,7 @@ float16 there and int8 on CPU (int8 is the fast path on CPUs; float16 halves GPU
 
 from __future__ import annotations
 
-from common.device import resolve_device as common_resolve_device
+from common.models.device import resolve_device as common_resolve_device
 
 
 def cuda_available() -> bool:

@@ -5,7 +5,7 @@ Accepted names, tried in this order:
   ``bundled:whisper-base``   assembled from installed package data into the model cache;
   a local directory          a CTranslate2 model (``model.bin`` + ``config.json`` + tokenizer);
   a model-cache entry        ``<ONSEI_MODEL_CACHE>/<name>`` (``/`` in hub ids becomes ``--``;
-                             common/modelcache.py); an ``s3://`` cache is fetched locally once;
+                             common/models/cache.py); an ``s3://`` cache is fetched locally once;
   a size name or hub id      ``large-v3-turbo``, ``Systran/faster-whisper-small``: the Hugging
                              Face cache, else a download, else a clear error (workers are often
                              offline; ``onsei models fetch`` puts weights into the model cache).
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import ModelUnavailable
-from common.modelcache import BUNDLED_PREFIX
+from common.models.cache import BUNDLED_PREFIX
 from services.whisper.bundled import ensure_bundled
 from services.whisper.bundled import version as bundled_version
 from services.whisper.device import resolve_compute_type, resolve_device
@@ -42,7 +42,7 @@ def _is_model_dir(p: Path) -> bool:
 
 
 def resolve_model(settings: WhisperSettings) -> ResolvedModel:
-    from common.modelcache import entry_names, local_root, resolve_model_dir
+    from common.models.cache import entry_names, local_root, resolve_model_dir
 
     name = settings.asr_model.strip()
     if name.startswith(BUNDLED_PREFIX):
@@ -81,7 +81,7 @@ def _resolve_hub(name: str, settings: WhisperSettings) -> ResolvedModel:
         return ResolvedModel(name, path, _hub_version(path))
     except Exception as e:  # noqa: BLE001 - not in the HF cache: try the network next
         log.debug("%s not in the Hugging Face cache: %s", name, e)
-    from common.hub import hub_unavailable
+    from common.models.hub import hub_unavailable
 
     why = hub_unavailable()
     err: Exception | None = RuntimeError(f"the hub is not usable from here: {why}") if why else None

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.stage import Stage, StageResult
-from common.worker import register_stage_task
-from services.pipeline import PIPELINE, make_app, output_key
+from common.queue.worker import register_stage_task
+from common.stages.contract import Stage, StageResult
+from services.stages import PIPELINE, make_app, output_key
 
 
 class SleepStage(Stage):

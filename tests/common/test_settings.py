@@ -65,7 +65,7 @@ def test_redacted_hides_passwords(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_onsei_config_command_redacts(monkeypatch: pytest.MonkeyPatch) -> None:
     env = dict(__import__("os").environ, ONSEI_BROKER_URL="redis://:hunter2@127.0.0.1:6379/0")
-    out = subprocess.run([sys.executable, "-m", "services.cli", "config", "--json"], env=env,
+    out = subprocess.run([sys.executable, "-m", "services.ops.cli", "config", "--json"], env=env,
                          capture_output=True, text=True, check=True).stdout
     values = json.loads(out)
     assert values["ONSEI_BROKER_URL"] == "redis://:***@127.0.0.1:6379/0"
@@ -109,7 +109,7 @@ def test_missing_config_file_is_an_error(tmp_path, monkeypatch: pytest.MonkeyPat
 def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
     env = dict(__import__("os").environ, ONSEI_LANGUAGES="japanese", ONSEI_ENHANCER="x",
                ONSEI_BROKER_URL="redis://127.0.0.1:1/0")
-    r = subprocess.run([sys.executable, "-m", "services.cli", "run", "--range", "0",
+    r = subprocess.run([sys.executable, "-m", "services.ops.cli", "run", "--range", "0",
                         "--input", str(tmp_path), "--output", str(tmp_path / "out")], env=env,
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
@@ -118,7 +118,7 @@ def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
     assert any(x.startswith("ONSEI_ENHANCER: unknown enhancer") for x in lines), lines
     assert not (tmp_path / "out").exists()  # nothing started
     env = dict(__import__("os").environ, ONSEI_CONFIG=str(tmp_path / "missing.yaml"))
-    r = subprocess.run([sys.executable, "-m", "services.cli", "config"], env=env,
+    r = subprocess.run([sys.executable, "-m", "services.ops.cli", "config"], env=env,
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "missing.yaml: no such file" in r.stderr

@@ -1,5 +1,5 @@
 """common/ names no stage: each stage owns its spec (services/<stage>/spec.py) and the order
-lives in services/pipeline.py (docs/architecture.md)."""
+lives in services/stages.py (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from services.pipeline import STAGES
+from services.stages import STAGES
 
 COMMON = Path(__file__).resolve().parents[2] / "common"
 

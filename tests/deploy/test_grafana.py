@@ -1,4 +1,4 @@
-"""The Grafana dashboard reads only metrics the workers (common/metrics.py) or Flower export."""
+"""The Grafana dashboard reads only metrics the workers (common/queue/metrics.py) or Flower export."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _exported() -> set[str]:
-    """Sample names common/metrics.py defines, rebuilt on a private registry."""
+    """Sample names common/queue/metrics.py defines, rebuilt on a private registry."""
     reg = CollectorRegistry()
     names: set[str] = set()
-    text = (REPO / "common/metrics.py").read_text()
+    text = (REPO / "common/queue/metrics.py").read_text()
     for kind, name in re.findall(r"(Counter|Gauge|Histogram)\(\"(onsei_\w+)\"", text):
         metric = {"Counter": Counter, "Gauge": Gauge, "Histogram": Histogram}[kind](
             name, "doc", ["stage", "host"], registry=reg)

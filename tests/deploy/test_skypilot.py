@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from services.fleet.config import load_config
+from services.ops.fleet.config import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ("asr", "enhance", "tokenize")

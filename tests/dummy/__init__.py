@@ -1,7 +1,7 @@
 """A Celery app with the three dummy stages: ``celery -A tests.dummy worker -Q asr`` etc."""
 
-from common.worker import register_stage_task
-from services.pipeline import PIPELINE, make_app
+from common.queue.worker import register_stage_task
+from services.stages import PIPELINE, make_app
 from tests.dummy.stages import DummyAsr, DummyEnhance, DummyTokenize
 
 app = make_app("tests.dummy")

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.shards import MemberError, ShardWriter, iter_shard
-from common.stage import Stage, StageResult
-from services.pipeline import output_key
+from common.shards.tar import MemberError, ShardWriter, iter_shard
+from common.stages.contract import Stage, StageResult
+from services.stages import output_key
 
 
 def _pause(shard_id: int) -> None:

@@ -17,9 +17,9 @@ import signal
 import time
 from pathlib import Path
 
-from common.stage import Stage
-from common.worker import register_stage_task
-from services.pipeline import PIPELINE, make_app
+from common.queue.worker import register_stage_task
+from common.stages.contract import Stage
+from services.stages import PIPELINE, make_app
 
 
 def _hang_once(stage: str, shard_id: int) -> None:

@@ -233,7 +233,7 @@ class Rig:
 
 
 def _out_key(s, stage: str, i: int) -> str:
-    from services.pipeline import output_key
+    from services.stages import output_key
 
     return output_key(stage, s, i)
 

@@ -47,8 +47,8 @@ def _s3_burst(proxy: FaultProxy, seconds: float) -> None:
 
 def _report(rig: Rig, html: Path) -> None:
     """The run report of the soak's output root (read over S3, like an operator would)."""
-    from services.report.collect import collect
-    from services.report.render import render_html
+    from services.ops.report.collect import collect
+    from services.ops.report.render import render_html
     from tests.harness import settings_from
 
     s = settings_from(rig.direct_env)

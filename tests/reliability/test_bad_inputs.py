@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from common.settings import Settings
-from common.shards import MemberError, Sample, ShardError, iter_shard
-from services.pipeline import PIPELINE
+from common.shards.tar import MemberError, Sample, ShardError, iter_shard
+from services.stages import PIPELINE
 from tests.reliability.catalogue import (
     GOOD_KEYS,
     Case,
@@ -128,7 +128,7 @@ def test_member_with_huge_size_is_skipped_unread(tmp_path, sp16):
 # --- through the ASR stage -----------------------------------------------------------------------
 
 def _run_asr(make_settings, shard_cases: list[Case], good: bytes, tmp_path: Path):
-    from common.engine import Engine
+    from common.stages.engine import Engine
     from services.asr.stage import AsrStage
 
     s = make_settings(asr_model="bundled:whisper-base", asr_device="cpu", **LIMITS)
@@ -189,11 +189,11 @@ def test_catalogue_through_asr_stage(full, cases, sp16, make_settings, tmp_path)
 def test_damaged_shard_through_asr_stage_publishes_nothing(make_settings, sp16):
     """A truncated tar fails as a whole (ShardError: the worker records it and dead-letters it
     after its retries); no half output and no done record are ever published."""
-    from common.engine import Engine
-    from common.ledger import Ledger
+    from common.ledger.store import Ledger
+    from common.stages.engine import Engine
     from common.storage import open_store
     from services.asr.stage import AsrStage
-    from services.pipeline import PIPELINE
+    from services.stages import PIPELINE
 
     s = make_settings(asr_model="bundled:whisper-base", asr_device="cpu")
     path = write_catalogue_shard(Path(s.input_url) / s.shard_name(0), [], _enc(sp16, 16000))

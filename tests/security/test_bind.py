@@ -45,7 +45,7 @@ def test_defaults_are_loopback():
 
 
 def test_metrics_endpoint_bound_to_loopback():
-    from common.metrics import serve
+    from common.queue.metrics import serve
 
     port = free_port()
     server = serve(Settings().metrics_host, port)
@@ -61,7 +61,7 @@ def test_metrics_endpoint_bound_to_loopback():
 
 
 def test_flower_command_is_loopback_and_keeps_password_off_argv():
-    from services.flower import flower_command, flower_env
+    from services.ops.flower import flower_command, flower_env
 
     s = Settings(flower_basic_auth="ops:hunter2-secret")
     cmd = flower_command(s.flower_host, s.flower_port)
@@ -77,7 +77,7 @@ def test_flower_live_requires_auth_and_listens_on_loopback(isolated_redis_url, t
            "ONSEI_FLOWER_BASIC_AUTH": "ops:flower-pw-123", "ONSEI_FLOWER_PORT": str(port),
            "PYTHONPATH": str(REPO)}
     log = open(tmp_path / "flower.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "flower"], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "services.ops.cli", "flower"], cwd=REPO, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         if not wait_port(port, timeout=60):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from bench.speechgen import make_tar
-from common.audio import AudioError, decode_audio
 from common.settings import Settings
-from common.shards import MemberError, Sample, iter_shard
+from common.shards.audio import AudioError, decode_audio
+from common.shards.tar import MemberError, Sample, iter_shard
 from tests.reliability.flacgen import silent_flac
 
 
@@ -79,7 +79,7 @@ def test_duration_limit_stops_decoding_early(three_hour_flac):
 
 def test_declared_duration_rejected_up_front(three_hour_flac):
     declared = flac_with_declared_samples(three_hour_flac, 10800 * 8000)
-    from common.audio import probe_seconds
+    from common.shards.audio import probe_seconds
 
     assert probe_seconds(declared) == pytest.approx(10800)
     tracemalloc.start()

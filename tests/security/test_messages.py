@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from common.queue import task_name
-from services.pipeline import STAGES, Settings, make_app
+from common.queue.config import task_name
+from services.stages import STAGES, Settings, make_app
 from tests.harness import pipeline_env, start_worker
 from tests.reliability.servers import RedisServer, make_tls_files
 

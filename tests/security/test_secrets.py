@@ -12,12 +12,12 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from common.ledger import Ledger
-from common.queue import celery_config
+from common.ledger.store import Ledger
+from common.queue.config import celery_config
 from common.redact import RedactingFilter, install_log_redaction, redact_text
 from common.settings import Settings
 from common.storage import open_store
-from services.pipeline import PIPELINE, make_app
+from services.stages import PIPELINE, make_app
 from tests.conftest import free_port
 from tests.harness import run_cli
 
@@ -32,7 +32,7 @@ def _secret_env(monkeypatch) -> None:
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_onsei_config_hides_secrets(monkeypatch, as_json):
-    from services.cli import cli
+    from services.ops.cli import cli
 
     _secret_env(monkeypatch)
     res = CliRunner().invoke(cli, ["config", *(["--json"] if as_json else [])])
@@ -43,7 +43,7 @@ def test_onsei_config_hides_secrets(monkeypatch, as_json):
 
 
 def test_yaml_config_secret_hidden(monkeypatch, tmp_path):
-    from services.cli import cli
+    from services.ops.cli import cli
 
     cfg = tmp_path / "onsei.yaml"
     cfg.write_text(f"broker_url: redis://:{PW}@10.0.0.5:6379/2\n")
@@ -106,8 +106,8 @@ def test_log_records_redacted():
     assert "ConnectionError" in out and PW not in out
 
 
-@pytest.mark.parametrize("args", [["services.enqueue", "--range", "0-1"],
-                                  ["services.cli", "status", "--range", "0-1"]],
+@pytest.mark.parametrize("args", [["services.ops.enqueue", "--range", "0-1"],
+                                  ["services.ops.cli", "status", "--range", "0-1"]],
                          ids=["enqueue-shards", "onsei-status"])
 def test_cli_errors_do_not_print_broker_password(args, tmp_path):
     """A broker that is down: whatever the command says, the password is not in it."""

@@ -84,7 +84,7 @@ def test_three_fleets_end_to_end(env, request) -> None:
             rec = led.read_done(st, i)
             assert rec and rec["host"] and "wall_seconds" in rec, (st, i)
     assert "enqueued 0" in enqueue(["--range", f"0-{N - 1}"], env).stdout
-    status = run_cli(["services.cli", "status", "--json"], env)
+    status = run_cli(["services.ops.cli", "status", "--json"], env)
     data = json.loads(status.stdout)
     assert all(data["stages"][st]["done"] == N for st in ("asr", "enhance", "tokenize"))
     assert data["stages"]["asr"]["audio_hours_in"] > 0

@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from bench.speechgen import make_shard
-from common.tracking import Tracker
+from common.queue.tracking import Tracker
 from tests.harness import (
     WaitAborted,
     enqueue,

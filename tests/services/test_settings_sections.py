@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from common.settings import Settings, describe_errors
 from services.asr.settings import AsrSettings
 from services.enhance.settings import EnhanceSettings
-from services.pipeline import PIPELINE, PipelineSettings
+from services.stages import PIPELINE, PipelineSettings
 from services.tokenize.settings import TokenizeSettings
 
 
@@ -117,7 +117,7 @@ def test_language_names_are_refused_with_the_valid_codes() -> None:
 
 def test_our_language_list_is_whispers() -> None:
     tokenizer = pytest.importorskip("faster_whisper.tokenizer")
-    from common.languages import WHISPER_LANGUAGES
+    from services.asr.languages import WHISPER_LANGUAGES
 
     assert set(WHISPER_LANGUAGES) == set(tokenizer._LANGUAGE_CODES)
 

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
     ("services.asr", ("torch", "transformers", "neucodec")),
     ("services.tokenize", ("ctranslate2", "faster_whisper")),
     ("services.enhance", ("ctranslate2", "faster_whisper", "neucodec")),
-    ("common.worker", ("torch", "ctranslate2", "faster_whisper")),
+    ("common.queue.worker", ("torch", "ctranslate2", "faster_whisper")),
 ])
 def test_import_does_not_pull_other_stacks(module: str, banned: tuple[str, ...]) -> None:
     code = (f"import sys, {module}; "

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from common.queue import send_stage_task
+from common.queue.config import send_stage_task
 from common.settings import Settings
-from services.pipeline import make_app
+from services.stages import make_app
 from tests.conftest import REPO
 from tests.harness import stop_process, wait_until
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from common.audio import resample
+from common.shards.audio import resample
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
 from services.enhance.quality.records import QualityRecord

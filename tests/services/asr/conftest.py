@@ -14,7 +14,7 @@ import pytest
 
 from bench.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
 from bench.speechgen import concat, have_espeak, make_shard, silence, synth, wav_bytes
-from services.pipeline import PIPELINE
+from services.stages import PIPELINE
 
 SR = 16000
 MODEL = os.environ.get("ONSEI_TEST_ASR_MODEL", "bundled:whisper-base")
@@ -101,7 +101,7 @@ def corpus() -> Corpus:
 
 
 def _flac(audio: np.ndarray) -> bytes:
-    from common.audio import flac_bytes
+    from common.shards.audio import flac_bytes
 
     return flac_bytes(audio, SR)
 
@@ -133,7 +133,7 @@ class ShardRun:
 @pytest.fixture(scope="session")
 def shard_run(asr_stage, corpus: Corpus, asr_root: Path) -> ShardRun:
     """Shard 7 through the executor (fetch, process, publish, done record), once."""
-    from common.engine import Engine
+    from common.stages.engine import Engine
 
     tmp = asr_root
     settings = asr_stage.settings

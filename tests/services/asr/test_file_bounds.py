@@ -57,7 +57,7 @@ def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
 
 
 def test_truncated_file_flags_the_segment_at_the_cut(asr_stage, tmp_path) -> None:
-    from common.audio import flac_bytes
+    from common.shards.audio import flac_bytes
 
     english = make_longform("en", seconds=40.0, min_sentences=8, seed=4)
     whole = flac_bytes(english.audio, SR)

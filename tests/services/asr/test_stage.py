@@ -135,7 +135,7 @@ def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
 
 def test_truncated_shard_raises_and_publishes_nothing(asr_stage, tmp_path) -> None:
     from bench.speechgen import make_shard, silence, wav_bytes
-    from common.shards import ShardError
+    from common.shards.tar import ShardError
 
     shard = make_shard(tmp_path / "s.tar", {"a": {"wav": wav_bytes(silence(2.0))}})
     data = shard.read_bytes()

@@ -48,11 +48,11 @@ def _read_lines(out: Path, shard: int) -> list[dict]:
 
 def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
                                                    isolated_redis_url: str) -> None:
-    from common.ledger import Ledger
-    from common.queue import send_stage_task
+    from common.ledger.store import Ledger
+    from common.queue.config import send_stage_task
     from common.settings import Settings
     from common.storage import open_store
-    from services.pipeline import PIPELINE, make_app
+    from services.stages import PIPELINE, make_app
 
     env = _env(tmp_path, isolated_redis_url)
     _small_shard(tmp_path / "raw" / "shard-000003.tar")
@@ -106,7 +106,7 @@ def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
 def test_onsei_run_asr_stage(tmp_path: Path, redis_url: str) -> None:
     env = _env(tmp_path, redis_url)
     _small_shard(tmp_path / "raw" / "shard-000004.tar")
-    r = subprocess.run([sys.executable, "-m", "services.cli", "run", "--range", "4",
+    r = subprocess.run([sys.executable, "-m", "services.ops.cli", "run", "--range", "4",
                         "--stages", "asr"], check=False, cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -114,7 +114,7 @@ def test_onsei_run_asr_stage(tmp_path: Path, redis_url: str) -> None:
     assert [x["status"] for x in lines] == ["ok", "error:undecodable"]
     assert (tmp_path / "out" / "_ledger" / "asr" / "shard-000004.json").is_file()
     # Done shards are skipped on a second run.
-    r2 = subprocess.run([sys.executable, "-m", "services.cli", "run", "--range", "4",
+    r2 = subprocess.run([sys.executable, "-m", "services.ops.cli", "run", "--range", "4",
                          "--stages", "asr"], check=False, cwd=REPO, env=env,
                         capture_output=True, text=True, timeout=300)
     assert r2.returncode == 0 and "already done 1" in r2.stdout, r2.stdout + r2.stderr

@@ -7,7 +7,7 @@ import pytest
 
 from bench.factories.sidon import build_small_sidon
 from services.enhance.chunking import ChunkGeometry, pad_segment, split_segment
-from services.enhance.pipeline import Enhancer
+from services.enhance.flow import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.settings import EnhanceSettings
 from services.enhance.sidon import SidonBackend

@@ -8,7 +8,7 @@ import pytest
 from bench.speechgen import have_espeak, noisy_speech, si_snr
 from services.enhance.chunking import ChunkGeometry, pad_segment
 from services.enhance.denoise import RNNoiseBackend, rnnoise_denoise
-from services.enhance.pipeline import Enhancer
+from services.enhance.flow import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from bench.speechgen import make_tar, wav_bytes
-from common.engine import Engine
+from common.stages.engine import Engine
 from common.storage import open_store
 from services.asr.decode_ahead import decoded_members
 from services.enhance.segments import SegmentSpec, read_plan
 from services.enhance.stage import EnhanceStage
 from services.enhance.verify import SegmentMismatch, check_written
-from services.pipeline import PIPELINE, open_ledger
+from services.stages import PIPELINE, open_ledger
 from tests.services.enhance.helpers import asr_line
 
 

@@ -15,10 +15,10 @@ import soundfile as sf
 import services.enhance.segments as segments_mod
 from bench.factories.sidon import build_small_sidon
 from bench.speechgen import have_espeak, make_shard, wav_bytes
-from common.audio import resample
-from common.engine import Engine
+from common.shards.audio import resample
+from common.stages.engine import Engine
 from services.enhance.stage import EnhanceStage
-from services.pipeline import PIPELINE
+from services.stages import PIPELINE
 from tests.services.enhance.helpers import asr_line, build_inputs, speech
 
 pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
@@ -103,7 +103,7 @@ def test_bad_members_fail_the_shard_with_every_reason(make_settings, tmp_path) -
     and nothing is published or marked done (it was once marked done with holes)."""
     from common.storage import open_store
     from services.enhance.verify import SegmentMismatch
-    from services.pipeline import open_ledger
+    from services.stages import open_ledger
 
     raw, out = tmp_path / "raw", tmp_path / "out"
     make_shard(raw / "shard-000007.tar", {

@@ -36,7 +36,7 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         from common.settings import Settings
-        from services.pipeline import make_app
+        from services.stages import make_app
 
         app = make_app("enhance-test", Settings(broker_url=isolated_redis_url))
         replies: dict = {}
@@ -48,7 +48,7 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
         assert any(k.startswith("enhance-test-") for k in replies)
         assert all(v == {"ok": "pong"} for v in replies.values())
         # And it does the work: one shard through the queue, done record last.
-        from common.queue import send_stage_task
+        from common.queue.config import send_stage_task
 
         send_stage_task(app, "enhance", 0, until="enhance")
         done = tmp_path / "out/_ledger/enhance/shard-000000.json"

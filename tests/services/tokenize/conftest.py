@@ -52,8 +52,8 @@ def tone(seconds_or_samples: float, sr: int, seed: int = 0) -> np.ndarray:
 def write_enhanced_tar(path: Path, segments: list[tuple[str, float, str]],
                        extra: dict[str, dict[str, bytes]] | None = None) -> Path:
     """An enhanced shard as the enhance stage writes it: {key}_{idx:04d}.flac (24 kHz) + .json."""
-    from common.audio import flac_bytes
-    from common.shards import ShardWriter
+    from common.shards.audio import flac_bytes
+    from common.shards.tar import ShardWriter
 
     with ShardWriter(path) as w:
         for i, (key, seconds, text) in enumerate(segments):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from common.modelcache import MANIFEST
+from common.models.cache import MANIFEST
 from services.tokenize.loader import CheckpointError, ModelLoadError, check_keys, load_codec
 from services.tokenize.source import resolve_model_dir
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from common.audio import flac_bytes
-from common.engine import Engine
-from common.shards import ShardWriter
-from services.pipeline import PIPELINE, output_key
+from common.shards.audio import flac_bytes
+from common.shards.tar import ShardWriter
+from common.stages.engine import Engine
+from services.stages import PIPELINE, output_key
 from services.tokenize.stage import TokenizeStage
 from tests.services.tokenize.conftest import tone
 

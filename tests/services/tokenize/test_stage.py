@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from common.audio import resample
-from common.engine import Engine
-from services.pipeline import PIPELINE, output_key
+from common.shards.audio import resample
+from common.stages.engine import Engine
+from services.stages import PIPELINE, output_key
 from services.tokenize.stage import TokenizeStage
 from tests.services.tokenize.conftest import tone, write_enhanced_tar
 

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from common.queue import send_stage_task
-from services.pipeline import make_app, output_key
+from common.queue.config import send_stage_task
+from services.stages import make_app, output_key
 from services.tokenize.settings import TokenizeSettings
 from tests.conftest import REPO
 from tests.harness import stop_process

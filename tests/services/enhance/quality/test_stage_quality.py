@@ -11,9 +11,9 @@ import pytest
 
 from bench.known_speakers import sphinx_lines, sphinx_texts
 from bench.speechgen import add_noise, make_shard, wav_bytes
-from common.engine import Engine
+from common.stages.engine import Engine
 from services.enhance.stage import EnhanceStage
-from services.pipeline import PIPELINE
+from services.stages import PIPELINE
 from tests.services.enhance.helpers import asr_line
 
 

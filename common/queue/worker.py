@@ -1,0 +1,183 @@
+"""The Celery adapter of the attempt engine: count deliveries, retry, dead-letter, hand on.
+
+A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, PIPELINE, name)``.
+The model is loaded once per worker process, after the fork (``worker_process_init``), never in
+the Celery parent: CUDA does not survive fork. The parent only reads inputs ahead
+(``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is :mod:`common.stages.engine`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable
+
+from celery import Celery, Task
+from celery.exceptions import Reject
+from celery.signals import task_received, worker_process_init
+
+from common.queue.config import app_settings, send_stage_task, task_name
+from common.queue.tracking import Tracker
+from common.settings import Settings
+from common.stages.contract import Stage
+from common.stages.engine import Attempt, Engine, shard_log
+from common.stages.prefetch import Prefetcher
+from common.stages.spec import Pipeline
+from common.transient import is_transient
+
+log = logging.getLogger(__name__)
+
+
+class StageRuntime:
+    """Per-process state: the engine (stage built and loaded lazily, once) and the tracker.
+
+    Re-created after a fork: a pool process must not share the parent's sockets.
+    """
+
+    def __init__(self, app: Celery, pipeline: Pipeline, name: str,
+                 stage_cls: Callable[[Settings], Stage] | None = None) -> None:
+        self._app = app
+        self.pipeline = pipeline
+        self.name = name
+        self._stage_cls = stage_cls
+        self._pid = -1
+        self._prefetcher: Prefetcher | None = None
+        self.unrecorded = 0  # outcomes in a row that could not be written (back-off grows)
+
+    @property
+    def settings(self) -> Settings:
+        return app_settings(self._app)
+
+    def _fresh(self) -> None:
+        if self._pid != os.getpid():
+            s = self.settings
+            self._engine = Engine(s, self.pipeline, self._stage_cls or self.name,
+                                  read_ahead=s.prefetch_shards > 0)
+            self._tracker = Tracker(s)
+            self._pid = os.getpid()
+
+    @property
+    def engine(self) -> Engine:
+        self._fresh()
+        return self._engine
+
+    @property
+    def tracker(self) -> Tracker:
+        self._fresh()
+        return self._tracker
+
+    @property
+    def prefetcher(self) -> Prefetcher:
+        """Lives in the worker's main process, whose engine never builds or loads the stage."""
+        if self._prefetcher is None:
+            ex = self.engine
+            self._prefetcher = Prefetcher(self.name, ex.fetch,
+                                          lambda i: ex.ledger.is_done(self.name, i),
+                                          self.settings)
+        return self._prefetcher
+
+
+def backoff_seconds(settings: Settings, attempts: int, exc: BaseException | None) -> float:
+    """Exponential back-off with full jitter; non-transient errors wait 5x longer."""
+    transient = exc is not None and is_transient(exc)
+    base = settings.retry_backoff_seconds * (1 if transient else 5)
+    cap = min(settings.retry_backoff_max_seconds, base * 2 ** max(0, attempts - 1))
+    return random.uniform(cap / 2, cap)
+
+
+def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
+                        stage_cls: Callable[[Settings], Stage] | None = None) -> Task:
+    """The task of ``stage_name``; its class comes from its spec unless ``stage_cls`` is given
+    (test stages), and is imported only in the pool process that runs it."""
+    runtime = StageRuntime(app, pipeline, stage_name, stage_cls)
+    name = task_name(stage_name)
+    if shard_log.level == logging.NOTSET:  # a line per shard even at Celery's default level
+        shard_log.setLevel(logging.INFO)
+
+    @worker_process_init.connect(weak=False)
+    def _load_model(**_: object) -> None:  # after fork, in each pool process
+        try:
+            runtime.engine.load()
+        except Exception:  # the task records the clear error per shard instead
+            log.exception("%s: model load failed at process start", stage_name)
+
+    @task_received.connect(weak=False)
+    def _prefetch(request: object = None, **_: object) -> None:  # worker main process
+        if runtime.settings.prefetch_shards <= 0 or getattr(request, "name", None) != name:
+            return
+        try:
+            runtime.prefetcher.submit(int(request.args[0]))  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001 - prefetch is an optimisation, never a failure
+            log.warning("%s: cannot prefetch: %s", stage_name, e)
+
+    # shared=False: the task belongs to this app only (not to every app made later in the process)
+    @app.task(name=name, bind=True, acks_late=True, max_retries=None, shared=False)
+    def process_shard(self: Task, shard_id: int, until: str | None = None,
+                      force: bool = False) -> dict:
+        settings, engine, tracker = runtime.settings, runtime.engine, runtime.tracker
+        shard_id = int(shard_id)
+        # Redis counts every delivery (crashes too); the message's own retry count bounds the
+        # loop even if that counter is lost.
+        attempts = max(tracker.start(stage_name, shard_id, settings.visibility_timeout * 4),
+                       int(self.request.retries or 0) + 1)
+        if attempts > settings.max_task_failures:  # crashed or timed out every time
+            outcome = engine.record_dead(shard_id, "too many deliveries (worker lost or hard "
+                                         "time limit)", attempts - 1)
+        else:
+            outcome = engine.attempt(shard_id, attempts, last=attempts >= settings.max_task_failures,
+                                     check_done=not force)
+        if outcome.status == "unrecorded":
+            # No outcome written: the message must not go. It does not count as an attempt;
+            # back off (longer while it lasts) and hand it back to the queue.
+            runtime.unrecorded += 1
+            tracker.uncount(stage_name, shard_id)
+            wait = backoff_seconds(settings, runtime.unrecorded, outcome.error)
+            log.warning("%s %s: outcome not recorded; requeued in %.1fs", stage_name, shard_id,
+                        wait)
+            time.sleep(wait)
+            raise Reject(outcome.reason, requeue=True)
+        runtime.unrecorded = 0
+        if outcome.status == "failed":
+            tracker.stop_running(stage_name, shard_id)
+            countdown = backoff_seconds(settings, attempts, outcome.error)
+            log.warning("%s %s: attempt %d failed; retry in %.1fs", stage_name, shard_id,
+                        attempts, countdown)
+            raise self.retry(exc=outcome.error, countdown=countdown, max_retries=None,
+                             kwargs={"until": until, "force": force})
+        nxt = pipeline.next(stage_name, until) if outcome.ok else None
+        sent = None
+        try:
+            if nxt is not None:
+                send_stage_task(app, nxt, shard_id, until or pipeline.last, force=force,
+                                track=False)
+                sent = nxt
+        finally:  # one round trip: not running here, queued there (only once really sent)
+            tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent)
+        return _summary(outcome)
+
+    process_shard.runtime = runtime  # type: ignore[attr-defined]
+    _install_ops_hooks(app, stage_name)
+    return process_shard
+
+
+def _summary(outcome: Attempt) -> dict:
+    out: dict = {"shard_id": outcome.shard_id, "skipped": outcome.status == "skipped"}
+    if outcome.status == "dead":
+        out.update(dead_lettered=True, reason=outcome.reason)
+    return out
+
+
+# --- operations hooks (owned by operations: common/queue/preemption.py, common/queue/metrics.py) -----------
+def _install_ops_hooks(app: Celery, stage_name: str) -> None:
+    """SIGTERM: finish the shard in hand within settings.shutdown_timeout or requeue it;
+    Prometheus metrics on settings.metrics_port. Both install once per process."""
+    from common.queue.metrics import install_worker_metrics
+    from common.queue.preemption import install_preemption
+
+    install_preemption(app)
+    install_worker_metrics(app, stage_name)
+
+
+__all__ = ["Reject", "StageRuntime", "backoff_seconds", "register_stage_task"]

@@ -1,0 +1,66 @@
+"""The ``onsei`` command. Subcommands live in their own modules and load only when called,
+so ``onsei config`` never imports a model stack."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import click
+
+# name -> "module:click command". Add a subcommand by adding a line here.
+SUBCOMMANDS: dict[str, str] = {
+    "config": "services.ops.config:config",
+    "run": "services.ops.run:run",
+    "status": "services.ops.status.command:status",
+    "pack-audio": "services.ops.pack_audio:pack_audio",
+    "models": "services.ops.models:models",
+    "fleet": "services.ops.fleet.cli:fleet",
+    "report": "services.ops.report.cli:report",
+    "flower": "services.ops.flower:flower",
+    "bench": "bench.__main__:bench",
+}
+
+
+class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        from services.ops.errors import user_errors
+
+        with user_errors():  # a bad setting or a missing input: one line, not a traceback
+            return super().invoke(ctx)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = SUBCOMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as e:
+            if e.name and (e.name == module or module.startswith(e.name + ".")):
+                raise click.ClickException(f"`onsei {name}` is not available yet ({module})") from e
+            raise
+
+
+@click.group(cls=LazyGroup)
+@click.option("-v", "--verbose", is_flag=True, help="debug logging")
+def cli(verbose: bool) -> None:
+    """onsei: raw speech -> text + neural-codec tokens for LLM-TTS training."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from common.redact import install_log_redaction
+
+    install_log_redaction()  # no secret reaches a log line (URL passwords, keys)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

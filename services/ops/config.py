@@ -1,0 +1,23 @@
+"""``onsei config``: the effective settings, secrets redacted."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from services.stages import PipelineSettings
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def config(as_json: bool) -> None:
+    """Print the effective settings (env + ONSEI_CONFIG YAML + defaults), secrets redacted:
+    the generic ones, then each stage's section."""
+    values = PipelineSettings().redacted()
+    if as_json:
+        click.echo(json.dumps(values, indent=2, default=str))
+        return
+    width = max(len(k) for k in values)
+    for k, v in values.items():
+        click.echo(f"{k:<{width}}  {v}")

@@ -1,0 +1,50 @@
+"""``onsei report``: what a run produced, as a summary and an optional self-contained HTML page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from common.redact import redact_text
+from services.stages import PipelineSettings
+
+
+@click.command()
+@click.option("--output", "output_url", default=None,
+              help="output root to report on (default: ONSEI_OUTPUT_URL)")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="write the HTML report (charts inline) here")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--range", "range_", default=None,
+              help="the run's shard ids A-B: projects hours and cost to finish them")
+def report(output_url: str | None, html_path: Path | None, as_json: bool,
+           range_: str | None) -> None:
+    """Hours in / kept / out, languages, segment lengths, drop reasons, speed, cost, failures."""
+    from services.ops.enqueue import parse_range
+    from services.ops.report.collect import collect, to_json
+
+    settings = PipelineSettings()
+    url = output_url or settings.output_url
+    data = collect(url, settings, total_shards=len(parse_range(range_)) if range_ else None)
+    summary = to_json(data)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        h = summary["hours"]
+        click.echo(f"{redact_text(url)}: {data.files} files, {data.files_ok} kept; "
+                   f"hours in {h['asr_in']:.3f}, kept {h['kept']:.3f}, tokens {h['tokens']:.3f}")
+        for stage, st in summary["stages"].items():
+            click.echo(f"  {stage:<9} done {st['done']:>6}  failed {st['failed']:>4}  "
+                       f"dead {st['dead_lettered']:>4}  {st['realtime_factor']:.3g}x real time")
+        from services.ops.costs import render_lines
+
+        for line in render_lines(data.cost):
+            click.echo(line)
+    if html_path is not None:
+        from services.ops.report.render import render_html
+
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(render_html(data), encoding="utf-8")
+        click.echo(f"wrote {html_path}", err=as_json)

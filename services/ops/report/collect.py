@@ -1,0 +1,237 @@
+"""Gather what a run produced: the ledger (done + failure records) and the stage outputs.
+
+Reads only through :func:`common.storage.open_store` and :class:`common.ledger.store.Ledger`, so the
+same report works on a local output root and on ``s3://``. Reading is tolerant: a malformed
+line or record is counted, never fatal (a report of a damaged run is the most useful one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from common.settings import Settings
+from common.storage import NotFound, Store, open_store
+from services.ops.report.quality import QualityData
+from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
+from services.stages import STAGES, open_ledger
+from services.tokenize.settings import TokenizeSettings
+
+TOP_N = 10
+R = TypeVar("R", bound=Record)
+
+
+@dataclass
+class StageSummary:
+    stage: str
+    done: int = 0
+    failed: int = 0  # failure records still standing (not superseded by a done record)
+    dead_lettered: int = 0
+    seconds_in: float = 0.0
+    seconds_out: float = 0.0
+    wall_seconds: float = 0.0
+    wall_times: list[float] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    first_started: float | None = None  # min(finished_at - wall_seconds)
+    last_finished: float | None = None
+
+    @property
+    def realtime_factor(self) -> float:
+        """Audio seconds in per second of shard wall time (summed over shards)."""
+        return self.seconds_in / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    @property
+    def fleet_hours_per_hour(self) -> float:
+        """Audio hours in per hour of calendar time from the first shard's start to the last end."""
+        if self.first_started is None or self.last_finished is None:
+            return 0.0
+        span = self.last_finished - self.first_started
+        return self.seconds_in / span if span > 0 else 0.0
+
+
+@dataclass
+class ReportData:
+    output_url: str
+    tokenizer: str
+    generated_at: float
+    stages: dict[str, StageSummary]
+    files: int = 0
+    files_ok: int = 0
+    seconds_asr_in: float = 0.0
+    seconds_kept: float = 0.0
+    languages: Counter = field(default_factory=Counter)  # files per detected language
+    language_seconds: Counter = field(default_factory=Counter)  # audio seconds per language
+    segment_durations: list[float] = field(default_factory=list)  # kept segments
+    drop_reasons: Counter = field(default_factory=Counter)  # file-level dropped:<reason>
+    error_reasons: Counter = field(default_factory=Counter)  # file-level error:<reason>
+    segment_reasons: Counter = field(default_factory=Counter)  # why segments were not kept
+    token_lines: int = 0
+    token_seconds: float = 0.0
+    unreadable: list[str] = field(default_factory=list)  # outputs that could not be parsed
+    slowest: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    cost: dict[str, Any] = field(default_factory=dict)  # services.ops.costs.summary
+    quality: QualityData = field(default_factory=QualityData)
+
+
+def _jsonl(store: Store, key: str, record: type[R]) -> tuple[list[R], int]:
+    """Parsed lines of one JSONL object, and the number of lines that are not a ``record``."""
+    try:
+        raw = store.read_bytes(key)
+    except NotFound:
+        return [], 1
+    rows, bad = [], 0
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(record.from_json(line))
+        except RecordError:
+            bad += 1
+    return rows, bad
+
+
+def _split_status(status: str) -> tuple[str, str]:
+    kind, _, reason = status.partition(":")
+    return kind, reason or "unspecified"
+
+
+def _add_asr_rows(data: ReportData, rows: list[AsrLine]) -> None:
+    for row in rows:
+        data.files += 1
+        dur = float(row.duration or 0.0)
+        data.seconds_asr_in += dur
+        kind, reason = _split_status(row.status or "error:missing_status")
+        lang = row.language or "unknown"
+        if kind != "error":
+            data.languages[lang] += 1
+            data.language_seconds[lang] += dur
+        if kind == "ok":
+            data.files_ok += 1
+        elif kind == "dropped":
+            data.drop_reasons[reason] += 1
+        else:
+            data.error_reasons[reason] += 1
+        for seg in row.segments:
+            length = max(0.0, float(seg.end) - float(seg.start))
+            if seg.kept:
+                data.segment_durations.append(length)
+                data.seconds_kept += length
+            else:
+                data.segment_reasons[seg.reason or "unspecified"] += 1
+
+
+def _add_done(summary: StageSummary, rec: dict[str, Any]) -> None:
+    summary.done += 1
+    summary.seconds_in += float(rec.get("audio_seconds_in") or 0.0)
+    summary.seconds_out += float(rec.get("audio_seconds_out") or 0.0)
+    wall = float(rec.get("wall_seconds") or 0.0)
+    summary.wall_seconds += wall
+    summary.wall_times.append(wall)
+    model = rec.get("model")
+    if model and str(model) not in summary.models:
+        summary.models.append(str(model))
+    fin = rec.get("finished_at")
+    if isinstance(fin, (int, float)):
+        start = fin - wall
+        summary.first_started = start if summary.first_started is None else min(
+            summary.first_started, start)
+        summary.last_finished = fin if summary.last_finished is None else max(
+            summary.last_finished, fin)
+
+
+def collect(output_url: str, settings: Settings, workers: int = 8,
+            total_shards: int | None = None) -> ReportData:
+    """``total_shards``: the run's size, for the projection of hours and cost to finish."""
+    from services.ops.costs import summary
+
+    store = open_store(output_url, settings)
+    ledger = open_ledger(settings, store)
+    codec = TokenizeSettings.of(settings).tokenizer
+    data = ReportData(output_url=output_url, tokenizer=codec,
+                      generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
+    slow: list[dict[str, Any]] = []
+    records: dict[str, list[dict[str, Any]]] = {}
+    for stage in STAGES:
+        stage_sum = data.stages[stage]
+        done_ids: set[int] = set()
+        records[stage] = ledger.done_records(stage)
+        for rec in records[stage]:
+            _add_done(stage_sum, rec)
+            for entry in rec.get("skipped") or []:  # segments the quality filter removed
+                try:
+                    data.quality.add_skipped(SkippedSegment.from_dict(entry))
+                except RecordError:
+                    continue  # a damaged entry: the rest of the record still counts
+            done_ids.add(int(rec.get("shard_id", -1)))
+            slow.append({"stage": stage, "shard": rec.get("shard", "?"),
+                         "wall_seconds": float(rec.get("wall_seconds") or 0.0),
+                         "audio_seconds_in": float(rec.get("audio_seconds_in") or 0.0),
+                         "host": rec.get("host", "")})
+        for fail in ledger.failures(stage):
+            if int(fail.get("shard_id", -1)) in done_ids:
+                continue  # a later success wins
+            stage_sum.failed += 1
+            stage_sum.dead_lettered += bool(fail.get("dead_lettered"))
+            data.failed.append({"stage": stage, "shard": fail.get("shard", "?"),
+                                "reason": str(fail.get("reason", ""))[:300],
+                                "attempts": fail.get("attempts", 0),
+                                "dead_lettered": bool(fail.get("dead_lettered"))})
+    data.cost = summary(records, settings, total_shards, data.generated_at)
+    data.slowest = sorted(slow, key=lambda r: r["wall_seconds"], reverse=True)[:TOP_N]
+    data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
+
+    asr_keys = [k for k in store.list("asr/") if k.endswith(".jsonl")]
+    tok_prefix = f"tokens/{codec}/"
+    tok_keys = [k for k in store.list(tok_prefix) if k.endswith(".jsonl")]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        asr_rows = pool.map(lambda k: _jsonl(store, k, AsrLine), asr_keys)
+        for key, (rows, bad) in zip(asr_keys, asr_rows):
+            _add_asr_rows(data, rows)
+            if bad:
+                data.unreadable.append(f"{key}: {bad} bad line(s)")
+        tok_rows = pool.map(lambda k: _jsonl(store, k, TokenLine), tok_keys)
+        for key, (tokens, bad) in zip(tok_keys, tok_rows):
+            data.token_lines += len(tokens)
+            data.token_seconds += sum(float(r.duration_seconds) for r in tokens)
+            for r in tokens:
+                data.quality.add_line(r)
+            if bad:
+                data.unreadable.append(f"{key}: {bad} bad line(s)")
+    return data
+
+
+def to_json(data: ReportData) -> dict[str, Any]:
+    """A plain summary (what ``onsei report --json`` prints)."""
+    return {
+        "output_url": data.output_url,
+        "tokenizer": data.tokenizer,
+        "files": data.files,
+        "files_ok": data.files_ok,
+        "hours": {
+            "asr_in": data.seconds_asr_in / 3600,
+            "kept": data.seconds_kept / 3600,
+            **{f"{s}_out": st.seconds_out / 3600 for s, st in data.stages.items()},
+            "tokens": data.token_seconds / 3600,
+        },
+        "stages": {
+            s: {"done": st.done, "failed": st.failed, "dead_lettered": st.dead_lettered,
+                "hours_in": st.seconds_in / 3600, "hours_out": st.seconds_out / 3600,
+                "realtime_factor": st.realtime_factor, "models": st.models}
+            for s, st in data.stages.items()
+        },
+        "languages": dict(data.languages.most_common()),
+        "segments_kept": len(data.segment_durations),
+        "token_lines": data.token_lines,
+        "drop_reasons": dict(data.drop_reasons.most_common()),
+        "error_reasons": dict(data.error_reasons.most_common()),
+        "segment_reasons": dict(data.segment_reasons.most_common()),
+        "slowest": data.slowest,
+        "failed": data.failed,
+        "unreadable": data.unreadable,
+        "cost": data.cost,
+        "quality": data.quality.as_dict(),
+    }

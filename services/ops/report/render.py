@@ -1,0 +1,249 @@
+"""ReportData -> one self-contained HTML page (charts are matplotlib PNGs inlined as base64).
+
+No external resource of any kind (no script, font or stylesheet link): the file can be mailed,
+archived, or opened offline. Every string that came from data is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from collections import Counter
+from html import escape
+
+from services.ops.report.collect import ReportData
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
+color:#222;padding:0 1em}
+h1{margin-bottom:.2em}.meta{color:#666;margin-top:0}
+table{border-collapse:collapse;margin:1em 0;font-size:14px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+.charts figure{margin:0;border:1px solid #eee;padding:6px}
+figcaption{font-size:13px;color:#555;text-align:center}
+.bad{color:#b00020}
+"""
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(title: str):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)  # headless: never needs a display
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.set_title(title, fontsize=11)
+    return fig, ax
+
+
+def _no_data(ax) -> None:
+    ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="#999",
+            transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _tidy_ticks(axis) -> None:
+    """At most ~5 numeric ticks with short labels (``0.5``, not ``0.0005``-wide strings that
+    run together on a narrow axis)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.4g}"))
+
+
+def duration_unit(max_seconds: float) -> tuple[str, float]:
+    """The unit that keeps a chart of durations in readable numbers: hours, minutes or s."""
+    if max_seconds >= 3600:
+        return "hours", 3600.0
+    if max_seconds >= 60:
+        return "minutes", 60.0
+    return "seconds", 1.0
+
+
+def _barh(title: str, counts: dict[str, float], xlabel: str, color: str = "#4c72b0") -> str:
+    fig, ax = _figure(title)
+    items = sorted(counts.items(), key=lambda kv: kv[1])[-15:]
+    if items:
+        ax.barh([k[:40] for k, _ in items], [v for _, v in items], color=color)
+        ax.set_xlabel(xlabel)
+        ax.tick_params(axis="y", labelsize=8)
+        _tidy_ticks(ax.xaxis)
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def chart_hours(data: ReportData) -> str:
+    labels = ["asr in", "asr kept", "enhance out", "tokens out"]
+    values = [data.seconds_asr_in or data.stages["asr"].seconds_in, data.seconds_kept,
+              data.stages["enhance"].seconds_out,
+              data.token_seconds or data.stages["tokenize"].seconds_out]
+    unit, per = duration_unit(max(values))
+    fig, ax = _figure(f"Audio {unit} through the pipeline")
+    amounts = [v / per for v in values]
+    bars = ax.bar(labels, amounts, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
+    ax.bar_label(bars, labels=[f"{h:.3g}" for h in amounts], fontsize=8)
+    ax.set_ylabel(unit)
+    _tidy_ticks(ax.yaxis)
+    return _png(fig)
+
+
+def chart_languages(data: ReportData) -> str:
+    seconds = dict(data.language_seconds)
+    if not any(seconds.values()):
+        return _barh("Files per detected language", dict(data.languages), "files", "#dd8452")
+    unit, per = duration_unit(max(seconds.values()))
+    return _barh(f"Audio per detected language ({unit})",
+                 {k: v / per for k, v in seconds.items()}, unit, "#dd8452")
+
+
+def chart_durations(data: ReportData) -> str:
+    fig, ax = _figure(f"Kept segment durations (n={len(data.segment_durations)})")
+    if data.segment_durations:
+        ax.hist(data.segment_durations, bins=30, color="#55a868")
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("segments")
+        _tidy_ticks(ax.xaxis)
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def chart_reasons(data: ReportData) -> str:
+    merged: Counter = Counter()
+    for k, v in data.drop_reasons.items():
+        merged[f"file dropped: {k}"] += v
+    for k, v in data.error_reasons.items():
+        merged[f"file error: {k}"] += v
+    for k, v in data.segment_reasons.items():
+        merged[f"segment: {k}"] += v
+    return _barh("Drop and error reasons", dict(merged), "count", "#c44e52")
+
+
+def chart_throughput(data: ReportData) -> str:
+    fig, ax = _figure("Per-stage speed (audio s per shard wall s)")
+    names = [s for s, st in data.stages.items() if st.done]
+    if names:
+        rtf = [data.stages[s].realtime_factor for s in names]
+        bars = ax.bar(names, rtf, color="#8172b2")
+        ax.bar_label(bars, labels=[f"{v:.3g}x" for v in rtf], fontsize=8)
+        ax.set_ylabel("x real time (one worker)")
+        _tidy_ticks(ax.yaxis)
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def chart_walltimes(data: ReportData) -> str:
+    fig, ax = _figure("Shard wall times per stage")
+    names = [s for s, st in data.stages.items() if st.wall_times]
+    if names:
+        ax.boxplot([data.stages[s].wall_times for s in names], showfliers=True)
+        ax.set_xticks(range(1, len(names) + 1), names)
+        ax.set_ylabel("seconds per shard")
+        _tidy_ticks(ax.yaxis)
+    else:
+        _no_data(ax)
+    return _png(fig)
+
+
+def _table(headers: list[str], rows: list[list[object]], left: int = 1) -> str:
+    def cell(tag: str, i: int, v: object) -> str:
+        cls = ' class="l"' if i < left else ""
+        text = f"{v:.3g}" if isinstance(v, float) else str(v)
+        return f"<{tag}{cls}>{escape(text)}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _cost_table(block: dict) -> str:
+    if not block:
+        return "<p>no done records</p>"
+    rows: list[list[object]] = [
+        [s, c["gpu_hours"], c["cost"] if c["cost"] is not None else "?",
+         c["cost_per_output_hour"] if c["cost_per_output_hour"] is not None else "?",
+         c["node_seconds_per_shard"] or 0.0, ", ".join(c["node_types"])]
+        for s, c in block["stages"].items()]
+    t = block["total"]
+    rows.append(["total", t["gpu_hours"], t["cost"] if t["cost"] is not None else "?",
+                 t["cost_per_output_hour"] if t["cost_per_output_hour"] is not None else "?",
+                 "", f"{t['output_hours']:.3g} output hours"])
+    html = _table(["stage", "GPU-hours", "cost $", "$ per output hour", "node s per shard",
+                   "nodes"], rows)
+    p = block.get("projection")
+    if p:
+        hl = "?" if p["hours_left"] is None else f"{p['hours_left']:.3g} h"
+        cf = "?" if p["cost_to_finish"] is None else f"${p['cost_to_finish']:,.2f}"
+        html += (f'<p id="projection">To finish {p["total_shards"]} shards: {escape(hl)} at '
+                 f"the current rate, {escape(cf)} more.</p>")
+    return html
+
+
+def render_html(data: ReportData) -> str:
+    charts = [
+        ("hours", "Hours in / kept / out", chart_hours(data)),
+        ("languages", "Language distribution", chart_languages(data)),
+        ("durations", "Segment duration histogram", chart_durations(data)),
+        ("reasons", "Drop and error reasons", chart_reasons(data)),
+        ("throughput", "Per-stage throughput", chart_throughput(data)),
+        ("walltimes", "Shard wall times", chart_walltimes(data)),
+    ]
+    from services.ops.report.quality import charts as quality_charts
+
+    charts += quality_charts(data.quality)
+    figs = "".join(
+        f'<figure><img id="chart-{cid}" class="chart" alt="{escape(cap)}" '
+        f'src="data:image/png;base64,{b64}"><figcaption>{escape(cap)}</figcaption></figure>'
+        for cid, cap, b64 in charts
+    )
+    stage_rows = [
+        [s, st.done, st.failed, st.dead_lettered, st.seconds_in / 3600, st.seconds_out / 3600,
+         st.realtime_factor, st.fleet_hours_per_hour, ", ".join(st.models)]
+        for s, st in data.stages.items()
+    ]
+    stages = _table(["stage", "done", "failed", "dead-lettered", "hours in", "hours out",
+                     "x real time / worker", "x real time / fleet", "model"], stage_rows)
+    slow = _table(["stage", "shard", "wall s", "audio s in", "host"],
+                  [[r["stage"], r["shard"], r["wall_seconds"], r["audio_seconds_in"], r["host"]]
+                   for r in data.slowest], left=2)
+    cost = _cost_table(data.cost)
+    failed = _table(["stage", "shard", "attempts", "dead-lettered", "reason"],
+                    [[r["stage"], r["shard"], r["attempts"], r["dead_lettered"], r["reason"]]
+                     for r in data.failed], left=2) if data.failed else "<p>none</p>"
+    unreadable = ("<h2 class=bad>Unreadable outputs</h2><ul>" + "".join(
+        f"<li>{escape(u)}</li>" for u in data.unreadable) + "</ul>") if data.unreadable else ""
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data.generated_at))
+    kept_pct = 100 * data.seconds_kept / data.seconds_asr_in if data.seconds_asr_in else 0.0
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>onsei run report</title>
+<style>{_CSS}</style></head><body>
+<h1>onsei run report</h1>
+<p class="meta">{escape(data.output_url)} &middot; tokenizer {escape(data.tokenizer)}
+ &middot; generated {escape(when)}</p>
+<p id="summary">{data.files} source files, {data.files_ok} kept ({data.seconds_asr_in / 3600:.3g} h
+ in, {data.seconds_kept / 3600:.3g} h kept = {kept_pct:.3g}%); {len(data.segment_durations)} kept
+ segments; {data.token_lines} tokenized utterances ({data.token_seconds / 3600:.3g} h).</p>
+<h2>Stages</h2>{stages}
+<h2>Cost</h2>{cost}
+<h2>Charts</h2><div class="charts">{figs}</div>
+<h2>Slowest shards</h2>{slow}
+<h2>Failed shards</h2>{failed}
+{unreadable}
+</body></html>
+"""

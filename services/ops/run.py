@@ -1,0 +1,71 @@
+"""``onsei run --input URL --output URL --range A-B [--stages asr,enhance,tokenize] [--force]``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from services.stages import STAGES, PipelineSettings
+
+
+@click.command()
+@click.option("--input", "input_url", default=None, help="raw shards URL [settings.input_url]")
+@click.option("--output", "output_url", default=None, help="output root URL [settings.output_url]")
+@click.option("--range", "range_", required=True, help="shard ids A-B (both included) or N")
+@click.option("--stages", default=",".join(STAGES), show_default=True,
+              help="comma-separated stages to run, in pipeline order")
+@click.option("--force", is_flag=True, help="redo shards even when their done record exists")
+def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
+        force: bool) -> None:
+    """The whole pipeline in one process, without a broker; skips work already done."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from common.stages.preflight import check_input_root, check_output_root
+    from services.ops.enqueue import parse_range
+    from services.ops.runner import Runner
+
+    wanted = [s.strip() for s in stages.split(",") if s.strip()]
+    bad = [s for s in wanted if s not in STAGES]
+    if bad or not wanted:
+        raise click.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}")
+    update = {k: v for k, v in (("input_url", input_url), ("output_url", output_url)) if v}
+    settings = PipelineSettings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
+    ids = parse_range(range_, settings.max_range)
+    # before any model loads: the input is there (when asr runs) and the output is writable
+    if STAGES[0] in wanted:
+        check_input_root(settings.input_url, settings)
+    check_output_root(settings.output_url, settings)
+    con = Console(stderr=True)
+    bars: dict[str, int] = {}
+    with Progress(TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=con, transient=False) as prog:
+
+        def progress(stage: str, advance: int, total: int) -> None:
+            if stage not in bars:
+                bars[stage] = prog.add_task(stage, total=total)
+            prog.update(bars[stage], advance=advance, total=total)
+
+        summaries = Runner(settings, wanted, force).run(ids, progress)
+    failed = False
+    for s in summaries:
+        click.echo(summary_line(s))
+        for shard_id, reason in s.failed.items():
+            click.echo(f"  shard {shard_id}: {reason}", err=True)
+        if s.error:
+            click.echo("  the earlier stages' outputs are saved; fix this and run again to "
+                       "continue from here.", err=True)
+        failed = failed or bool(s.error or s.failed)
+    sys.exit(1 if failed else 0)
+
+
+def summary_line(s) -> str:
+    """One line per stage; a stage that could not start says so and why, never "waiting"."""
+    if s.error:
+        n = len(s.not_run)
+        return f"{s.stage}: not run: {s.error} [{n} shard{'' if n == 1 else 's'} ready for it]"
+    return (f"{s.stage}: processed {len(s.processed)}, already done {len(s.skipped_done)}, "
+            f"failed {len(s.failed)}, waiting {len(s.waiting)} | "
+            f"{s.audio_seconds_in / 3600:.3f} h in, {s.audio_seconds_out / 3600:.3f} h out, "
+            f"{s.seconds:.1f}s")

@@ -1,0 +1,132 @@
+"""``onsei status [--range A-B] [--json]``: per stage done / queued / running / failed, hours,
+throughput over the last hour, slowest and failed shards; GPU-hours, cost per output hour and,
+with a range, the projection to finish it (services/ops/costs.py).
+
+Done and failed come from the ledger (the truth); queued and running from Redis (a mirror).
+With Redis down or empty the ledger part still prints, and the output says so.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import time
+from typing import Any
+
+import click
+
+from common.settings import Settings
+from services.stages import STAGES, get_settings, open_ledger
+
+
+def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
+    from common.queue.tracking import Tracker
+    from services.ops.costs import summary
+    from services.ops.status.recordcache import load_done
+
+    ledger = open_ledger(settings)
+    tracker = Tracker(settings)
+    redis_ok = tracker.available()
+    now = time.time()
+    out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
+                           [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
+    in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
+    records: dict[str, list[dict[str, Any]]] = {}
+    for stage in STAGES:
+        # one listing (the done count); record bodies from the local cache, the store's
+        # rollups, and a GET only for what neither has (services/ops/status/recordcache.py)
+        loaded = load_done(ledger, stage, ids)
+        recs = records[stage] = loaded.records
+        done_ids = loaded.done
+        fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
+                 and f.get("shard_id") not in done_ids]
+        recent = [r for r in recs if (r.get("finished_at") or 0) >= now - 3600]
+        st: dict[str, Any] = {
+            "done": len(done_ids),
+            "failed": len(fails),
+            "dead_lettered": sum(1 for f in fails if f.get("dead_lettered")),
+            "audio_hours_in": round(sum(r.get("audio_seconds_in") or 0 for r in recs) / 3600, 4),
+            "audio_hours_out": round(sum(r.get("audio_seconds_out") or 0 for r in recs) / 3600, 4),
+            "last_hour": {
+                "shards": len(recent),
+                "audio_hours_in": round(
+                    sum(r.get("audio_seconds_in") or 0 for r in recent) / 3600, 4),
+            },
+            "slowest": [{"shard_id": r["shard_id"], "wall_seconds": r.get("wall_seconds"),
+                         "host": r.get("host")}
+                        for r in heapq.nlargest(top, recs, key=lambda r: r.get("wall_seconds") or 0)],
+            "failures": [{"shard_id": f.get("shard_id"), "reason": f.get("reason"),
+                          "attempts": f.get("attempts"), "dead_lettered": f.get("dead_lettered")}
+                         for f in sorted(fails, key=lambda f: -f.get("failed_at", 0))[:2 * top]],
+            "queued": None, "reserved": None, "running": None,
+        }
+        if redis_ok:
+            running = {i: v for i, v in tracker.running(stage).items() if in_range(i)}
+            st["queued"] = tracker.queue_length(stage)  # the whole queue: messages carry no range
+            st["reserved"] = tracker.unacked_count(stage)
+            st["running"] = len(running)
+            st["running_shards"] = [{"shard_id": i, "host": v.get("host"),
+                                     "seconds": round(now - v.get("started", now), 1)}
+                                    for i, v in sorted(running.items())[:top]]
+        out["stages"][stage] = st
+    out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
+    if redis_ok:
+        out["redis_empty"] = all(not (s["queued"] or s["reserved"] or s["running"])
+                                 for s in out["stages"].values())
+    return out
+
+
+def render(data: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(width=max(Console().width, 110))
+    title = f"onsei status: {data['output']}"
+    if data["range"]:
+        title += f"  range {data['range'][0]}-{data['range'][1]}"
+    t = Table(title=title)
+    # short headers: fits 80 columns. "1h": finished in the last hour (throughput).
+    for col in ("stage", "done", "queued", "resv", "run", "failed", "dead", "h in", "h out",
+                "1h shards", "1h h in"):
+        t.add_column(col, justify="right" if col != "stage" else "left")
+    na = "?"
+    for stage, s in data["stages"].items():
+        t.add_row(stage, str(s["done"]), na if s["queued"] is None else str(s["queued"]),
+                  na if s["reserved"] is None else str(s["reserved"]),
+                  na if s["running"] is None else str(s["running"]), str(s["failed"]),
+                  str(s["dead_lettered"]), f"{s['audio_hours_in']:.2f}",
+                  f"{s['audio_hours_out']:.2f}", str(s["last_hour"]["shards"]),
+                  f"{s['last_hour']['audio_hours_in']:.2f}")
+    con.print(t)
+    from services.ops.costs import render_lines
+
+    for line in render_lines(data["cost"]):
+        con.print(line, highlight=False, markup=False)
+    if not data["redis"]:
+        con.print("[yellow]Redis unreachable: queued/running unknown; done and failed are from "
+                  "the ledger alone.[/]")
+    elif data.get("redis_empty"):
+        con.print("Redis holds no queued or running work (idle, or flushed: run "
+                  "`enqueue-shards` over the range to re-enqueue what the ledger lacks).")
+    for stage, s in data["stages"].items():
+        for f in s["failures"]:
+            dead = "dead-lettered" if f["dead_lettered"] else f"attempt {f['attempts']}"
+            con.print(f"[red]{stage} shard {f['shard_id']}[/] ({dead}): {f['reason']}")
+        if s["slowest"]:
+            slow = ", ".join(f"{x['shard_id']} ({x['wall_seconds']}s)" for x in s["slowest"])
+            con.print(f"{stage} slowest: {slow}")
+
+
+@click.command()
+@click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def status(range_: str | None, as_json: bool) -> None:
+    """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""
+    from services.ops.enqueue import parse_range
+
+    settings = get_settings()
+    data = collect(settings, parse_range(range_, settings.max_range) if range_ else None)
+    if as_json:
+        click.echo(json.dumps(data, indent=1))
+    else:
+        render(data)
