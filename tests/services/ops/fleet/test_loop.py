@@ -7,7 +7,7 @@ import pytest
 
 from services.ops.fleet.config import BacklogPolicy, FleetConfig
 from services.ops.fleet.loop import Fleet, owned_by
-from tests.services.fleet.fake_sky import FakeSky
+from tests.services.ops.fleet.fake_sky import FakeSky
 
 
 def _cfg(**kw) -> FleetConfig:

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from services.ops.fleet.sizing import StageRate, balance, measured_rates, pipeline_rate
 from services.stages import open_ledger
-from tests.services.fleet.fake_sky import FakeSky
+from tests.services.ops.fleet.fake_sky import FakeSky
 
 
 def _rates(asr: float | None, enhance: float | None, tokenize: float | None) -> list[StageRate]:

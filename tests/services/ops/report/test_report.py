@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from services.ops.report.collect import collect
 from services.ops.report.render import render_html
-from tests.services.report.synth import write_garbage, write_run
+from tests.services.ops.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes",
