@@ -40,10 +40,12 @@ def declared() -> tuple[set[str], dict[str, set[str]]]:
 def allowed_extras(path: Path, extras: dict[str, set[str]]) -> tuple[str, ...]:
     """The extras a module may rely on, besides the base dependencies."""
     parts = path.relative_to(REPO).parts
-    if parts[0] == "bench" or parts[:2] == ("services", "models.py"):
+    if parts[0] == "bench" or parts[:3] == ("services", "ops", "models.py"):
         return tuple(extras)  # measures / fetches for every stage
-    if parts[:2] == ("services", "flower.py"):
+    if parts[:3] == ("services", "ops", "flower.py"):
         return ("ops",)
+    if parts[:2] == ("services", "ops") and len(parts) > 3 and parts[2] in STAGE_EXTRAS:
+        return STAGE_EXTRAS[parts[2]]  # an operator command with an extra of its own
     if parts[0] == "services" and parts[1] in STAGE_EXTRAS:
         return STAGE_EXTRAS[parts[1]]
     return ()
