@@ -57,7 +57,7 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
             assert proc.poll() is None, "worker exited"
             time.sleep(0.5)
         record = json.loads(done.read_text())
-        assert record["counts"]["segments"] == 3 and record["enhancer"] == "none"
+        assert record.counts["segments"] == 3 and record.model_info["enhancer"] == "none"
         assert (tmp_path / "out/enhanced/shard-000000.tar").is_file()
     finally:
         stop_process(proc, 30)
