@@ -70,6 +70,9 @@ def test_sidecars_carry_the_annotations(make_settings, tmp_path, voices) -> None
     assert summary["fidelity_checked"] == 2 and summary["seconds"] > 0
     assert rec.counts["errors"] == 0
     assert "quality" in stage.model_info()
+    # the models that scored it and the counts of what they found, both kept (named blocks)
+    assert rec.model_info["quality"]["dnsmos"].startswith("speechmos")
+    assert rec.model_info["quality"]["speaker_threshold"] == s.quality_speaker_threshold
 
 
 def test_an_annotation_failure_keeps_the_audio_and_records_why(make_settings, tmp_path,
