@@ -98,9 +98,9 @@ def _run_naive(s: Settings, ex: Engine, n: int) -> float:
     t0 = time.monotonic()
     for i in range(n):
         rec = ex.run(i).record
-        model += rec["model_seconds"]
+        model += rec.model_seconds
         if t_first is None:
-            t_first = rec["fetch_seconds"]
+            t_first = rec.fetch_seconds
     return _busy(model, time.monotonic() - t0 - (t_first or 0))
 
 
@@ -118,7 +118,7 @@ def _run_ours(s: Settings, ex: Engine, n: int) -> float:
         if t_first is None:
             t_first = time.monotonic() - tf
         rec = ex.attempt(i, check_done=False).record or {}
-        model += rec["model_seconds"]
+        model += rec.model_seconds
     return _busy(model, time.monotonic() - t0 - (t_first or 0))
 
 

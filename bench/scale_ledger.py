@@ -124,7 +124,8 @@ def fill_ledger(s: Settings, shards: int) -> None:
     root = Path(s.output_url)  # the bench's local store: plain writes, no fsync per record
     for stage in STAGES:
         have = led.done_ids(stage, range(shards))
-        template = led.read_done(stage, min(have)) if have else {
+        first = led.read_done(stage, min(have)) if have else None
+        template = first.to_dict() if first is not None else {
             "stage": stage, "wall_seconds": 0.01, "audio_seconds_in": 1.0,
             "audio_seconds_out": 1.0, "finished_at": 0.0}
         for i in range(shards):

@@ -26,71 +26,19 @@ alone (docs/architecture.md, formats, has the measured cost). ``to_json`` writes
 
 from __future__ import annotations
 
-from typing import Any, Self
+from pydantic import Field
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from common.record import Record, RecordError, omitted, written_keys
+
+__all__ = ["Record", "RecordError", "written_keys"]
 
 OK = "ok"  # AsrLine.status of a member that was transcribed
 NEU_TOKENS = "neu_tokens"  # TokenLine.codes key of the NeuCodec codes (50 per second)
 
 
-class RecordError(ValueError):
-    """A line or sidecar that is not the record it should be."""
-
-
 def segment_id(key: str, idx: int) -> str:
     """A kept segment's name: its member name in the enhanced tar and its ``id`` in tokens."""
     return f"{key}_{idx:04d}"
-
-
-def _is_none(v: Any) -> bool:
-    return v is None
-
-
-def _omitted() -> Any:
-    """An optional field that is not written at all when None."""
-    return Field(default=None, exclude_if=_is_none)
-
-
-def written_keys(cls: type[Record]) -> tuple[str, ...]:
-    """The keys every record of ``cls`` has on disk, in order (not those omitted when None)."""
-    return tuple(n for n, f in cls.model_fields.items() if f.exclude_if is None)
-
-
-def _error(cls: type, e: ValidationError) -> RecordError:
-    why = "; ".join(f"{'.'.join(map(str, x['loc'])) or '-'}: {x['msg']}" for x in e.errors()[:3])
-    return RecordError(f"{cls.__name__}: {why}"[:300])
-
-
-class Record(BaseModel):
-    """Frozen, strict, and keeping unknown keys (``extra``)."""
-
-    model_config = ConfigDict(frozen=True, strict=True, extra="allow")
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> Self:
-        try:
-            return cls.model_validate_json(text)
-        except ValidationError as e:
-            raise _error(cls, e) from None
-
-    @classmethod
-    def from_dict(cls, d: Any) -> Self:
-        try:
-            return cls.model_validate(d)
-        except ValidationError as e:
-            raise _error(cls, e) from None
-
-    def to_json(self) -> str:
-        return self.model_dump_json()
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump()
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The keys this version does not know, as read."""
-        return self.model_extra or {}
 
 
 # --- asr/<shard>.jsonl ---------------------------------------------------------------------------
@@ -119,7 +67,7 @@ class AsrLine(Record):
     duration: float | None = None
     status: str = ""
     segments: list[AsrSegment] = Field(default_factory=list)
-    notes: list[str] | None = _omitted()
+    notes: list[str] | None = omitted()
 
     @property
     def ok(self) -> bool:
@@ -134,9 +82,9 @@ class AsrLine(Record):
 class Mos(Record):
     """DNSMOS P.835 scores (1-5); a score a reader's input lacks is None and not written."""
 
-    sig: float | None = _omitted()
-    bak: float | None = _omitted()
-    ovrl: float | None = _omitted()
+    sig: float | None = omitted()
+    bak: float | None = omitted()
+    ovrl: float | None = omitted()
 
 
 class Quality(Record):
@@ -147,12 +95,12 @@ class Quality(Record):
     dnsmos_after: Mos | None = None
     dnsmos_delta: Mos | None = None
     speaker_consistency: float | None = None
-    speaker_parts: int | None = _omitted()
+    speaker_parts: int | None = omitted()
     multi_speaker: bool | None = None
     fidelity_cer: float | None = None
     restoration_changed_text: bool | None = None
-    speaker_embedding: list[float] | None = _omitted()
-    fidelity_text: str | None = _omitted()
+    speaker_embedding: list[float] | None = omitted()
+    fidelity_text: str | None = omitted()
 
     def filterable(self) -> Quality:
         """What a tokens line and a skipped entry carry: all but the sidecar-only fields (and
@@ -175,7 +123,7 @@ class Sidecar(Record):
     start: float | None = None
     end: float | None = None
     duration_seconds: float | None = None
-    quality: Quality | None = _omitted()
+    quality: Quality | None = omitted()
 
 
 # --- tokens/<tokenizer>/<shard>.jsonl and the tokenize done record --------------------------------
@@ -187,7 +135,7 @@ class TokenLine(Record):
     text: str = ""
     codes: dict[str, list[int]] = Field(default_factory=dict)
     duration_seconds: float = 0.0
-    quality: Quality | None = _omitted()
+    quality: Quality | None = omitted()
 
     @property
     def neu_tokens(self) -> list[int]:

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from common.ledger.records import FailureRecord
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -215,9 +217,9 @@ def dead_letters(env: dict[str, str], stage: str, ids: Iterable[int]) -> Callabl
     stages = STAGES[: STAGES.index(stage) + 1]
 
     def check() -> str | None:
-        dead = [f"{st} shard {r['shard_id']} dead-lettered after {r.get('attempts')} tries: "
-                f"{r.get('reason')}" for st in stages for r in ledger.failures(st)
-                if r.get("dead_lettered") and r.get("shard_id") in want]
+        dead = [f"{st} shard {r.shard_id} dead-lettered after {r.attempts} tries: "
+                f"{r.reason}" for st in stages for r in ledger.failures(st)
+                if r.dead_lettered and r.shard_id in want]
         return "\n".join(dead) or None
 
     return check
@@ -241,15 +243,15 @@ def wait_done(env: dict[str, str], stage: str, ids: Iterable[int], timeout: floa
 
 
 def wait_failed(env: dict[str, str], stage: str, shard_id: int, timeout: float,
-                dead: bool = True, workers: Iterable[Worker] = ()) -> dict | None:
+                dead: bool = True, workers: Iterable[Worker] = ()) -> FailureRecord | None:
     """Poll for the shard's failure record (dead-lettered when ``dead``)."""
     ledger = ledger_for(env)
-    found: dict | None = None
+    found: FailureRecord | None = None
 
     def check() -> bool:
         nonlocal found
         for rec in ledger.failures(stage):
-            if rec.get("shard_id") == shard_id and (rec.get("dead_lettered") or not dead):
+            if rec.shard_id == shard_id and (rec.dead_lettered or not dead):
                 found = rec
                 return True
         return False

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import socket
 import time
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from common.ledger.records import DoneBody, DoneRecord, FailureRecord, RecordError
+from common.record import Record
 from common.redact import redact_text
 from common.settings import Settings
 from common.storage import NotFound, Store
@@ -24,7 +27,19 @@ from common.storage import NotFound, Store
 if TYPE_CHECKING:
     from common.stages.spec import Pipeline
 
+log = logging.getLogger(__name__)
+R = TypeVar("R", bound=Record)
+
 LEDGER = "_ledger"
+
+
+class Scan(list[R], Generic[R]):
+    """The records under a prefix that read as records; ``corrupt``: the others, key -> why
+    (reported as corrupt by status and the report, never counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.corrupt: dict[str, str] = {}
 # A stem longer than this cannot be a file name on common file systems (255 bytes): such a
 # shard's failure record goes under a hashed name instead, so it is still written.
 MAX_STEM_BYTES = 200
@@ -84,54 +99,64 @@ class Ledger:
         return f"{self.failed_dir(stage)}/{stem}.json"
 
     # --- done records -------------------------------------------------------------------------
-    def mark_done(self, stage: str, shard_id: int, record: dict[str, Any]) -> dict[str, Any]:
-        """Write the done record (atomic, last). Adds shard, stage, host and finish time."""
-        full = {
-            "host": socket.gethostname(),
-            "finished_at": time.time(),
-            **record,
-            # who the record is about is never taken from the caller's dict
-            "stage": stage,
-            "shard_id": shard_id,
+    def mark_done(self, stage: str, shard_id: int,
+                  body: DoneBody | Mapping[str, Any]) -> DoneRecord:
+        """Write the done record (atomic, last): ``body`` plus shard, stage, host and finish
+        time (who the record is about is never taken from the body)."""
+        fields = body.to_dict() if isinstance(body, DoneBody) else dict(body)
+        for key in ("stage", "shard_id", "shard", "host", "finished_at"):
+            fields.pop(key, None)
+        full = DoneRecord.from_dict({
+            **fields, "stage": stage, "shard_id": shard_id,
             "shard": self.settings.shard_name(shard_id),
-        }
-        self.store.write_bytes(self.done_key(stage, shard_id), _dumps(full))
+            "host": socket.gethostname(), "finished_at": time.time()})
+        self.store.write_bytes(self.done_key(stage, shard_id), _dumps(full.to_dict()))
         # A success supersedes any older failure record of the same shard.
         self.store.delete(self.failed_key(stage, shard_id))
         return full
 
     def is_done(self, stage: str, shard_id: int) -> bool:
-        return self.store.exists(self.done_key(stage, shard_id))
-
-    def read_done(self, stage: str, shard_id: int) -> dict[str, Any] | None:
+        """A done record that reads as one: a corrupt record is not done (the shard is redone
+        and its record rewritten)."""
         try:
-            return json.loads(self.store.read_bytes(self.done_key(stage, shard_id)))
+            return self.read_done(stage, shard_id) is not None
+        except RecordError as e:
+            log.warning("%s %s: corrupt done record, the shard is not done: %s",
+                        stage, shard_id, e)
+            return False
+
+    def read_done(self, stage: str, shard_id: int) -> DoneRecord | None:
+        """The shard's done record; None when there is none; :class:`RecordError` when it is
+        corrupt."""
+        try:
+            data = self.store.read_bytes(self.done_key(stage, shard_id))
         except NotFound:
             return None
+        rec = DoneRecord.from_json(data)
+        if rec.shard_id != shard_id or rec.stage != stage:
+            raise RecordError(f"the done record of {stage} {shard_id} names "
+                              f"{rec.stage} {rec.shard_id}")
+        return rec
 
     def done_ids(self, stage: str, ids: Collection[int] | None = None) -> set[int]:
         """Shard ids with a done record: one LIST per page of the stage's prefix, no per-shard
         request. With ``ids`` (a range or set) the listing is narrowed to their common name
-        prefix where the names allow it."""
+        prefix where the names allow it. A listing cannot tell a corrupt record: readers that
+        must (status, enqueue) read the bodies through services/ops/status/recordcache.py."""
         return self._ids_under(self.stage_dir(stage) + "/", ids)
 
-    def done_records(self, stage: str) -> list[dict[str, Any]]:
+    def done_records(self, stage: str) -> Scan[DoneRecord]:
         prefix = self.stage_dir(stage) + "/"
-        out = []
-        for key in self.store.list(prefix):
-            if key.endswith(".json") and "/" not in key[len(prefix):]:
-                try:
-                    out.append(json.loads(self.store.read_bytes(key)))
-                except (NotFound, ValueError):
-                    continue
-        return out
+        keys = [k for k in self.store.list(prefix)
+                if k.endswith(".json") and "/" not in k[len(prefix):]]
+        return self._scan(keys, DoneRecord)
 
     # --- failure records ------------------------------------------------------------------------
     def mark_failed(
-        self, stage: str, shard_id: int, reason: str, traceback: str = "", attempts: int = 0,
+        self, stage: str, shard_id: Any, reason: str, traceback: str = "", attempts: int = 0,
         dead: bool = False,
-    ) -> None:
-        rec = {
+    ) -> FailureRecord:
+        rec = FailureRecord.from_dict({
             "stage": stage,
             "shard_id": shard_id,
             "shard": _shard_name(self.settings, shard_id),
@@ -141,17 +166,22 @@ class Ledger:
             "dead_lettered": dead,
             "host": socket.gethostname(),
             "failed_at": time.time(),
-        }
-        self.store.write_bytes(self.failed_key(stage, shard_id), _dumps(rec))
+        })
+        self.store.write_bytes(self.failed_key(stage, shard_id), _dumps(rec.to_dict()))
+        return rec
 
-    def failures(self, stage: str) -> list[dict[str, Any]]:
-        prefix = self.failed_dir(stage) + "/"
-        out = []
-        for key in self.store.list(prefix):
+    def failures(self, stage: str) -> Scan[FailureRecord]:
+        return self._scan(list(self.store.list(self.failed_dir(stage) + "/")), FailureRecord)
+
+    def _scan(self, keys: list[str], cls: type[R]) -> Scan[R]:
+        out: Scan[R] = Scan()
+        for key in keys:
             try:
-                out.append(json.loads(self.store.read_bytes(key)))
-            except (NotFound, ValueError):
-                continue
+                out.append(cls.from_json(self.store.read_bytes(key)))
+            except NotFound:
+                continue  # removed since the listing
+            except RecordError as e:
+                out.corrupt[key] = str(e)
         return out
 
     def failed_ids(self, stage: str, ids: Collection[int] | None = None) -> set[int]:

@@ -20,6 +20,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from common.ledger.records import DoneRecord
+
 log = logging.getLogger(__name__)
 
 HOST = socket.gethostname()
@@ -49,18 +51,18 @@ def _m() -> dict[str, Any]:
     return _metrics
 
 
-def observe_shard(stage: str, shard_id: int, record: dict | None,
+def observe_shard(stage: str, shard_id: int, record: DoneRecord | None,
                   error: BaseException | None) -> None:
     """Executor observer: one finished (``record``) or failed (``error``) shard attempt."""
     m = _m()
     if record is None:
         m["failed"].labels(stage, HOST).inc()
         return
-    wall = float(record.get("wall_seconds", 0.0))
-    model = float(record.get("model_seconds", 0.0))
+    wall = record.wall_seconds
+    model = record.model_seconds
     m["done"].labels(stage, HOST).inc()
-    m["audio_in"].labels(stage, HOST).inc(float(record.get("audio_seconds_in", 0.0)))
-    m["audio_out"].labels(stage, HOST).inc(float(record.get("audio_seconds_out", 0.0)))
+    m["audio_in"].labels(stage, HOST).inc(record.audio_seconds_in)
+    m["audio_out"].labels(stage, HOST).inc(record.audio_seconds_out)
     m["model"].labels(stage, HOST).inc(model)
     m["wall"].labels(stage, HOST).inc(wall)
     m["hist"].labels(stage, HOST).observe(wall)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from common.errors import ModelUnavailable
+from common.ledger.records import DoneBody, DoneRecord
 from common.ledger.store import Ledger
 from common.node.price import node_of
 from common.redact import redact_text
@@ -39,12 +40,13 @@ shard_log = logging.getLogger("onsei.shards")
 
 # Observers of shard attempts, called as (stage, shard_id, done record | None, error | None):
 # common/queue/metrics.py registers one. An observer's failure is logged, never the shard's.
-SHARD_OBSERVERS: list[Callable[[str, int, dict | None, BaseException | None], None]] = []
+SHARD_OBSERVERS: list[Callable[[str, int, DoneRecord | None, BaseException | None], None]] = []
 
 Status = Literal["done", "skipped", "failed", "dead", "unrecorded"]
 
 
-def _notify(stage: str, shard_id: int, record: dict | None, error: BaseException | None) -> None:
+def _notify(stage: str, shard_id: int, record: DoneRecord | None,
+            error: BaseException | None) -> None:
     for observer in SHARD_OBSERVERS:
         try:
             observer(stage, shard_id, record, error)
@@ -61,7 +63,7 @@ class ShardOutcome:
     stage: str
     shard_id: int
     skipped: bool
-    record: dict[str, Any] | None
+    record: DoneRecord | None
 
 
 @dataclass
@@ -72,7 +74,7 @@ class Attempt:
     stage: str
     shard_id: int
     status: Status
-    record: dict[str, Any] | None = None
+    record: DoneRecord | None = None
     reason: str = ""
     error: BaseException | None = None
 
@@ -159,20 +161,23 @@ class Engine:
             t_processed = time.monotonic()
             for key, path in result.outputs.items():
                 self.output.put_file(path, key)
-            record = {
-                "counts": result.counts,
-                "audio_seconds_in": round(result.audio_seconds_in, 3),
-                "audio_seconds_out": round(result.audio_seconds_out, 3),
-                "wall_seconds": round(time.monotonic() - t0 - (t_loaded - t_fetched), 3),
-                "fetch_seconds": round(t_fetched - t0, 3),
-                "process_seconds": round(t_processed - t_loaded, 3),
-                "model_seconds": round(model_seconds, 3),
-                "outputs": sorted(result.outputs),
-                **self.stage.model_info(),
-                **result.extra,
-                "node": node_of(self.settings).as_record(),  # what the work cost: common/cost
-            }
-            full = self.ledger.mark_done(self.name, shard_id, record)
+            info = self.stage.model_info()
+            body = DoneBody(
+                counts=result.counts,
+                audio_seconds_in=round(result.audio_seconds_in, 3),
+                audio_seconds_out=round(result.audio_seconds_out, 3),
+                wall_seconds=round(time.monotonic() - t0 - (t_loaded - t_fetched), 3),
+                fetch_seconds=round(t_fetched - t0, 3),
+                process_seconds=round(t_processed - t_loaded, 3),
+                model_seconds=round(model_seconds, 3),
+                outputs=sorted(result.outputs),
+                model=_text(info.get("model")),
+                version=_text(info.get("version")),
+                model_info=info,
+                stats=result.extra,
+                node=node_of(self.settings).as_record(),  # what the work cost: common/node
+            )
+            full = self.ledger.mark_done(self.name, shard_id, body)
             _notify(self.name, shard_id, full, None)
             return ShardOutcome(self.name, shard_id, False, full)
         except Exception as e:
@@ -208,7 +213,8 @@ class Engine:
         if out.skipped:
             shard_log.info("%s %s: already done", self.name, shard_id)
             return Attempt(self.name, shard_id, "skipped")
-        self._log_done(shard_id, out.record or {})
+        if out.record is not None:
+            self._log_done(shard_id, out.record)
         return Attempt(self.name, shard_id, "done", record=out.record)
 
     def record_dead(self, shard_id: int, reason: str, attempts: int) -> Attempt:
@@ -238,10 +244,14 @@ class Engine:
         except Exception as e:  # noqa: BLE001 - a leftover download is collected later
             log.warning("%s %s: cannot discard its downloads: %s", self.name, shard_id, e)
 
-    def _log_done(self, shard_id: int, rec: dict[str, Any]) -> None:
-        audio, wall = rec.get("audio_seconds_in", 0.0), rec.get("wall_seconds", 0.0)
+    def _log_done(self, shard_id: int, rec: DoneRecord) -> None:
+        audio, wall = rec.audio_seconds_in, rec.wall_seconds
         shard_log.info("%s %s: done, %.3f audio hours in %.1f s (%.1fx real time)", self.name,
                        shard_id, audio / 3600, wall, audio / wall if wall > 0 else 0.0)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _empty(workdir: Path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from common.ledger.pack import Trimmed
 from common.node.price import Node, charge, node_of
 from common.settings import Settings
 from services.stages import STAGES
@@ -31,12 +32,12 @@ class StageCost:
     last_finish: float | None = None
     node_types: tuple[str, ...] = ()
 
-    def add(self, recs: list[dict[str, Any]], node: Node, now: float) -> None:
+    def add(self, recs: list[Trimmed], node: Node, now: float) -> None:
         """Records that ran on ``node``: charged at once (a share of a node is linear in its
         wall time), 50,000 records in one pass of plain sums."""
         if not recs:
             return
-        walls = [float(r.get("wall_seconds") or 0.0) for r in recs]
+        walls = [r.wall_seconds or 0.0 for r in recs]
         node_h, gpu_h, cost = charge(node, sum(walls))
         self.done += len(recs)
         self.node_hours += node_h
@@ -45,9 +46,9 @@ class StageCost:
             self.unpriced += len(recs)
         else:
             self.cost += cost
-        self.hours_out += sum(float(r.get("audio_seconds_out") or 0.0) for r in recs) / 3600
+        self.hours_out += sum(r.audio_seconds_out or 0.0 for r in recs) / 3600
         fins = [(f, w) for r, w in zip(recs, walls)
-                if isinstance(f := r.get("finished_at"), (int, float))]
+                if (f := r.finished_at) is not None]
         if fins:
             self.last_hour += sum(1 for f, _ in fins if f >= now - 3600)
             start = min(f - w for f, w in fins)
@@ -98,7 +99,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def stage_costs(records: dict[str, Iterable[dict[str, Any]]], settings: Settings,
+def stage_costs(records: dict[str, Iterable[Trimmed]], settings: Settings,
                 now: float | None = None) -> dict[str, StageCost]:
     now = time.time() if now is None else now
     fallback = node_of(settings, detect=False)  # this machine is not the one that worked
@@ -106,9 +107,9 @@ def stage_costs(records: dict[str, Iterable[dict[str, Any]]], settings: Settings
     for stage in STAGES:
         sc = StageCost(stage)
         # records read from the caches share their node blocks: one group per block object
-        groups: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        groups: dict[int, tuple[Any, list[Trimmed]]] = {}
         for rec in records.get(stage, ()):
-            block = rec.get("node")
+            block = rec.node
             groups.setdefault(id(block), (block, []))[1].append(rec)
         for block, recs in groups.values():
             sc.add(recs, Node.from_record(block, fallback), now)
@@ -136,7 +137,7 @@ def projection(costs: dict[str, StageCost], total_shards: int) -> dict[str, Any]
             "cost_to_finish": None if None in money else round(sum(money), 2)}
 
 
-def summary(records: dict[str, Iterable[dict[str, Any]]], settings: Settings,
+def summary(records: dict[str, Iterable[Trimmed]], settings: Settings,
             total_shards: int | None = None, now: float | None = None) -> dict[str, Any]:
     """The cost block of status / report: per stage, total, and (given the range's size)
     the projection. Output hours of the pipeline: those of its last stage (``until``)."""

@@ -17,6 +17,7 @@ import click
 from common.settings import Settings, one_of
 from common.stages.preflight import check_input_root
 from services.ops.errors import friendly
+from services.ops.status.recordcache import valid_done
 from services.stages import PIPELINE, STAGES, get_settings, open_ledger
 
 
@@ -67,15 +68,15 @@ def plan(settings: Settings, ids: range, stage: str, until: str, force: bool,
     ledger = open_ledger(settings)
     before = PIPELINE.previous(stage)
     # the ids are streamed from the range; only done ids (what exists) are ever held in sets
-    ready = ids if before is None else ledger.done_ids(before, ids)
+    ready = ids if before is None else valid_done(ledger, before, ids)
     p.waiting = len(ids) - len(ready)
     if force:
         p.to_enqueue[stage] = [i for i in ids if i in ready]
         return p
-    done = {s: ledger.done_ids(s, ids) for s in chain}
+    done = {s: valid_done(ledger, s, ids) for s in chain}
     dead: dict[str, set[int]] = {}
     if not retry_failed:  # failure records are few: reading each is cheap
-        dead = {s: {r["shard_id"] for r in ledger.failures(s) if r.get("dead_lettered")}
+        dead = {s: {r.shard_id for r in ledger.failures(s) if r.dead_lettered}
                 for s in chain}
     queued: set[int] = set()
     if p.redis_ok:

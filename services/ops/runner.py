@@ -22,6 +22,7 @@ from common.stages.engine import Engine, reason_of
 from common.stages.prefetch import Prefetcher
 from common.stages.spec import Pipeline
 from common.storage import open_store
+from services.ops.status.recordcache import valid_done
 from services.stages import PIPELINE, open_ledger
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,8 @@ class Runner:
     def _todo(self, stage: str, ids: range, summary: StageSummary) -> list[int]:
         before = self.pipeline.previous(stage)
         # never a set of the range's ids: only done ids (what exists) are held
-        ready = ids if before is None else self.ledger.done_ids(before, ids)
-        done = set() if self.force else self.ledger.done_ids(stage, ids)
+        ready = ids if before is None else valid_done(self.ledger, before, ids)
+        done = set() if self.force else valid_done(self.ledger, stage, ids)
         todo = []
         for i in ids:
             if i not in ready:
@@ -106,10 +107,10 @@ class Runner:
             a = engine.attempt(shard_id, check_done=False)
             if a.ok:
                 summary.processed.append(shard_id)
-                rec = a.record or {}
-                summary.model_seconds += rec.get("model_seconds", 0.0)
-                summary.audio_seconds_in += rec.get("audio_seconds_in", 0.0)
-                summary.audio_seconds_out += rec.get("audio_seconds_out", 0.0)
+                if a.record is not None:
+                    summary.model_seconds += a.record.model_seconds
+                    summary.audio_seconds_in += a.record.audio_seconds_in
+                    summary.audio_seconds_out += a.record.audio_seconds_out
             else:  # this shard failed (and has its record unless it says otherwise); others go on
                 summary.failed[shard_id] = a.reason if a.status != "unrecorded" else (
                     f"{a.reason} (not recorded: {reason_of(a.error)})" if a.error else a.reason)

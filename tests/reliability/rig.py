@@ -18,6 +18,7 @@ from pathlib import Path
 import boto3
 
 from bench.speechgen import make_shard
+from common.ledger.records import DoneRecord
 from tests.harness import Worker, enqueue, pipeline_env, start_worker, wait_done, worker_logs
 from tests.reliability.servers import RedisServer
 
@@ -196,8 +197,8 @@ class Rig:
         s = ledger.settings
         s3 = boto3.client("s3", endpoint_url=self.s3_direct)
         for stage in self.chain:
-            a.dead_lettered += [f"{stage}:{r['shard_id']}" for r in ledger.failures(stage)
-                                if r.get("dead_lettered")]
+            a.dead_lettered += [f"{stage}:{r.shard_id}" for r in ledger.failures(stage)
+                                if r.dead_lettered]
             stray = ledger.done_ids(stage) - set(self.ids)
             a.duplicated += [f"{stage}:{i} (outside the range)" for i in sorted(stray)]
         for i in self.ids:
@@ -265,8 +266,5 @@ def _expected(stage: str, prev: set[str] | None, keys: list[str]) -> set[str]:
     return set(keys) if stage == "asr" or prev is None else prev
 
 
-def _count(stage: str, rec: dict) -> int | None:
-    counts = rec.get("counts") or {}
-    if stage == "asr":
-        return counts.get("files")
-    return counts.get("segments")
+def _count(stage: str, rec: DoneRecord) -> int | None:
+    return rec.counts.get("files" if stage == "asr" else "segments")

@@ -148,7 +148,7 @@ def _check_asr(cases: list[Case], outcome, lines: list[dict]) -> None:
     # reads with max_sidecar_bytes); nothing else may add or lose a line.
     sidecar_lines = sum(1 for x in lines if x["status"].startswith("error:member_too_large")
                         and any(y["status"] == "ok" for y in by_key[x["key"]]))
-    assert outcome.record["counts"]["files"] == len(lines)
+    assert outcome.record.counts["files"] == len(lines)
     assert len(lines) - sidecar_lines == members  # one line per source member: none lost/doubled
     for k in GOOD_KEYS:
         ok = [x for x in by_key[k] if x["status"] == "ok"]
@@ -182,7 +182,7 @@ def test_catalogue_through_asr_stage(full, cases, sp16, make_settings, tmp_path)
     chosen = [c for c in cases if full or _line_key(c) in keys | DEFAULT_ASR]
     _s, outcome, lines = _run_asr(make_settings, chosen, _enc(sp16, 16000), tmp_path)
     _check_asr(chosen, outcome, lines)
-    assert outcome.record["counts"]["errors"] == sum(1 for c in chosen if c.reason != "audio"
+    assert outcome.record.counts["errors"] == sum(1 for c in chosen if c.reason != "audio"
                                                      and not c.member.endswith(".json"))
 
 

@@ -156,7 +156,7 @@ def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
     led = rig._ledger()
 
     def disk_full_recorded() -> bool:
-        return any("No space left" in r.get("reason", "") + r.get("traceback", "")
+        return any("No space left" in r.reason + r.traceback
                    for r in led.failures("asr"))
 
     assert wait_until(disk_full_recorded, 90), rig.logs()[-5000:]

@@ -75,7 +75,7 @@ def test_ledger_failure_record_redacted(tmp_path):
     raw = b"".join(store.read_bytes(k) for k in store.list("_ledger/_failed/"))
     assert raw and PW.encode() not in raw
     rec = ledger.failures("asr")[0]
-    assert "10.1.1.1" in rec["reason"]  # the rest of the message stays
+    assert "10.1.1.1" in rec.reason  # the rest of the message stays
 
 
 @pytest.mark.parametrize("text", [

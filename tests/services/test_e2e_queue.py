@@ -72,7 +72,7 @@ def test_enqueue_runs_all_then_nothing_twice(env, request) -> None:
     assert not wait_done(env, "tokenize", range(4), 90, [w]), worker_logs([w])
     _assert_exactly_once(env, range(4))
     rec = ledger_for(env).read_done("tokenize", 2)
-    assert rec["counts"]["segments"] == 2 * KEYS and rec["host"]
+    assert rec.counts["segments"] == 2 * KEYS and rec.host
     assert "enqueued 0" in enqueue(["--range", "0-3"], env).stdout
     assert Tracker(settings_from(env)).queued_ids("asr") == set()
     assert "inputs prefetched" in w.log_text()  # the main process downloaded ahead
@@ -121,7 +121,7 @@ def test_kill9_mid_shard_then_new_worker_completes(env, request) -> None:
         keys = [json.loads(x)["key"] for x in lines]
         assert sorted(keys) == [f"k{j}" for j in range(KEYS)], (i, keys)
     assert tracker.running("asr") == {}
-    assert max(led.read_done("asr", i)["finished_at"] for i in in_hand) > 0
+    assert max(led.read_done("asr", i).finished_at for i in in_hand) > 0
 
 
 def test_redis_flushed_mid_run_then_enqueue_again(env, request) -> None:
@@ -146,8 +146,8 @@ def test_always_failing_shard_is_dead_lettered(env, request, tmp_path: Path) -> 
     enqueue(["--range", "0-3"], env)
     rec = wait_failed(env, "asr", 1, 90, workers=[w])
     assert rec is not None, worker_logs([w])
-    assert rec["attempts"] == 3 and "ShardError" in rec["reason"]
-    assert "Traceback" in rec["traceback"]
+    assert rec.attempts == 3 and "ShardError" in rec.reason
+    assert "Traceback" in rec.traceback
     assert not wait_done(env, "tokenize", [0, 2, 3], 90, [w]), worker_logs([w])
     assert not ledger_for(env).is_done("asr", 1)
     out = enqueue(["--range", "0-3"], env).stdout

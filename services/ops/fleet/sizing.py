@@ -12,8 +12,11 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
 
+from common.ledger.pack import Trimmed, trim
+from common.ledger.records import DoneRecord, RecordError
+from common.ledger.store import Ledger
 from common.settings import Settings
 from services.stages import STAGES, open_ledger
 
@@ -61,13 +64,13 @@ def measured_rates(settings: Settings, sample: int = SAMPLE,
 
     ledger = open_ledger(settings)
     rng = random.Random(seed)
-    records: dict[str, list[dict[str, Any]]] = {}
+    records: dict[str, list[Trimmed]] = {}
     for stage in STAGES:
         ids = sorted(ledger.done_ids(stage))
         picked = ids if len(ids) <= sample else rng.sample(ids, sample)
         with ThreadPoolExecutor(16) as pool:
-            records[stage] = [r for r in pool.map(lambda i, s=stage: ledger.read_done(s, i), picked)
-                              if r]
+            records[stage] = [trim(r) for r in pool.map(partial(_read, ledger, stage), picked)
+                              if r is not None]
     costs = stage_costs(records, settings)
     out = []
     for stage in STAGES:
@@ -75,6 +78,13 @@ def measured_rates(settings: Settings, sample: int = SAMPLE,
         price = c.cost / c.node_hours if c.priced and c.node_hours > 0 else None
         out.append(StageRate(stage, c.node_seconds_per_shard, price))
     return out
+
+
+def _read(ledger: Ledger, stage: str, shard_id: int) -> DoneRecord | None:
+    try:
+        return ledger.read_done(stage, shard_id)
+    except RecordError:
+        return None  # corrupt: no figure to learn from
 
 
 def render(rates: list[StageRate], nodes: dict[str, int],

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from common.ledger.pack import Trimmed, trim
+from common.ledger.records import DoneRecord
 from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.ops.report.quality import QualityData
@@ -124,18 +126,17 @@ def _add_asr_rows(data: ReportData, rows: list[AsrLine]) -> None:
                 data.segment_reasons[seg.reason or "unspecified"] += 1
 
 
-def _add_done(summary: StageSummary, rec: dict[str, Any]) -> None:
+def _add_done(summary: StageSummary, rec: DoneRecord) -> None:
     summary.done += 1
-    summary.seconds_in += float(rec.get("audio_seconds_in") or 0.0)
-    summary.seconds_out += float(rec.get("audio_seconds_out") or 0.0)
-    wall = float(rec.get("wall_seconds") or 0.0)
+    summary.seconds_in += rec.audio_seconds_in
+    summary.seconds_out += rec.audio_seconds_out
+    wall = rec.wall_seconds
     summary.wall_seconds += wall
     summary.wall_times.append(wall)
-    model = rec.get("model")
-    if model and str(model) not in summary.models:
-        summary.models.append(str(model))
-    fin = rec.get("finished_at")
-    if isinstance(fin, (int, float)):
+    if rec.model and rec.model not in summary.models:
+        summary.models.append(rec.model)
+    fin = rec.finished_at
+    if fin:
         start = fin - wall
         summary.first_started = start if summary.first_started is None else min(
             summary.first_started, start)
@@ -154,32 +155,34 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
     data = ReportData(output_url=output_url, tokenizer=codec,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []
-    records: dict[str, list[dict[str, Any]]] = {}
+    records: dict[str, list[Trimmed]] = {}
     for stage in STAGES:
         stage_sum = data.stages[stage]
         done_ids: set[int] = set()
-        records[stage] = ledger.done_records(stage)
-        for rec in records[stage]:
+        done = ledger.done_records(stage)
+        failures = ledger.failures(stage)
+        for key, why in {**done.corrupt, **failures.corrupt}.items():
+            data.unreadable.append(f"{key}: corrupt record, not counted ({why})")
+        records[stage] = [trim(rec) for rec in done]
+        for rec in done:
             _add_done(stage_sum, rec)
-            for entry in rec.get("skipped") or []:  # segments the quality filter removed
+            for entry in rec.stat("skipped") or []:  # segments the quality filter removed
                 try:
                     data.quality.add_skipped(SkippedSegment.from_dict(entry))
                 except RecordError:
                     continue  # a damaged entry: the rest of the record still counts
-            done_ids.add(int(rec.get("shard_id", -1)))
-            slow.append({"stage": stage, "shard": rec.get("shard", "?"),
-                         "wall_seconds": float(rec.get("wall_seconds") or 0.0),
-                         "audio_seconds_in": float(rec.get("audio_seconds_in") or 0.0),
-                         "host": rec.get("host", "")})
-        for fail in ledger.failures(stage):
-            if int(fail.get("shard_id", -1)) in done_ids:
-                continue  # a later success wins
+            done_ids.add(rec.shard_id)
+            slow.append({"stage": stage, "shard": rec.shard or "?",
+                         "wall_seconds": rec.wall_seconds,
+                         "audio_seconds_in": rec.audio_seconds_in, "host": rec.host})
+        for fail in failures:
+            if fail.shard_id is None or fail.shard_id in done_ids:
+                continue  # a later success wins; a malformed message names no shard
             stage_sum.failed += 1
-            stage_sum.dead_lettered += bool(fail.get("dead_lettered"))
-            data.failed.append({"stage": stage, "shard": fail.get("shard", "?"),
-                                "reason": str(fail.get("reason", ""))[:300],
-                                "attempts": fail.get("attempts", 0),
-                                "dead_lettered": bool(fail.get("dead_lettered"))})
+            stage_sum.dead_lettered += fail.dead_lettered
+            data.failed.append({"stage": stage, "shard": fail.shard or "?",
+                                "reason": fail.reason[:300], "attempts": fail.attempts,
+                                "dead_lettered": fail.dead_lettered})
     data.cost = summary(records, settings, total_shards, data.generated_at)
     data.slowest = sorted(slow, key=lambda r: r["wall_seconds"], reverse=True)[:TOP_N]
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from common.ledger.pack import Trimmed
 from common.settings import Settings
 from services.stages import STAGES, get_settings, open_ledger
 
@@ -31,33 +32,36 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
                            [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
-    records: dict[str, list[dict[str, Any]]] = {}
+    records: dict[str, list[Trimmed]] = {}
     for stage in STAGES:
         # one listing (the done count); record bodies from the local cache, the store's
         # rollups, and a GET only for what neither has (services/ops/status/recordcache.py)
         loaded = load_done(ledger, stage, ids)
         recs = records[stage] = loaded.records
         done_ids = loaded.done
-        fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
-                 and f.get("shard_id") not in done_ids]
-        recent = [r for r in recs if (r.get("finished_at") or 0) >= now - 3600]
+        failures = ledger.failures(stage)
+        fails = [f for f in failures if f.shard_id is not None and in_range(f.shard_id)
+                 and f.shard_id not in done_ids]
+        recent = [r for r in recs if (r.finished_at or 0) >= now - 3600]
         st: dict[str, Any] = {
             "done": len(done_ids),
             "failed": len(fails),
-            "dead_lettered": sum(1 for f in fails if f.get("dead_lettered")),
-            "audio_hours_in": round(sum(r.get("audio_seconds_in") or 0 for r in recs) / 3600, 4),
-            "audio_hours_out": round(sum(r.get("audio_seconds_out") or 0 for r in recs) / 3600, 4),
+            "dead_lettered": sum(1 for f in fails if f.dead_lettered),
+            "corrupt": [{"shard_id": i, "why": why} for i, why in sorted(loaded.corrupt.items())]
+            + [{"key": k, "why": why} for k, why in sorted(failures.corrupt.items())],
+            "audio_hours_in": round(sum(r.audio_seconds_in or 0 for r in recs) / 3600, 4),
+            "audio_hours_out": round(sum(r.audio_seconds_out or 0 for r in recs) / 3600, 4),
             "last_hour": {
                 "shards": len(recent),
                 "audio_hours_in": round(
-                    sum(r.get("audio_seconds_in") or 0 for r in recent) / 3600, 4),
+                    sum(r.audio_seconds_in or 0 for r in recent) / 3600, 4),
             },
-            "slowest": [{"shard_id": r["shard_id"], "wall_seconds": r.get("wall_seconds"),
-                         "host": r.get("host")}
-                        for r in heapq.nlargest(top, recs, key=lambda r: r.get("wall_seconds") or 0)],
-            "failures": [{"shard_id": f.get("shard_id"), "reason": f.get("reason"),
-                          "attempts": f.get("attempts"), "dead_lettered": f.get("dead_lettered")}
-                         for f in sorted(fails, key=lambda f: -f.get("failed_at", 0))[:2 * top]],
+            "slowest": [{"shard_id": r.shard_id, "wall_seconds": r.wall_seconds,
+                         "host": r.host}
+                        for r in heapq.nlargest(top, recs, key=lambda r: r.wall_seconds or 0)],
+            "failures": [{"shard_id": f.shard_id, "reason": f.reason,
+                          "attempts": f.attempts, "dead_lettered": f.dead_lettered}
+                         for f in sorted(fails, key=lambda f: -f.failed_at)[:2 * top]],
             "queued": None, "reserved": None, "running": None,
         }
         if redis_ok:
@@ -109,6 +113,10 @@ def render(data: dict[str, Any]) -> None:
         con.print("Redis holds no queued or running work (idle, or flushed: run "
                   "`enqueue-shards` over the range to re-enqueue what the ledger lacks).")
     for stage, s in data["stages"].items():
+        for c in s.get("corrupt", []):  # not done: the next enqueue-shards redoes the shard
+            what = f"shard {c['shard_id']}" if "shard_id" in c else c["key"]
+            con.print(f"[red]{stage} {what}: corrupt record, not counted[/] ({c['why']})",
+                      highlight=False)
         for f in s["failures"]:
             dead = "dead-lettered" if f["dead_lettered"] else f"attempt {f['attempts']}"
             con.print(f"[red]{stage} shard {f['shard_id']}[/] ({dead}): {f['reason']}")

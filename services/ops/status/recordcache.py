@@ -22,19 +22,20 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.ledger.pack import FIELDS, Entries, dumps, pack, trim, unpack
+from common.ledger.pack import FIELDS, Entries, Trimmed, dumps, pack, trim, unpack
+from common.ledger.records import RecordError
 from common.ledger.store import Ledger
 from services.ops.status import rollup
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIELDS", "Loaded", "cache_path", "done_records", "load_done"]
-VERSION = 3  # 3: columnar (common/ledger/pack.py)
+__all__ = ["FIELDS", "Loaded", "cache_path", "done_records", "load_done", "valid_done"]
+VERSION = 4  # 4: columnar with a checksum (common/ledger/pack.py)
 # A block's rollup (one GET, and one PUT when rewritten, of up to ~170 KB) is consulted and
 # rewritten only when at least this many of its records are not known locally: fewer are
 # cheaper read one by one.
@@ -50,7 +51,8 @@ class Loaded:
     bodies of those still there when read; the rest say what it cost."""
 
     done: set[int]
-    records: list[dict[str, Any]]
+    records: list[Trimmed]
+    corrupt: dict[int, str] = field(default_factory=dict)  # shard id -> why: not done
     record_reads: int = 0
     rollup_reads: int = 0
     rollups_written: int = 0
@@ -83,8 +85,17 @@ def _save(path: Path, entries: Entries) -> None:
         log.debug("ledger cache not saved: %s", e)
 
 
+def valid_done(ledger: Ledger, stage: str, ids: Collection[int] | None = None) -> set[int]:
+    """The shards whose done record reads as one: a listing alone would count a corrupt or
+    empty record as done, and the shard would never be redone (enqueue, ``onsei run``)."""
+    loaded = load_done(ledger, stage, ids)
+    for i, why in sorted(loaded.corrupt.items()):
+        log.warning("%s shard %d: corrupt done record, redone: %s", stage, i, why)
+    return loaded.done
+
+
 def done_records(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
-                 threads: int | None = None) -> list[dict[str, Any]]:
+                 threads: int | None = None) -> list[Trimmed]:
     """The (trimmed) done records of ``stage`` among ``ids``."""
     return load_done(ledger, stage, ids, threads).records
 
@@ -105,6 +116,7 @@ def load_done(ledger: Ledger, stage: str, ids: Collection[int] | None = None,
         if ids is None:  # a full listing: forget records that are gone
             entries = {k: v for k, v in entries.items() if k in tagged}
         _save(path, entries)
+    out.done -= set(out.corrupt)
     out.records = [entries[i][1] for i in sorted(tagged) if i in entries]
     return out
 
@@ -146,13 +158,15 @@ def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
     nodes: dict[Any, dict[str, Any]] = {}  # one shared dict per distinct node block
     read_per_block: dict[int, int] = defaultdict(int)
     for done in results:
-        for i, rec in done:
+        for i, rec, why in done:
             out.record_reads += 1
-            if rec is None:  # deleted since the listing, or unreadable
+            if rec is None:  # deleted since the listing, or corrupt
                 entries.pop(i, None)
+                if why is not None:
+                    out.corrupt[i] = why
                 continue
-            if rec["node"] is not None:
-                rec["node"] = nodes.setdefault(_node_key(rec["node"]), rec["node"])
+            if rec.node is not None:
+                rec = replace(rec, node=nodes.setdefault(_node_key(rec.node), rec.node))
             entries[i] = (tagged[i], rec)
             read_per_block[rollup.block_of(i)] += 1
     rewrite = [b for b, n in read_per_block.items() if n >= ROLLUP_MIN]
@@ -161,23 +175,26 @@ def _refresh_with(ledger: Ledger, stage: str, ids: Collection[int] | None,
             b, rolls.get(b), ids, tagged, entries)), rewrite))
 
 
-def _read_records(ledger: Ledger, stage: str,
-                  chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
-    got = []
+Read = tuple[int, Trimmed | None, str | None]  # (shard id, trimmed record, why corrupt)
+
+
+def _read_records(ledger: Ledger, stage: str, chunk: list[int]) -> list[Read]:
+    got: list[Read] = []
     for i in chunk:
         try:
             rec = ledger.read_done(stage, i)
-        except ValueError:  # unreadable: still done (the listing says so), no body
-            log.warning("%s: done record of shard %d is not JSON", stage, i)
-            rec = None
-        got.append((i, {**trim(rec), "shard_id": i} if isinstance(rec, dict) else None))
+        except RecordError as e:  # corrupt: not done, whatever the listing says
+            log.warning("%s: done record of shard %d is corrupt: %s", stage, i, e)
+            got.append((i, None, str(e)))
+            continue
+        got.append((i, None if rec is None else trim(rec), None))
     return got
 
 
 _forked: tuple[Ledger, str] | None = None  # what forked readers inherit (see below)
 
 
-def _read_forked(chunk: list[int]) -> list[tuple[int, dict[str, Any] | None]]:
+def _read_forked(chunk: list[int]) -> list[Read]:
     assert _forked is not None
     return _read_records(*_forked, chunk)
 

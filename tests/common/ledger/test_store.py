@@ -39,11 +39,11 @@ def test_done_record_fields_and_failure_superseded(env) -> None:
     assert ledger.is_done("asr", 7) and not ledger.is_done("asr", 8)
     got = ledger.read_done("asr", 7)
     assert got == rec
-    assert (got["stage"], got["shard_id"], got["shard"]) == ("asr", 7, "shard-000007.tar")
-    assert got["counts"] == {"files": 3} and got["host"] and got["finished_at"] > 0
+    assert (got.stage, got.shard_id, got.shard) == ("asr", 7, "shard-000007.tar")
+    assert got.counts == {"files": 3} and got.host and got.finished_at > 0
     assert ledger.failed_ids("asr") == set()  # the success removed the failure record
     assert ledger.read_done("asr", 8) is None
-    assert [r["shard_id"] for r in ledger.done_records("asr")] == [7]
+    assert [r.shard_id for r in ledger.done_records("asr")] == [7]
     assert list(ledger.store.list("_ledger/asr/")) == ["_ledger/asr/shard-000007.json"]
 
 

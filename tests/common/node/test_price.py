@@ -55,7 +55,7 @@ def test_done_record_carries_the_node(make_settings, tmp_path) -> None:
     s = make_settings(node_type="A10G", node_pricing="on-demand", worker_concurrency=2)
     make_shard(tmp_path / "raw" / s.shard_name(0), {"a": {"wav": b"x" * 64}})
     rec = Engine(s, PIPELINE, DummyAsr).run(0).record
-    assert rec["node"] == {"type": "A10G", "pricing": "on-demand",
+    assert rec.node == {"type": "A10G", "pricing": "on-demand",
                            "price_per_hour": PRICES["A10G"][0], "gpus": 1, "parallel_shards": 2,
                            "type_from": "setting"}
-    assert rec["wall_seconds"] >= 0 and rec["audio_seconds_out"] == 2.0
+    assert rec.wall_seconds >= 0 and rec.audio_seconds_out == 2.0

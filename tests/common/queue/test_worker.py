@@ -61,7 +61,7 @@ def test_always_failing_shard_is_dead_lettered_after_n(setup) -> None:
     res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
     assert res["dead_lettered"] and CALLS == [0, 0, 0]  # exactly N tries, then no loop
     rec = led.failures("asr")[0]
-    assert rec["attempts"] == 3 and rec["dead_lettered"] and "ValueError" in rec["traceback"]
+    assert rec.attempts == 3 and rec.dead_lettered and "ValueError" in rec.traceback
     assert not led.is_done("asr", 0)
 
 
@@ -79,7 +79,7 @@ def test_too_many_deliveries_dead_letters_without_running(setup) -> None:
         t.start("asr", 0, 60)
     res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
     assert res["dead_lettered"] and CALLS == []
-    assert "too many deliveries" in led.failures("asr")[0]["reason"]
+    assert "too many deliveries" in led.failures("asr")[0].reason
 
 
 def test_bounded_even_without_the_redis_counter(make_settings) -> None:

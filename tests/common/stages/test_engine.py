@@ -20,7 +20,7 @@ def test_done_then_skipped(make_settings) -> None:
     _shard(s)
     e = Engine(s, PIPELINE, DummyAsr)
     first = e.attempt(0)
-    assert first.status == "done" and first.record["counts"]["files"] == 1
+    assert first.status == "done" and first.record.counts["files"] == 1
     assert e.attempt(0).status == "skipped"
     assert e.attempt(0, check_done=False).status == "done"  # forced: done again
 
@@ -31,7 +31,7 @@ def test_a_shard_id_with_no_file_name_still_leaves_a_record(make_settings) -> No
     a = e.attempt(10**400, last=True)  # its name is longer than any file name may be
     assert a.status == "dead"
     (rec,) = e.ledger.failures("asr")
-    assert rec["dead_lettered"] and rec["shard_id"] == 10**400 and rec["reason"]
+    assert rec.dead_lettered and rec.shard_id == 10**400 and rec.reason
     assert e.ledger.failed_ids("asr", range(100)) == set()  # no shard of a range
 
 
@@ -57,7 +57,7 @@ def test_model_unavailable_is_dead_lettered_at_once(make_settings) -> None:
     a = e.attempt(0, attempt=1, last=False)
     assert a.status == "dead"
     (rec,) = e.ledger.failures("asr")
-    assert rec["dead_lettered"] and "set ONSEI_ASR_MODEL" in rec["reason"]
+    assert rec.dead_lettered and "set ONSEI_ASR_MODEL" in rec.reason
 
 
 def test_one_scratch_dir_per_process_emptied_after_each_shard(make_settings) -> None:
@@ -100,5 +100,5 @@ def test_model_calls_timed_by_the_stage_clock_land_in_the_done_record(make_setti
     e = Engine(s, PIPELINE, _TimedModel)
     for i in range(2):  # the clock is reset per shard: the second record is not cumulative
         rec = e.attempt(i).record
-        assert 0.1 <= rec["model_seconds"] < 0.2, rec
-        assert rec["process_seconds"] >= rec["model_seconds"] + 0.2
+        assert 0.1 <= rec.model_seconds < 0.2, rec
+        assert rec.process_seconds >= rec.model_seconds + 0.2

@@ -118,19 +118,19 @@ def test_jsonl_schema(shard_run: ShardRun) -> None:
 
 def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
     rec = shard_run.record
-    c = rec["counts"]
+    c = rec.counts
     assert c["files"] == len(corpus.members)
     assert c["errors"] == 4 and c["files"] == c["ok"] + c["dropped"] + c["errors"]
     kept = sum(s["kept"] for x in shard_run.lines for s in x["segments"])
     assert c["kept_segments"] == kept > 0
-    assert rec["model"] == shard_run.settings.asr_model and rec["version"]
-    assert rec["compute_type"] == "int8" and rec["device"] == "cpu"
+    assert rec.model == shard_run.settings.asr_model and rec.version
+    assert rec.model_info["compute_type"] == "int8" and rec.model_info["device"] == "cpu"
     durations = sum(x["duration"] for x in shard_run.lines if x["duration"])
-    assert rec["audio_seconds_in"] == pytest.approx(durations, abs=0.05)
+    assert rec.audio_seconds_in == pytest.approx(durations, abs=0.05)
     kept_s = sum(s["end"] - s["start"] for x in shard_run.lines for s in x["segments"] if s["kept"])
-    assert rec["audio_seconds_out"] == pytest.approx(kept_s, abs=0.05)
-    assert rec["languages"].get("en", 0) >= 2 and rec["languages"].get("ja") == 1
-    assert shard_run.record["outputs"] == ["asr/shard-000007.jsonl"]
+    assert rec.audio_seconds_out == pytest.approx(kept_s, abs=0.05)
+    assert rec.stat("languages").get("en", 0) >= 2 and rec.stat("languages").get("ja") == 1
+    assert shard_run.record.outputs == ["asr/shard-000007.jsonl"]
 
 
 def test_truncated_shard_raises_and_publishes_nothing(asr_stage, tmp_path) -> None:

@@ -87,8 +87,8 @@ def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
             time.sleep(0.5)
         record = ledger.read_done("asr", 3)
         assert record is not None, (tmp_path / "worker.log").read_text()[-3000:]
-        assert record["counts"]["files"] == 2 and record["counts"]["errors"] == 1
-        assert record["model"] == MODEL
+        assert record.counts["files"] == 2 and record.counts["errors"] == 1
+        assert record.model == MODEL
         lines = _read_lines(tmp_path / "out", 3)
         assert [x["key"] for x in lines] == ["a", "b"]
         assert lines[0]["status"] == "ok" and lines[0]["language"] == "en"

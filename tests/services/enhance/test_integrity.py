@@ -58,7 +58,7 @@ def test_asr_and_enhance_take_the_same_audio(make_settings, tmp_path: Path) -> N
     _write_asr(Path(s.output_url), [asr_line(k, "ok", [(0.25, 1.75, True)]) for k in ok]
                + [asr_line(k, f"error:{asr[k][0].error}", []) for k in ("a", "c")])
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
-    assert rec["counts"]["segments"] == 4 and rec["counts"]["errors"] == 0
+    assert rec.counts["segments"] == 4 and rec.counts["errors"] == 0
     with tarfile.open(Path(s.output_url) / "enhanced/shard-000000.tar") as tf:
         metas = {m.name: json.load(tf.extractfile(m)) for m in tf if m.name.endswith(".json")}
         flacs = {m.name: tf.extractfile(m).read() for m in tf if m.name.endswith(".flac")}

@@ -62,10 +62,10 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
     # Dropped (b), errored (c) and nothing-kept (d) members are never decoded: their garbage
     # bytes would have been an error record.
     assert len(decoded) == 2
-    assert rec["counts"]["members_decoded"] == 2 and rec["counts"]["errors"] == 0
-    assert rec["counts"]["segments"] == 3 and rec["counts"]["members_skipped"] == 3
-    assert rec["enhancer"] == enhancer and rec["model"] == enhancer
-    assert 0.0 <= rec["padded_fraction"] < 1.0
+    assert rec.counts["members_decoded"] == 2 and rec.counts["errors"] == 0
+    assert rec.counts["segments"] == 3 and rec.counts["members_skipped"] == 3
+    assert rec.model_info["enhancer"] == enhancer and rec.model == enhancer
+    assert 0.0 <= rec.stat("padded_fraction") < 1.0
 
     members = read_tar(out / "enhanced/shard-000000.tar")
     names = [n for n, _ in members]
@@ -84,7 +84,7 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
         assert abs(meta["duration_seconds"] - seconds) <= 0.02
         assert meta["end"] - meta["start"] == pytest.approx(seconds, abs=1e-3)
         total += audio.size / sr
-    assert rec["audio_seconds_out"] == pytest.approx(total, abs=0.01)
+    assert rec.audio_seconds_out == pytest.approx(total, abs=0.01)
 
 
 def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) -> None:
@@ -138,6 +138,6 @@ def test_shard_with_nothing_kept_gives_an_empty_tar(make_settings, tmp_path) -> 
         json.dumps(asr_line("x", "dropped:language", [], language="de")) + "\n")
     s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(3).record
-    assert rec["counts"]["segments"] == 0 and rec["counts"]["members_decoded"] == 0
-    assert rec["padded_fraction"] == 0.0 and rec["audio_seconds_out"] == 0.0
+    assert rec.counts["segments"] == 0 and rec.counts["members_decoded"] == 0
+    assert rec.stat("padded_fraction") == 0.0 and rec.audio_seconds_out == 0.0
     assert read_tar(out / "enhanced/shard-000003.tar") == []

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from common.ledger.records import DoneRecord
 from tests.conftest import REPO
 from tests.harness import stop_process
 
@@ -56,8 +57,8 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
         while time.monotonic() < deadline and not done.exists():
             assert proc.poll() is None, "worker exited"
             time.sleep(0.5)
-        record = json.loads(done.read_text())
-        assert record["counts"]["segments"] == 3 and record["enhancer"] == "none"
+        record = DoneRecord.from_json(done.read_bytes())
+        assert record.counts["segments"] == 3 and record.model_info["enhancer"] == "none"
         assert (tmp_path / "out/enhanced/shard-000000.tar").is_file()
     finally:
         stop_process(proc, 30)

@@ -8,6 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from common.ledger.pack import Trimmed, trim
+from common.ledger.records import DoneRecord
 from services.ops.costs import projection, render_lines, stage_costs, summary
 from services.stages import open_ledger
 
@@ -15,14 +17,15 @@ NOW = 1_000_000.0
 
 
 def _rec(stage: str, i: int, wall: float, price: float | None, out_s: float,
-         age: float = 60.0, gpus: int = 1, parallel: int = 1) -> dict:
-    return {"stage": stage, "shard_id": i, "wall_seconds": wall, "audio_seconds_in": 3600.0,
-            "audio_seconds_out": out_s, "finished_at": NOW - age,
-            "node": {"type": "L4", "pricing": "spot", "price_per_hour": price, "gpus": gpus,
-                     "parallel_shards": parallel}}
+         age: float = 60.0, gpus: int = 1, parallel: int = 1) -> Trimmed:
+    return trim(DoneRecord.from_dict({
+        "stage": stage, "shard_id": i, "wall_seconds": wall, "audio_seconds_in": 3600.0,
+        "audio_seconds_out": out_s, "finished_at": NOW - age,
+        "node": {"type": "L4", "pricing": "spot", "price_per_hour": price, "gpus": gpus,
+                 "parallel_shards": parallel}}))
 
 
-def _records() -> dict[str, list[dict]]:
+def _records() -> dict[str, list[Trimmed]]:
     # 4 shards done: asr 360 s each on a $1/h node with 2 shards at once (0.05 node-h each);
     # enhance 720 s on $2/h; tokenize 180 s on $1/h; each keeps half an hour of audio.
     return {
@@ -61,7 +64,8 @@ def test_projection_uses_the_last_hours_rate() -> None:
 
 def test_unknown_price_is_shown_as_unknown() -> None:
     recs = _records()
-    recs["enhance"][0]["node"]["price_per_hour"] = None
+    assert recs["enhance"][0].node is not None
+    recs["enhance"][0].node["price_per_hour"] = None
     block = summary(recs, _settings(), total_shards=10, now=NOW)
     assert block["stages"]["enhance"]["cost"] is None and block["total"]["cost"] is None
     assert block["projection"]["cost_to_finish"] is None
@@ -80,8 +84,9 @@ def _fill_ledger(s) -> None:
     led = open_ledger(s)
     for stage, recs in _records().items():
         for r in recs:
-            led.mark_done(stage, r["shard_id"], {k: v for k, v in r.items()
-                                                 if k not in ("stage", "shard_id")})
+            led.mark_done(stage, r.shard_id, {
+                "wall_seconds": r.wall_seconds, "audio_seconds_in": r.audio_seconds_in,
+                "audio_seconds_out": r.audio_seconds_out, "node": r.node})
 
 
 def test_status_shows_cost_and_projection(make_settings, monkeypatch) -> None:

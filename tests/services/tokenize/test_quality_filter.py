@@ -58,15 +58,15 @@ def test_default_policy_skips_with_reasons(make_settings, codec) -> None:
     assert q["multi_speaker"] is False and q["dnsmos_after"]["ovrl"] == 3.1
     assert "speaker_embedding" not in q  # the sidecar keeps it; lines stay small
     assert "quality" not in lines[1]
-    assert rec["counts"]["skipped"] == 3 and rec["counts"]["errors"] == 0
-    assert rec["counts"]["segments"] == 5 and rec["counts"]["tokenized"] == 2
-    assert [{k: v for k, v in x.items() if k != "quality"} for x in rec["skipped"]] == [
+    assert rec.counts["skipped"] == 3 and rec.counts["errors"] == 0
+    assert rec.counts["segments"] == 5 and rec.counts["tokenized"] == 2
+    assert [{k: v for k, v in x.items() if k != "quality"} for x in rec.stat("skipped")] == [
         {"key": "k_0001", "reasons": ["multi_speaker"], "seconds": 0.8},
         {"key": "k_0002", "reasons": ["dnsmos_ovrl<2"], "seconds": 0.5},
         {"key": "k_0003", "reasons": ["multi_speaker", "dnsmos_ovrl<2"], "seconds": 0.7},
     ]
-    assert rec["skipped"][1]["quality"]["dnsmos_after"]["ovrl"] == 1.5  # for `onsei report`
-    f = rec["quality_filter"]
+    assert rec.stat("skipped")[1]["quality"]["dnsmos_after"]["ovrl"] == 1.5  # for `onsei report`
+    f = rec.stat("quality_filter")
     assert f["by_reason"] == {"multi_speaker": 2, "dnsmos_ovrl<2": 2}
     assert f["skipped_seconds"] == 2.0 and f["restoration_changed_text"] is False
 
@@ -74,9 +74,9 @@ def test_default_policy_skips_with_reasons(make_settings, codec) -> None:
 def test_filters_off_keep_everything_and_fidelity_filter_can_be_on(make_settings, codec) -> None:
     rec, lines = _run(make_settings, codec, filter_multi_speaker=False, filter_min_ovrl=0)
     assert [x["id"] for x in lines] == ["k_0000", "k_0001", "k_0002", "k_0004"]
-    assert rec["counts"]["skipped"] == 0 and rec["skipped"] == []
-    assert rec["errors_sample"] == [{"key": "k_0003", "reason": "missing_audio"}]  # not skipped
+    assert rec.counts["skipped"] == 0 and rec.stat("skipped") == []
+    assert rec.stat("errors_sample") == [{"key": "k_0003", "reason": "missing_audio"}]  # not skipped
     rec2, _ = _run(make_settings, codec, shard=4, filter_multi_speaker=False, filter_min_ovrl=0,
                    filter_restoration_changed_text=True)
-    assert [(x["key"], x["reasons"]) for x in rec2["skipped"]] == [
+    assert [(x["key"], x["reasons"]) for x in rec2.stat("skipped")] == [
         ("k_0003", ["restoration_changed_text"])]

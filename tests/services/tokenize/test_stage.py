@@ -48,14 +48,14 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, polic
         n16 = resample(tone(seconds, 24_000), 24_000, 16_000).shape[0]
         assert len(toks) == n16 // 320
     rec = outcome.record
-    assert rec["counts"] == {"segments": 7, "tokenized": 5, "errors": 2, "skipped": 0,
+    assert rec.counts == {"segments": 7, "tokenized": 5, "errors": 2, "skipped": 0,
                              "tokens": sum(len(r["codes"]["neu_tokens"]) for r in lines)}
-    assert {e["reason"] for e in rec["errors_sample"]} == {"audio:undecodable", "missing_json"}
-    assert rec["tokenizer"] == "neucodec"
-    assert rec["batching"] == ("exact" if policy == "auto" else policy)  # auto on CPU: exact
-    assert rec["padding_waste"] <= 0.03
-    assert rec["batches"] < 5  # equal-length segments shared a batch
-    assert abs(rec["audio_seconds_out"] - sum(x[1] for x in SEGMENTS)) < 0.01
+    assert {e["reason"] for e in rec.stat("errors_sample")} == {"audio:undecodable", "missing_json"}
+    assert rec.model_info["tokenizer"] == "neucodec"
+    assert rec.model_info["batching"] == ("exact" if policy == "auto" else policy)  # auto on CPU: exact
+    assert rec.stat("padding_waste") <= 0.03
+    assert rec.stat("batches") < 5  # equal-length segments shared a batch
+    assert abs(rec.audio_seconds_out - sum(x[1] for x in SEGMENTS)) < 0.01
     ledger = Path(s.output_url) / "_ledger" / "tokenize" / "neucodec" / "shard-000007.json"
     assert ledger.is_file()
     assert Engine(s, PIPELINE, stage).run(7).skipped

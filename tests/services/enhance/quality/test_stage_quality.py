@@ -65,11 +65,14 @@ def test_sidecars_carry_the_annotations(make_settings, tmp_path, voices) -> None
         assert x["fidelity_cer"] is not None and "fidelity_text" in x
     assert q["one"]["fidelity_cer"] < s.quality_fidelity_cer
     assert q["one"]["restoration_changed_text"] is False
-    summary = rec["quality"]
+    summary = rec.stat("quality")
     assert summary["annotated"] == 2 and summary["multi_speaker"] == 1
     assert summary["fidelity_checked"] == 2 and summary["seconds"] > 0
-    assert rec["counts"]["errors"] == 0
+    assert rec.counts["errors"] == 0
     assert "quality" in stage.model_info()
+    # the models that scored it and the counts of what they found, both kept (named blocks)
+    assert rec.model_info["quality"]["dnsmos"].startswith("speechmos")
+    assert rec.model_info["quality"]["speaker_threshold"] == s.quality_speaker_threshold
 
 
 def test_an_annotation_failure_keeps_the_audio_and_records_why(make_settings, tmp_path,
@@ -89,8 +92,8 @@ def test_an_annotation_failure_keeps_the_audio_and_records_why(make_settings, tm
     s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none",
                       quality_annotations=True, quality_fidelity_fraction=0.0)
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
-    assert rec["counts"]["segments"] == 1 and rec["counts"]["errors"] == 1
-    assert rec["errors"] == [{"key": "x_0000", "reason": "quality:RuntimeError:scorer exploded"}]
+    assert rec.counts["segments"] == 1 and rec.counts["errors"] == 1
+    assert rec.stat("errors") == [{"key": "x_0000", "reason": "quality:RuntimeError:scorer exploded"}]
     with tarfile.open(out / "enhanced/shard-000000.tar") as tf:
         meta = json.loads(tf.extractfile("x_0000.json").read())
     assert "quality" not in meta

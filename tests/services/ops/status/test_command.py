@@ -64,3 +64,32 @@ def test_a_corrupt_rollup_never_changes_the_counts(make_settings, tmp_path) -> N
                           scratch_dir=str(tmp_path / "other-machine"))
     asr = collect(other)["stages"]["asr"]
     assert asr["done"] == 12 and asr["audio_hours_in"] == 12.0
+
+
+def test_corrupt_records_are_reported_never_counted(make_settings, monkeypatch) -> None:
+    """A failure record `null`, done records `[1,2]`, `"lots"` and `1e308` hours: status and
+    report say which, count none of them, and never raise."""
+    from services.ops.report.collect import collect as report_collect
+
+    s = make_settings(broker_url="redis://127.0.0.1:1/0")
+    _fill(s)
+    led = Ledger(open_store(s.output_url, s), s, PIPELINE)
+    led.store.write_bytes(led.failed_key("enhance", 2), b"null")
+    led.store.write_bytes(led.done_key("asr", 3), b"[1,2]")
+    led.store.write_bytes(led.done_key("asr", 4), json.dumps(
+        {"stage": "asr", "shard_id": 4, "audio_seconds_in": "lots"}).encode())
+    led.store.write_bytes(led.done_key("asr", 5), json.dumps(
+        {"stage": "asr", "shard_id": 5, "audio_seconds_in": 1e308}).encode())
+    d = collect(s, range(10))
+    asr, enh = d["stages"]["asr"], d["stages"]["enhance"]
+    assert asr["done"] == 3 and asr["audio_hours_in"] == 1.5
+    assert [c["shard_id"] for c in asr["corrupt"]] == [3, 4, 5]
+    assert enh["failed"] == 1 and len(enh["corrupt"]) == 1
+    assert "_failed" in enh["corrupt"][0]["key"]
+    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    res = CliRunner().invoke(status, ["--range", "0-9"])
+    assert res.exit_code == 0, res.output
+    assert "asr shard 3: corrupt record, not counted" in res.output
+    data = report_collect(s.output_url, s)
+    assert data.stages["asr"].done == 3 and data.stages["asr"].seconds_in == 5400.0
+    assert sum("corrupt record" in u for u in data.unreadable) == 4

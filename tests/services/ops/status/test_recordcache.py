@@ -37,18 +37,18 @@ def test_reads_only_what_changed(where, make_settings, request) -> None:
         led.mark_done("asr", i, {"wall_seconds": 1.0 + i, "audio_seconds_out": 10.0,
                                  "counts": {"big": 1}})
     recs = done_records(led, "asr")
-    assert [r["shard_id"] for r in recs] == [0, 1, 2, 3, 4] and len(reads) == 5
-    assert "counts" not in recs[0] and recs[4]["wall_seconds"] == 5.0  # trimmed
+    assert [r.shard_id for r in recs] == [0, 1, 2, 3, 4] and len(reads) == 5
+    assert not hasattr(recs[0], "counts") and recs[4].wall_seconds == 5.0  # trimmed
     reads.clear()
-    assert [r["wall_seconds"] for r in done_records(led, "asr")] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert [r.wall_seconds for r in done_records(led, "asr")] == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert reads == []  # nothing changed: nothing read
     led.mark_done("asr", 2, {"wall_seconds": 99.0})  # redone (--force): a new tag
     led.mark_done("asr", 7, {"wall_seconds": 7.0})
     recs = done_records(led, "asr", range(10))
-    assert sorted(reads) == [2, 7] and recs[2]["wall_seconds"] == 99.0
-    assert [r["shard_id"] for r in done_records(led, "asr", range(3, 8))] == [3, 4, 7]
+    assert sorted(reads) == [2, 7] and recs[2].wall_seconds == 99.0
+    assert [r.shard_id for r in done_records(led, "asr", range(3, 8))] == [3, 4, 7]
     led.store.delete(led.done_key("asr", 0))
-    assert [r["shard_id"] for r in done_records(led, "asr")] == [1, 2, 3, 4, 7]
+    assert [r.shard_id for r in done_records(led, "asr")] == [1, 2, 3, 4, 7]
     cache_path(led, "asr").unlink()
     reads.clear()
     assert len(done_records(led, "asr")) == 5 and len(reads) == 5  # 1, 2, 3, 4, 7
@@ -61,7 +61,7 @@ def test_a_broken_cache_file_is_a_full_read(make_settings) -> None:
     done_records(led, "enhance")
     cache_path(led, "enhance").write_text("{not json")
     reads.clear()
-    assert done_records(led, "enhance")[0]["shard_id"] == 1 and reads == [1]
+    assert done_records(led, "enhance")[0].shard_id == 1 and reads == [1]
 
 
 def test_node_blocks_survive_the_cache(make_settings) -> None:
@@ -75,14 +75,14 @@ def test_node_blocks_survive_the_cache(make_settings) -> None:
     reads.clear()
     again = done_records(led, "tokenize")
     assert reads == [] and again == first
-    assert [r.get("node") for r in again] == [a, b, a, None]
-    assert again[0]["node"] is again[2]["node"]  # one shared block per distinct node
+    assert [r.node for r in again] == [a, b, a, None]
+    assert again[0].node is again[2].node  # one shared block per distinct node
 
 
 def test_many_local_records_read_by_forked_processes(make_settings,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """From PROCESS_MIN records on a local disk they are read by worker processes: the same
-    records, node blocks shared, a non-JSON record still done without a body."""
+    records, node blocks shared, a non-JSON record corrupt (not done) in both."""
     import services.ops.status.recordcache as rc
 
     s = make_settings()
@@ -106,6 +106,28 @@ def test_many_local_records_read_by_forked_processes(make_settings,
     monkeypatch.setattr(rc.os, "cpu_count", lambda: 2)
     forked = rc.load_done(led, "asr")
     assert used == [2]
-    assert forked.done == serial.done == set(range(41)) and forked.record_reads == 41
+    assert forked.done == serial.done == set(range(40)) and forked.record_reads == 41
+    assert set(forked.corrupt) == set(serial.corrupt) == {40}
     assert forked.records == serial.records and len(forked.records) == 40
-    assert forked.records[0]["node"] is forked.records[39]["node"] == node
+    assert forked.records[0].node is forked.records[39].node == node
+
+
+@pytest.mark.parametrize("body", [b"", b"null", b"[1,2]", b'{"stage": "asr", "shard_id": 3}x',
+                                  b'{"stage": "asr", "shard_id": 3, "audio_seconds_in": "lots"}',
+                                  b'{"stage": "asr", "shard_id": 3, "wall_seconds": -4}',
+                                  b'{"stage": "asr", "shard_id": 3, "audio_seconds_in": 1e308}',
+                                  b'{"stage": "asr", "shard_id": 4}'])
+def test_a_corrupt_done_record_is_not_done(make_settings, body: bytes) -> None:
+    """Empty, not an object, wrong types, out of bounds, or naming another shard: reported as
+    corrupt and not done, so enqueue-shards and `onsei run` redo the shard; the engine's own
+    done check agrees."""
+    from services.ops.status.recordcache import load_done, valid_done
+
+    led = open_ledger(make_settings())
+    for i in (1, 2):
+        led.mark_done("asr", i, {"wall_seconds": 1.0})
+    led.store.write_bytes(led.done_key("asr", 3), body)
+    got = load_done(led, "asr")
+    assert got.done == {1, 2} and set(got.corrupt) == {3}
+    assert valid_done(led, "asr", range(5)) == {1, 2}
+    assert not led.is_done("asr", 3) and led.is_done("asr", 2)

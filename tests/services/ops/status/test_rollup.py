@@ -49,7 +49,7 @@ def test_a_second_machine_reads_the_rollup_not_the_records(where, make_settings,
     c = _machine(make_settings, tmp_path, "c", **kw)
     got = load_done(c, "asr")
     assert got.record_reads == 1 and got.from_rollups == N - 1
-    assert got.records[3]["wall_seconds"] == 99.0 and len(got.done) == N
+    assert got.records[3].wall_seconds == 99.0 and len(got.done) == N
 
 
 def test_a_corrupt_rollup_is_read_around_and_rewritten(make_settings, tmp_path) -> None:
@@ -80,14 +80,15 @@ def test_stale_misplaced_or_missing_entries_never_count(make_settings, tmp_path)
         data["node"].append(None)
         for col in data["columns"].values():
             col.append(None)
+    _resign(data)  # planted by a writer of rollups, not an edit: the entries' tags decide
     a.store.write_bytes(key, json.dumps(data).encode())
     a.store.delete(a.done_key("asr", 9))  # the listing no longer has it; the rollup does
 
     got = load_done(_machine(make_settings, tmp_path, "b"), "asr")
     assert got.done == set(range(N)) - {9}
-    by_id = {r["shard_id"]: r for r in got.records}
+    by_id = {r.shard_id: r for r in got.records}
     assert sorted(by_id) == sorted(got.done)
-    assert by_id[6]["wall_seconds"] == 7.0 and by_id[4]["wall_seconds"] == 5.0
+    assert by_id[6].wall_seconds == 7.0 and by_id[4].wall_seconds == 5.0
     assert got.record_reads == 2  # 4 and 6 from their records; the rest from the rollup
 
 
@@ -131,3 +132,28 @@ def test_a_read_only_store_still_answers(make_settings, tmp_path, monkeypatch) -
     monkeypatch.setattr(a.store, "write_bytes", refuse)
     got = load_done(a, "asr")
     assert len(got.records) == N and got.rollups_written == 0
+
+
+def _resign(data: dict) -> None:
+    from common.ledger.pack import _digest
+
+    data["sha256"] = _digest({k: data[k] for k in ("ids", "tags", "nodes", "node", "columns")})
+
+
+def test_a_rollup_edited_in_place_is_not_trusted(make_settings, tmp_path) -> None:
+    """Same size, same tags, one figure changed: the checksum fails, the records are read."""
+    a = _machine(make_settings, tmp_path, "a")
+    _fill(a)
+    load_done(a, "asr")
+    key = rollup.rollup_key(a, "asr", 0)
+    body = a.store.read_bytes(key)
+    data = json.loads(body)
+    walls = data["columns"]["wall_seconds"]
+    assert walls[3] == 4.0
+    walls[3] = 9.0
+    edited = json.dumps(data, separators=(",", ":")).encode()
+    assert len(edited) == len(body)
+    a.store.write_bytes(key, edited)
+    got = load_done(_machine(make_settings, tmp_path, "b"), "asr")
+    assert {r.shard_id: r.wall_seconds for r in got.records}[3] == 4.0
+    assert got.from_rollups == 0 and got.record_reads == N
