@@ -98,6 +98,7 @@ def _run_naive(s: Settings, ex: Engine, n: int) -> float:
     t0 = time.monotonic()
     for i in range(n):
         rec = ex.run(i).record
+        assert rec is not None, f"shard {i} was already done"
         model += rec.model_seconds
         if t_first is None:
             t_first = rec.fetch_seconds
@@ -117,7 +118,8 @@ def _run_ours(s: Settings, ex: Engine, n: int) -> float:
         ex.fetch_ahead(i)  # what the attempt finds ready (measured only for the first)
         if t_first is None:
             t_first = time.monotonic() - tf
-        rec = ex.attempt(i, check_done=False).record or {}
+        rec = ex.attempt(i, check_done=False).record
+        assert rec is not None, f"shard {i}: no done record"
         model += rec.model_seconds
     return _busy(model, time.monotonic() - t0 - (t_first or 0))
 
