@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import shutil
@@ -10,6 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from common.storage.base import NotFound, StorageError, Store
+
+
+_EDGE = 1024 * 1024  # bytes hashed at each end of a file for its identity
 
 
 class LocalStore(Store):
@@ -50,11 +54,18 @@ class LocalStore(Store):
             raise NotFound(f"not found: {self.child_url(key)}") from e
 
     def identity(self, key: str) -> str:
+        """Size, mtime and a hash of the first and last MiB: a file rewritten with the same
+        size and mtime (a copy with ``cp -p``, a restored backup) is another file."""
         try:
-            st = self._path(key).stat()
+            with open(self._file(key), "rb") as f:
+                st = os.fstat(f.fileno())
+                h = hashlib.sha256(f.read(_EDGE))
+                if st.st_size > _EDGE:
+                    f.seek(max(_EDGE, st.st_size - _EDGE))
+                    h.update(f.read(_EDGE))
         except FileNotFoundError as e:
             raise NotFound(f"not found: {self.child_url(key)}") from e
-        return f"{st.st_size}:{st.st_mtime_ns}"
+        return f"{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()[:16]}"
 
     def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
         out = []

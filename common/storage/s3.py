@@ -33,6 +33,12 @@ def transfer_part_size(size: int, part_size: int, concurrency: int) -> int:
     return max(floor, min(part_size, math.ceil(size / max(1, concurrency))))
 
 
+def s3_endpoint(settings: Settings) -> str | None:
+    """The endpoint S3 calls go to: the setting, else ``AWS_ENDPOINT_URL`` (boto's own), else
+    None (AWS)."""
+    return settings.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
 class BodyBroken(ConnectionError):
     """A response body broke off mid-stream (reset, timeout, short read): worth a retry."""
 
@@ -91,8 +97,7 @@ class S3Store(Store):
             read_timeout=s.s3_read_timeout,
             max_pool_connections=max(10, 2 * s.s3_concurrency),
         )
-        endpoint = s.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-        return boto3.session.Session().client("s3", endpoint_url=endpoint, config=cfg)
+        return boto3.session.Session().client("s3", endpoint_url=s3_endpoint(s), config=cfg)
 
     def __getstate__(self) -> dict[str, Any]:  # picklable: the client is rebuilt on use
         state = dict(self.__dict__)
