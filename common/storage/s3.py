@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.storage.base import NotFound, StorageError, Store
+from common.storage.s3_probe import probe_endpoint
 from common.transient import is_transient, retry_transient
 
 if TYPE_CHECKING:
@@ -76,14 +77,17 @@ class S3Store(Store):
         self._client_obj: Any = None
         self._pid = -1
 
-    # --- client (lazy, one per process: a forked worker must not share sockets) ------------
+    # --- client (lazy, one per process: a forked worker must not share sockets; its endpoint
+    # probed first, common/storage/s3_probe.py) ---------------------------------------------
     def _client(self) -> Any:
         pid = os.getpid()
         if self._client_obj is None or self._pid != pid:
             with self._lock:
                 if self._client_obj is None or self._pid != pid:
-                    self._client_obj = self._make_client()
-                    self._pid = pid
+                    client = self._make_client()
+                    # silence fails in seconds, not after every attempt's read timeout
+                    probe_endpoint(self.settings, self.bucket, s3_endpoint(self.settings))
+                    self._client_obj, self._pid = client, pid
         return self._client_obj
 
     def _make_client(self) -> Any:
