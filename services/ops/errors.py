@@ -24,7 +24,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
-def user_errors(verbose: bool = False) -> Iterator[None]:
+def user_errors(verbose: bool | None = None) -> Iterator[None]:
+    """``verbose``: print an unforeseen error's masked traceback (``onsei -v``); None: the
+    command has no such flag, its one line says nothing of one."""
     try:
         yield
     except ValidationError as e:
@@ -48,14 +50,14 @@ def current_secrets() -> list[str]:
         return []
 
 
-def unexpected(e: BaseException, verbose: bool) -> click.ClickException:
+def unexpected(e: BaseException, verbose: bool | None) -> click.ClickException:
     from common.redact import redact_text
 
     secrets = current_secrets()
     if verbose:
         tb = "".join(traceback.format_exception(e))
         click.echo(redact_text(tb, secrets), err=True)
-    hint = "" if verbose else " (`onsei -v` prints the traceback)"
+    hint = " (`onsei -v` prints the traceback)" if verbose is False else ""
     return click.ClickException(redact_text(f"{type(e).__name__}: {e}", secrets)[:2000] + hint)
 
 
