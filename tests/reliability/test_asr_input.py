@@ -98,10 +98,11 @@ def test_the_shard_fails_with_the_reason_and_nothing_is_published(case, raw_shar
     assert res.status == "failed" and isinstance(res.error, AsrInputError), res
     assert res.reason.startswith("AsrInputError: asr/shard-000000.jsonl line ") and BAD[case][1] in \
         res.reason, res.reason
-    assert list(open_store(s.output_url).list("enhanced/")) == []
-    ledger = open_ledger(s)
-    assert not ledger.is_done("enhance", 0)
-    assert BAD[case][1] in ledger.failures("enhance")[0]["reason"]
+    store = open_store(s.output_url)
+    assert list(store.list("enhanced/")) == []
+    assert not open_ledger(s).is_done("enhance", 0)
+    failed = [json.loads(store.read_bytes(k)) for k in store.list("_ledger/_failed/enhance/")]
+    assert len(failed) == 1 and BAD[case][1] in failed[0]["reason"], failed
 
 
 def _float_wav(x: np.ndarray) -> bytes:
