@@ -42,8 +42,8 @@ MANIFEST = "manifest.json"
 def run_key(settings: Settings) -> str:
     """The scratch namespace of one (input, output) pair, from where they really are: two runs
     given the same relative paths from two directories are two runs."""
-    from common.storage import location
-    from common.storage.s3 import s3_endpoint
+    from common.storage.location import location
+    from common.storage.s3_probe import s3_endpoint
 
     endpoint = s3_endpoint(settings)
     both = "\n".join(location(u, endpoint) for u in (settings.input_url, settings.output_url))

@@ -8,6 +8,6 @@ object (local: temp name + rename; S3: a single PUT or a completed multipart upl
 from __future__ import annotations
 
 from common.storage.base import NotFound, StorageError, Store
-from common.storage.factory import location, open_store, split_url
+from common.storage.factory import open_store, split_url
 
-__all__ = ["NotFound", "StorageError", "Store", "location", "open_store", "split_url"]
+__all__ = ["NotFound", "StorageError", "Store", "open_store", "split_url"]

@@ -67,8 +67,7 @@ class Store(abc.ABC):
         """Remove ``key``; no error when it is absent."""
 
     def identity(self, key: str) -> str:
-        """``"<size>:<version>"``: changes whenever the object does (ETag on S3; mtime and a hash
-        of the first and last MiB on disk).
+        """``"<size>:<version>"``: changes whenever the object does (ETag on S3, mtime on disk).
         A local copy is reused only while its source's identity is unchanged (common.stages.prefetch).
         """
         return f"{self.size(key)}:"

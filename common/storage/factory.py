@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlparse
 
 from common.storage.base import Store
@@ -18,16 +17,6 @@ def split_url(url: str) -> tuple[str, str, str]:
     if parsed.scheme in ("", ) or len(parsed.scheme) == 1:  # plain path (or a Windows drive)
         return "file", "", url
     raise ValueError(f"unsupported storage URL scheme {parsed.scheme!r} in {url!r}")
-
-
-def location(url: str, s3_endpoint: str | None = None) -> str:
-    """Where ``url`` really is, the same string from any working directory: a local path made
-    absolute with its symlinks resolved (``raw`` run from A and from B are two places), an S3
-    URL with the endpoint it is read from (one bucket name on two endpoints: two places)."""
-    scheme, bucket, path = split_url(url)
-    if scheme == "s3":
-        return f"s3://{bucket}/{path.strip('/')} @ {s3_endpoint or 'aws'}"
-    return "file://" + str(Path(path).expanduser().resolve())
 
 
 def open_store(url: str, settings=None) -> Store:

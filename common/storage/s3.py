@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.storage.base import NotFound, StorageError, Store
-from common.storage.s3_probe import probe_endpoint
 from common.transient import is_transient, retry_transient
 
 if TYPE_CHECKING:
@@ -32,12 +31,6 @@ def transfer_part_size(size: int, part_size: int, concurrency: int) -> int:
     min(part_size, 8 MiB)) when the object is too small to keep every thread busy."""
     floor = min(part_size, 8 * MiB)
     return max(floor, min(part_size, math.ceil(size / max(1, concurrency))))
-
-
-def s3_endpoint(settings: Settings) -> str | None:
-    """The endpoint S3 calls go to: the setting, else ``AWS_ENDPOINT_URL`` (boto's own), else
-    None (AWS)."""
-    return settings.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
 class BodyBroken(ConnectionError):
@@ -77,13 +70,14 @@ class S3Store(Store):
         self._client_obj: Any = None
         self._pid = -1
 
-    # --- client (lazy, one per process: a forked worker must not share sockets; its endpoint
-    # probed first, common/storage/s3_probe.py) ---------------------------------------------
+    # --- client (lazy, one per process: a forked worker must not share sockets) ------------
     def _client(self) -> Any:
         pid = os.getpid()
         if self._client_obj is None or self._pid != pid:
             with self._lock:
                 if self._client_obj is None or self._pid != pid:
+                    from common.storage.s3_probe import probe_endpoint, s3_endpoint
+
                     client = self._make_client()
                     # silence fails in seconds, not after every attempt's read timeout
                     probe_endpoint(self.settings, self.bucket, s3_endpoint(self.settings))
@@ -101,6 +95,8 @@ class S3Store(Store):
             read_timeout=s.s3_read_timeout,
             max_pool_connections=max(10, 2 * s.s3_concurrency),
         )
+        from common.storage.s3_probe import s3_endpoint
+
         return boto3.session.Session().client("s3", endpoint_url=s3_endpoint(s), config=cfg)
 
     def __getstate__(self) -> dict[str, Any]:  # picklable: the client is rebuilt on use

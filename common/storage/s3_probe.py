@@ -11,6 +11,7 @@ endpoint. After this, requests get their normal timeouts and retries.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from common.settings import Settings
 
 ATTEMPTS = 2
+
+
+def s3_endpoint(settings: Settings) -> str | None:
+    """The endpoint S3 calls go to: the setting, else ``AWS_ENDPOINT_URL`` (boto's own), else
+    None (AWS)."""
+    return settings.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
 class EndpointSilent(StorageError):

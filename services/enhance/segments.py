@@ -20,7 +20,7 @@ from common.shards.audio import AudioError, decode_audio
 from common.shards.members import iter_keys
 from services.enhance.chunking import pad_segment
 from services.enhance.highpass import highpass_zero_phase
-from services.records import AsrLine, RecordError, asr_line_problem
+from services.records import AsrLine, RecordError
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ def read_plan(asr_jsonl: Path, max_seconds: float | None = None, name: str | Non
     fails the shard, naming it); a key ``ok`` on two lines, or an ``ok`` line whose times are out
     of bounds (``services.records.asr_line_problem``), fails it at once (:class:`AsrInputError`,
     naming the line of ``name``: the JSONL's key in the output)."""
+    from services.records import asr_line_problem
+
     plan = Plan()
     first_ok: dict[str, int] = {}  # key -> its ok line: one a key, as asr writes them
     with open(asr_jsonl, encoding="utf-8") as fh:

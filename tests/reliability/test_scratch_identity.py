@@ -12,7 +12,8 @@ import pytest
 
 from common.stages.engine import Engine
 from common.stages.prefetch import prefetch_root
-from common.storage import location, open_store
+from common.storage import open_store
+from common.storage.location import location
 from services.stages import PIPELINE
 
 SIZE = 3 * 1024 * 1024  # over two MiB: the identity hashes each end, not the middle
