@@ -1,9 +1,7 @@
 """The errors a user can fix, as one line each instead of a traceback (``Error: ...``).
 
 Invalid settings (one line per setting, named ``ONSEI_X``), an unreadable ``ONSEI_CONFIG``, a
-failed preflight check (common/stages/preflight.py) and a storage error (no credentials, no bucket).
-Any other error is one line too, its secrets masked; its traceback (masked the same way) is
-printed only with ``onsei -v``: a traceback quotes values, and a value may hold a password."""
+failed preflight check (common/stages/preflight.py) and a storage error (no credentials, no bucket)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @contextmanager
 def user_errors(verbose: bool | None = None) -> Iterator[None]:
-    """``verbose``: print an unforeseen error's masked traceback (``onsei -v``); None: the
-    command has no such flag, its one line says nothing of one."""
+    """Any other error is one line too, its secrets masked; its traceback (masked the same
+    way) is printed only when ``verbose`` (``onsei -v``): a traceback quotes values, and a value
+    may hold a password. ``verbose`` None: the command has no such flag."""
     try:
         yield
     except ValidationError as e:
