@@ -98,6 +98,11 @@ class Settings(BaseSettings):
             raise ValueError(f"the broker URL must start with one of "
                              f"{', '.join(s + '://' for s in BROKER_SCHEMES)} (got "
                              f"{scheme + '://' if scheme else 'no scheme'})")
+        from common.redact import broker_url_problem
+
+        problem = broker_url_problem(url)
+        if problem:
+            raise ValueError(f"the broker URL cannot be parsed: {problem}")
         return v
 
     # --- cost (common/node/price.py; docs/operations.md "Cost") --------------------------------------

@@ -78,6 +78,36 @@ class AsrLine(Record):
         return [s for s in self.segments if s.kept]
 
 
+TIME_SLACK_SECONDS = 0.001  # times and duration are each rounded to the ms when written
+
+
+def asr_line_problem(line: AsrLine, max_seconds: float | None = None) -> str | None:
+    """Why an ``ok`` line cannot be cut as it says (None when it can): each number finite,
+    ``0 <= start < end <= duration`` (``duration`` at most ``max_seconds`` when given),
+    ``idx >= 0`` and unique in the line. A reader that trusted it once cut a 3,001 s segment
+    from a 3.7 s file (``start: -3000``) and named one ``k_-001``."""
+    import math
+
+    d = line.duration
+    if d is None or not math.isfinite(d) or d <= 0:
+        return f"duration {d} is not a positive finite number of seconds"
+    if max_seconds is not None and d > max_seconds:
+        return f"duration {d} is over the {max_seconds} s a member may last"
+    seen: set[int] = set()
+    for s in line.segments:
+        where = f"segment idx {s.idx}"
+        if s.idx < 0:
+            return f"{where}: idx is negative"
+        if s.idx in seen:
+            return f"{where}: idx repeats"
+        seen.add(s.idx)
+        if not (math.isfinite(s.start) and math.isfinite(s.end)):
+            return f"{where}: start {s.start} / end {s.end} not finite"
+        if not 0 <= s.start < s.end <= d + TIME_SLACK_SECONDS:
+            return f"{where}: not 0 <= start ({s.start}) < end ({s.end}) <= duration ({d})"
+    return None
+
+
 # --- the quality block (docs/quality.md) ---------------------------------------------------------
 class Mos(Record):
     """DNSMOS P.835 scores (1-5); a score a reader's input lacks is None and not written."""

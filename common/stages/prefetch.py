@@ -5,11 +5,12 @@ dies, Redis gives them back after the visibility timeout). When one is received
 (``task_received``, in the worker's main process) a background thread fetches its inputs into
 ``<scratch>/prefetch/<stage>/<run>/<shard>/``; the task (in a pool process) then finds them ready.
 
-``<run>`` is a hash of the input and output URLs: two runs over different inputs on one node
-never see each other's downloads (issue 12: a run once processed another run's shard 2). And
-nothing is reused on its name alone: the manifest records each input's identity (size + ETag on
-S3, size + mtime on disk) when it was fetched, and a copy is used only while the source still
-has that identity and the file that size.
+``<run>`` is a hash of where the input and output are (absolute, symlinks resolved; S3 with
+its endpoint): two runs over different inputs on one node never see each other's downloads, not
+even when both were given the same relative paths (a run once processed another run's shard 2).
+And nothing is reused on its name alone: the manifest records each input's identity (size +
+ETag on S3; size + mtime + a hash of the first and last MiB on disk) when it was fetched, and a
+copy is used only while the source still has that identity and the file that size.
 
 Parent and pool process agree through an exclusive ``flock`` per shard (released by the kernel
 when a holder dies) and a manifest written last: whoever takes the lock first downloads, the
@@ -39,9 +40,14 @@ MANIFEST = "manifest.json"
 
 
 def run_key(settings: Settings) -> str:
-    """The scratch namespace of one (input, output) pair."""
-    both = f"{settings.input_url}\n{settings.output_url}".encode()
-    return hashlib.sha256(both).hexdigest()[:16]
+    """The scratch namespace of one (input, output) pair, from where they really are: two runs
+    given the same relative paths from two directories are two runs."""
+    from common.storage.location import location
+    from common.storage.s3_probe import s3_endpoint
+
+    endpoint = s3_endpoint(settings)
+    both = "\n".join(location(u, endpoint) for u in (settings.input_url, settings.output_url))
+    return hashlib.sha256(both.encode()).hexdigest()[:16]
 
 
 def prefetch_root(settings: Settings, stage: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import shutil
@@ -10,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from common.storage.base import NotFound, StorageError, Store
+
+_EDGE = 1024 * 1024  # bytes hashed at each end of a file for its identity
 
 
 class LocalStore(Store):
@@ -38,10 +41,36 @@ class LocalStore(Store):
         return dest
 
     def put_file(self, src: Path, key: str) -> None:
-        _copy_atomic(Path(src), self._path(key))
+        dest = self._path(key)
+        self._make_dirs(dest.parent)
+        _copy_atomic(Path(src), dest)
+
+    def _make_dirs(self, d: Path) -> None:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as e:
+            self._check_reachable(d)
+            raise StorageError(f"cannot create {d}: {e}") from e
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        path = self._path(key)
+        if path.is_file():
+            return True
+        self._check_reachable(path.parent)  # absent, or behind a link to nowhere?
+        return False
+
+    def _check_reachable(self, d: Path) -> None:
+        """Raise a clear StorageError when ``d`` (or a folder above it, up to the root) is a
+        symlink to nothing or not a folder: such a ``_ledger`` would read as "nothing done" and
+        fail every write with a bare FileExistsError."""
+        for p in (d, *d.parents):
+            if os.path.islink(p) and not p.exists():
+                raise StorageError(f"{p} is a symlink to {os.readlink(p)}, which does not exist: "
+                                   f"mount or create its target, or remove the link")
+            if p.exists() and not p.is_dir():
+                raise StorageError(f"{p} is a file where a folder is needed")
+            if p == self.root or p.exists():
+                return
 
     def size(self, key: str) -> int:
         try:
@@ -50,11 +79,18 @@ class LocalStore(Store):
             raise NotFound(f"not found: {self.child_url(key)}") from e
 
     def identity(self, key: str) -> str:
+        """Size, mtime and a hash of the first and last MiB: a file rewritten with the same
+        size and mtime (a copy with ``cp -p``, a restored backup) is another file."""
         try:
-            st = self._path(key).stat()
+            with open(self._file(key), "rb") as f:
+                st = os.fstat(f.fileno())
+                h = hashlib.sha256(f.read(_EDGE))
+                if st.st_size > _EDGE:
+                    f.seek(max(_EDGE, st.st_size - _EDGE))
+                    h.update(f.read(_EDGE))
         except FileNotFoundError as e:
             raise NotFound(f"not found: {self.child_url(key)}") from e
-        return f"{st.st_size}:{st.st_mtime_ns}"
+        return f"{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()[:16]}"
 
     def list_tagged(self, prefix: str = "") -> Iterator[tuple[str, str]]:
         out = []
@@ -75,6 +111,7 @@ class LocalStore(Store):
         base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._path(base_dir) if base_dir else self.root
         if not start.is_dir():
+            self._check_reachable(start)
             return []
         found = []
         todo = [(str(start), os.path.relpath(start, self.root).replace(os.sep, "/"))]
@@ -102,7 +139,7 @@ class LocalStore(Store):
 
     def write_bytes(self, key: str, data: bytes) -> None:
         dest = self._path(key)
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        self._make_dirs(dest.parent)
         tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
         try:
             with open(tmp, "wb") as f:

@@ -76,8 +76,12 @@ class S3Store(Store):
         if self._client_obj is None or self._pid != pid:
             with self._lock:
                 if self._client_obj is None or self._pid != pid:
-                    self._client_obj = self._make_client()
-                    self._pid = pid
+                    from common.storage.s3_probe import probe_endpoint, s3_endpoint
+
+                    client = self._make_client()
+                    # silence fails in seconds, not after every attempt's read timeout
+                    probe_endpoint(self.settings, self.bucket, s3_endpoint(self.settings))
+                    self._client_obj, self._pid = client, pid
         return self._client_obj
 
     def _make_client(self) -> Any:
@@ -91,8 +95,9 @@ class S3Store(Store):
             read_timeout=s.s3_read_timeout,
             max_pool_connections=max(10, 2 * s.s3_concurrency),
         )
-        endpoint = s.s3_endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-        return boto3.session.Session().client("s3", endpoint_url=endpoint, config=cfg)
+        from common.storage.s3_probe import s3_endpoint
+
+        return boto3.session.Session().client("s3", endpoint_url=s3_endpoint(s), config=cfg)
 
     def __getstate__(self) -> dict[str, Any]:  # picklable: the client is rebuilt on use
         state = dict(self.__dict__)

@@ -47,9 +47,20 @@ class Plan:
         return sum(len(v) for v in self.by_key.values())
 
 
-def read_plan(asr_jsonl: Path) -> Plan:
-    """Parse the ASR JSONL; a malformed line (or segment) is an error record, the rest goes on."""
+class AsrInputError(ValueError):
+    """The asr JSONL contradicts itself or its audio (a key twice, a time out of bounds, a
+    number that is not finite): the shard fails with this reason, nothing is cut."""
+
+
+def read_plan(asr_jsonl: Path, max_seconds: float | None = None, name: str | None = None) -> Plan:
+    """Parse the ASR JSONL. A line that does not parse is an error record (the output check then
+    fails the shard, naming it); a key ``ok`` on two lines, or an ``ok`` line whose times are out
+    of bounds (``services.records.asr_line_problem``), fails it at once (:class:`AsrInputError`,
+    naming the line of ``name``: the JSONL's key in the output)."""
+    from services.records import asr_line_problem
+
     plan = Plan()
+    first_ok: dict[str, int] = {}  # key -> its ok line: one a key, as asr writes them
     with open(asr_jsonl, encoding="utf-8") as fh:
         for n, text in enumerate(fh, 1):
             if not text.strip():
@@ -60,20 +71,18 @@ def read_plan(asr_jsonl: Path) -> Plan:
             except RecordError as e:
                 plan.errors.append({"key": None, "reason": f"asr_line_{n}_malformed: {e}"[:200]})
                 continue
-            if not line.ok:
+            if not line.ok:  # asr may add error lines for a key it transcribed (a bad sidecar)
                 plan.skipped_members += 1
                 continue
-            kept: list[SegmentSpec] = []
-            seen: set[int] = set()
-            for s in line.kept:
-                spec = SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
-                                   line.language)
-                if spec.idx in seen or spec.end <= spec.start:
-                    plan.errors.append({"key": line.key,
-                                        "reason": f"asr_segment_invalid:{spec.idx}"})
-                    continue
-                seen.add(spec.idx)
-                kept.append(spec)
+            where = f"{name or asr_jsonl.name} line {n} (key {line.key!r})"
+            if line.key in first_ok:
+                raise AsrInputError(f"{where}: the key is ok on line {first_ok[line.key]} too")
+            first_ok[line.key] = n
+            problem = asr_line_problem(line, max_seconds)
+            if problem is not None:
+                raise AsrInputError(f"{where}: {problem}"[:300])
+            kept = [SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
+                                line.language) for s in line.kept]
             if kept:
                 plan.by_key[line.key] = sorted(kept, key=lambda s: s.start)
             else:
@@ -182,6 +191,9 @@ class SegmentReader:
                     continue
                 finally:
                     self.decode_seconds += time.monotonic() - t0
+                if not np.isfinite(audio).all():  # asr refuses these too: never cut
+                    self.errors.append({"key": k.key, "reason": "error:non_finite_samples"})
+                    continue
                 for spec in specs:
                     a = round(spec.start * self.rate)
                     b = min(round(spec.end * self.rate), audio.size)

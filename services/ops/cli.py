@@ -26,7 +26,8 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         from services.ops.errors import user_errors
 
-        with user_errors():  # a bad setting or a missing input: one line, not a traceback
+        # a bad setting or a missing input: one line, not a traceback (which may quote a secret)
+        with user_errors(verbose=bool(ctx.params.get("verbose"))):
             return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -54,8 +55,10 @@ def cli(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from common.redact import install_log_redaction
+    from services.ops.errors import current_secrets
 
-    install_log_redaction()  # no secret reaches a log line (URL passwords, keys)
+    # no secret reaches a log line (URL passwords, keys, the secret settings' own strings)
+    install_log_redaction(secrets=current_secrets())
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ failed preflight check (common/stages/preflight.py) and a storage error (no cred
 from __future__ import annotations
 
 import functools
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -21,13 +22,42 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
-def user_errors() -> Iterator[None]:
+def user_errors(verbose: bool | None = None) -> Iterator[None]:
+    """Any other error is one line too, its secrets masked; its traceback (masked the same
+    way) is printed only when ``verbose`` (``onsei -v``): a traceback quotes values, and a value
+    may hold a password. ``verbose`` None: the command has no such flag."""
     try:
         yield
     except ValidationError as e:
         raise click.ClickException(describe_errors(e)) from None
     except (ConfigError, PreflightError, StorageError) as e:
         raise click.ClickException(str(e)) from None
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug or an unforeseen input: masked, one line
+        raise unexpected(e, verbose) from None
+
+
+def current_secrets() -> list[str]:
+    """The secret settings' strings as the environment and ONSEI_CONFIG give them now."""
+    from common.redact import settings_secrets
+    from common.settings import Settings
+
+    try:
+        return settings_secrets(Settings())
+    except Exception:  # noqa: BLE001 - settings that do not load: the patterns still mask
+        return []
+
+
+def unexpected(e: BaseException, verbose: bool | None) -> click.ClickException:
+    from common.redact import redact_text
+
+    secrets = current_secrets()
+    if verbose:
+        tb = "".join(traceback.format_exception(e))
+        click.echo(redact_text(tb, secrets), err=True)
+    hint = " (`onsei -v` prints the traceback)" if verbose is False else ""
+    return click.ClickException(redact_text(f"{type(e).__name__}: {e}", secrets)[:2000] + hint)
 
 
 def friendly(fn: F) -> F:

@@ -159,13 +159,15 @@ def test_listing_more_than_1000_keys(inproc_s3, make_settings) -> None:
         store = open_store(f"s3://{bucket}/many", make_settings(s3_endpoint_url=proxy.url))
         assert list(store.list("k/")) == keys  # relative to the store's prefix, in order
         assert proxy.requests("GET", "list-type=2") == 2  # two pages, nothing per key
-        assert sum(proxy.counts.values()) == 2
+        assert sum(proxy.counts.values()) == 2 + 1  # + the endpoint probe (HEAD, per process)
         assert len(list(store.list())) == 1235
 
 
 def test_retries_injected_500s(s3_bucket: str, s3_proxy, make_settings, blob,
                                tmp_path: Path) -> None:
     store = open_store(f"s3://{s3_bucket}", make_settings(s3_endpoint_url=s3_proxy.url))
+    assert not store.exists("k")  # the endpoint probe is made: the faults meet the PUTs
+    s3_proxy.reset_counts()
     s3_proxy.set_fault("status", status=500, count=2)
     store.write_bytes("k", b"v")
     assert s3_proxy.counts["PUT"] == 3 and s3_proxy.injected["status"] == 2
