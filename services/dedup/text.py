@@ -14,6 +14,7 @@ old signatures incomparable, so it is a new version.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import unicodedata
 
 import numpy as np
@@ -57,7 +58,7 @@ def shingles(text: str) -> list[str]:
     words = t.split()
     if len(words) < 2:
         return words
-    return sorted({f"{a} {b}" for a, b in zip(words, words[1:])})
+    return sorted({f"{a} {b}" for a, b in itertools.pairwise(words)})
 
 
 def _hash64(items: list[str]) -> np.ndarray:
