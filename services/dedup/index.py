@@ -13,7 +13,7 @@ Tables: ``segments(seg, id, shard, seconds, ovrl, text)``, ``bands(key, seg)``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class Index:
         self.con.execute(f"SET memory_limit = '{int(memory_limit_mb)}MB'")
         self.con.execute(f"SET temp_directory = '{_quote(str(tmp))}'")
         self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         for sql in _TABLES:
@@ -138,25 +139,62 @@ class Index:
             "SELECT p.a, p.b FROM p JOIN segments sa ON sa.seg = p.a "
             "JOIN segments sb ON sb.seg = p.b "
             "WHERE abs(sa.seconds - sb.seconds) <= ? + ? * least(sa.seconds, sb.seconds) "
-            "ORDER BY p.b >> 20, p.a >> 20, p.a, p.b",
+            f"ORDER BY p.b >> {ROW_BITS}, p.a >> {ROW_BITS}, p.a, p.b",
             [slack_seconds, slack_fraction]).fetchall()
         return [(int(a), int(b)) for a, b in rows]
 
     # --- the result ---------------------------------------------------------------------------
-    def edges(self) -> list[tuple[int, int, float]]:
-        return [(int(a), int(b), float(s)) for a, b, s in
-                self.con.execute("SELECT a, b, score FROM edges").fetchall()]
+    def cluster(self) -> None:
+        """Group the confirmed pairs into clusters (connected components, by propagating the
+        smallest segment number until nothing changes: copies form small groups, so a few
+        rounds), and pick the copy kept in each: the best OVRL after restoration (none counts
+        below any), ties by the earliest shard, then the id. Fills ``members``."""
+        con = self.con
+        con.execute("CREATE OR REPLACE TEMP TABLE und AS SELECT a AS x, b AS y FROM edges "
+                    "UNION ALL SELECT b, a FROM edges")
+        con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT x AS seg, min(least(x, y)) AS l "
+                    "FROM und GROUP BY x")
+        while True:
+            con.execute("CREATE OR REPLACE TEMP TABLE lab2 AS SELECT u.x AS seg, "
+                        "least(min(n.l), any_value(m.l)) AS l FROM und u "
+                        "JOIN lab n ON n.seg = u.y JOIN lab m ON m.seg = u.x GROUP BY u.x")
+            changed = con.execute("SELECT count(*) FROM lab2 JOIN lab USING (seg) "
+                                  "WHERE lab2.l <> lab.l").fetchone()[0]
+            con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT * FROM lab2")
+            if not changed:
+                break
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE members AS "
+            "WITH m AS (SELECT lab.l, s.seg, s.id, s.seconds, s.text, row_number() OVER "
+            "  (PARTITION BY lab.l ORDER BY s.ovrl DESC NULLS LAST, s.shard, s.id) AS rn "
+            "  FROM lab JOIN segments s USING (seg)), "
+            "best AS (SELECT x AS seg, max(score) AS score FROM "
+            "  (SELECT a AS x, score FROM edges UNION ALL SELECT b, score FROM edges) "
+            "  GROUP BY x) "
+            "SELECT m.l, m.seg, m.id, m.seconds, m.text, m.rn, k.id AS keep, best.score "
+            "FROM m JOIN m k ON k.l = m.l AND k.rn = 1 JOIN best ON best.seg = m.seg")
 
-    def segment_info(self, segs: Iterable[int]) -> dict[int, tuple[str, int, float, float | None,
-                                                                   str]]:
-        """seg -> (id, shard, seconds, ovrl, text) for ``segs``."""
-        ids = sorted(set(segs))
-        if not ids:
-            return {}
-        self.con.execute("CREATE OR REPLACE TEMP TABLE wanted AS SELECT unnest(?) AS seg", [ids])
-        rows = self.con.execute("SELECT s.seg, s.id, s.shard, s.seconds, s.ovrl, s.text "
-                                "FROM segments s JOIN wanted USING (seg)").fetchall()
-        return {int(r[0]): (r[1], int(r[2]), float(r[3]), r[4], r[5]) for r in rows}
+    def duplicates(self, chunk: int = 100_000) -> Iterator[list[tuple[str, str, float, float]]]:
+        """(id, id kept, score, seconds) of every copy not kept, by id, ``chunk`` at a time."""
+        cur = self.con.execute("SELECT id, keep, score, seconds FROM members WHERE rn > 1 "
+                               "ORDER BY id")
+        while rows := cur.fetchmany(chunk):
+            yield [(r[0], r[1], float(r[2]), float(r[3])) for r in rows]
+
+    def cluster_totals(self) -> tuple[int, int, float]:
+        """Clusters, copies not kept, and their seconds."""
+        c, d, sec = self.con.execute(
+            "SELECT count(DISTINCT l), count(*) FILTER (WHERE rn > 1), "
+            "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members").fetchone()
+        return int(c), int(d), float(sec)
+
+    def largest(self, n: int) -> list[tuple[str, int, float, str]]:
+        """The ``n`` largest clusters: (id kept, copies, their seconds, text kept)."""
+        rows = self.con.execute(
+            "SELECT any_value(keep), count(*) AS size, sum(seconds) AS secs, "
+            "any_value(text) FILTER (WHERE rn = 1) FROM members GROUP BY l "
+            "ORDER BY size DESC, secs DESC, any_value(keep) LIMIT ?", [n]).fetchall()
+        return [(r[0], int(r[1]), float(r[2]), r[3] or "") for r in rows]
 
 
 def _quote(s: str) -> str:

@@ -23,7 +23,8 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +32,14 @@ import numpy as np
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
-from services.dedup.cluster import Member, cluster
 from services.dedup.index import Index
-from services.dedup.result import DUPLICATES_KEY, SUMMARY_KEY, DedupSummary
+from services.dedup.result import (
+    DUPLICATES_KEY,
+    SUMMARY_KEY,
+    Cluster,
+    DedupSummary,
+    DuplicateLine,
+)
 from services.dedup.settings import DedupSettings
 from services.dedup.signature import SignatureError, fingerprints, read_signatures, signature_key
 from services.dedup.verify import Fingerprints, Rule, confirm
@@ -41,6 +47,7 @@ from services.dedup.verify import Fingerprints, Rule, confirm
 log = logging.getLogger(__name__)
 
 STAGE = "dedup"  # its records: _ledger/dedup/<stem>.json
+KIND = "same_recording"
 PARTS = "_ledger/dedup/_parts/"
 INDEX_COLUMNS = ["id", "seconds", "ovrl", "text", "bands"]
 
@@ -57,6 +64,16 @@ class Progress:
     confirmed: int = 0
     unchecked: int = 0
     bad: dict[str, str] = field(default_factory=dict)
+    # CPU seconds of this process by phase (DuckDB's threads included)
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        t0 = time.process_time()
+        try:
+            yield
+        finally:
+            self.cpu[phase] = self.cpu.get(phase, 0.0) + time.process_time() - t0
 
 
 class Deduper:
@@ -121,7 +138,8 @@ class Deduper:
                 self._index_batch(index, new[i:i + step])
                 if on_batch:
                     on_batch(self.progress, len(new))
-            return self._write_result(index)
+            with self.progress.timed("result"):
+                return self._write_result(index)
         finally:
             index.close()
 
@@ -166,20 +184,24 @@ class Deduper:
     def _index_batch(self, index: Index, batch: list[int]) -> None:
         p = self.progress
         tables = {}
-        for shard in batch:
-            t = self._table(shard, INDEX_COLUMNS)
-            if t is not None:
-                tables[shard] = t
+        with p.timed("read"):
+            for shard in batch:
+                t = self._table(shard, INDEX_COLUMNS)
+                if t is not None:
+                    tables[shard] = t
         if not tables:
             return
         index.begin()
         try:
-            for shard, t in tables.items():
-                p.segments += index.add_shard(shard, t)
-            pairs = index.candidates(tables, self.s.dedup_duration_slack_seconds,
-                                     self.s.dedup_duration_slack_fraction,
-                                     self.s.dedup_max_bucket)
-            edges, unchecked = confirm(pairs, Fingerprints(self._fingerprints), self.rule)
+            with p.timed("index"):
+                for shard, t in tables.items():
+                    p.segments += index.add_shard(shard, t)
+            with p.timed("candidates"):
+                pairs = index.candidates(tables, self.s.dedup_duration_slack_seconds,
+                                         self.s.dedup_duration_slack_fraction,
+                                         self.s.dedup_max_bucket)
+            with p.timed("confirm"):
+                edges, unchecked = confirm(pairs, Fingerprints(self._fingerprints), self.rule)
             key = self._publish_part(sorted(tables), edges)
             for shard in sorted(tables):
                 self._record(shard, key, tables[shard].num_rows)
@@ -215,23 +237,33 @@ class Deduper:
 
     # --- the result ---------------------------------------------------------------------------
     def _write_result(self, index: Index) -> DedupSummary:
-        edges = index.edges()
-        segs = {x for a, b, _ in edges for x in (a, b)}
-        info = {k: Member(*v) for k, v in index.segment_info(segs).items()}
-        result = cluster(edges, info)
-        body = "".join(d.to_json() + "\n" for d in result.duplicates).encode()
+        """The list streamed to a local file (its SHA-256 on the way), published, then the
+        summary: memory stays within the index's limit whatever the number of copies."""
+        index.cluster()
+        local = self.workdir / "duplicates.jsonl"
+        digest = hashlib.sha256()
+        with open(local, "wb") as fh:
+            for chunk in index.duplicates():
+                body = "".join(DuplicateLine(id=i, duplicate_of=k, kind=KIND,
+                                             score=round(sc, 4), seconds=round(se, 3)
+                                             ).to_json() + "\n"
+                               for i, k, sc, se in chunk).encode()
+                digest.update(body)
+                fh.write(body)
+        clusters, dups, secs = index.cluster_totals()
         summary = DedupSummary(
             shards=sorted(index.shards()),
             segments=index.segment_count(),
-            clusters=len(result.clusters),
-            duplicate_segments=len(result.duplicates),
-            duplicate_seconds=round(sum(d.seconds for d in result.duplicates), 3),
-            largest=result.clusters[:self.s.dedup_largest],
+            clusters=clusters,
+            duplicate_segments=dups,
+            duplicate_seconds=round(secs, 3),
+            largest=[Cluster(keep=k, size=n, seconds=round(sec, 3), text=t)
+                     for k, n, sec, t in index.largest(self.s.dedup_largest)],
             bad_signatures=dict(sorted(self.progress.bad.items())),
-            duplicates_sha256=hashlib.sha256(body).hexdigest(),
+            duplicates_sha256=digest.hexdigest(),
             finished_at=time.time(),
         )
-        self.store.write_bytes(DUPLICATES_KEY, body)
+        self.store.put_file(local, DUPLICATES_KEY)
         self.store.write_bytes(SUMMARY_KEY, summary.to_json().encode())
         return summary
 
