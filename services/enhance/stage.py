@@ -66,6 +66,7 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.dedup.signature import signature_key
         from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
         from services.enhance.verify import check_written
@@ -85,10 +86,12 @@ class EnhanceStage(Stage):
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         ann = self._annotator
+        sig_key = signature_key(s.shard_stem(shard_id))
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
-                                batch=s.quality_batch_segments)
+                                batch=s.quality_batch_segments,
+                                signature_path=workdir / "out" / sig_key)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
-        inputs_kept: dict[int, Any] = {}  # serial -> input audio, for the annotations
+        inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures
 
         def keep_inputs(segments):
             for seg in segments:  # a view: the engine drops only its own reference
@@ -98,7 +101,7 @@ class EnhanceStage(Stage):
         seconds_in = 0.0
         quality_seconds0 = ann.seconds if ann is not None else 0.0
         try:
-            for seg, audio in engine.run(keep_inputs(reader) if ann is not None else reader):
+            for seg, audio in engine.run(keep_inputs(reader)):
                 seconds_in += seg.seg_len / b.in_rate
                 writer.put(seg, audio, inputs_kept.pop(seg.serial, None))
         except BaseException:
@@ -115,6 +118,7 @@ class EnhanceStage(Stage):
             "members_decoded": len(reader.decoded_keys),
             "segments_planned": plan.segments,
             "segments": writer.written,
+            "signatures": len(writer.signatures),
             "errors": len(errors),
             "chunks": engine.chunks,
             "rows": st.rows,
@@ -123,7 +127,7 @@ class EnhanceStage(Stage):
         if errors:
             log.warning("enhance %s: %d errors, first: %s", shard_id, len(errors), errors[0])
         return StageResult(
-            outputs={key: out_path},
+            outputs={key: out_path, sig_key: workdir / "out" / sig_key},
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,

@@ -4,6 +4,10 @@ With an annotator (docs/quality.md), segments are gathered ``batch`` at a time o
 thread and annotated together (input and output audio, both already in memory) before they are
 written; their sidecar gets a ``quality`` object. A batch whose annotation fails is written
 without it and each of its segments gets an entry in ``errors``: the audio is never lost.
+
+With ``signature_path``, each written segment also gets a duplicate-detection signature
+(services/dedup/signature.py) from its input audio: the recording itself, so signatures stay
+comparable whichever enhancer restored it. ``close()`` writes the file after the tar.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 from common.shards.audio import flac_bytes, resample
 from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
+from services.dedup.signature import SignatureWriter
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.records import Sidecar, segment_id
 
@@ -29,8 +34,10 @@ class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
     def __init__(self, path: Path, rate: int, ahead: int = 32, annotator: Any = None,
-                 in_rate: int = 0, batch: int = 16) -> None:
+                 in_rate: int = 0, batch: int = 16, signature_path: Path | None = None) -> None:
         self.rate = rate
+        self.signature_path = signature_path
+        self.signatures = SignatureWriter()
         self._writer = ShardWriter(path)
         self.written = 0
         self.seconds_out = 0.0
@@ -51,7 +58,7 @@ class EnhancedWriter:
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
         if self.annotator is None:
-            self._write(item[0], item[1], None)
+            self._write(item[0], item[1], None, item[2])
             return
         self._pending.append(item)
         if len(self._pending) >= self.batch:
@@ -68,8 +75,8 @@ class EnhancedWriter:
             log.exception("quality annotation failed for %d segments", len(batch))
             reason = f"quality:{type(e).__name__}:{str(e)[:120]}"
             self.errors += [{"key": _seg_id(seg), "reason": reason} for seg, _, _ in batch]
-        for (seg, audio, _), rec in zip(batch, records):
-            self._write(seg, audio, rec)
+        for (seg, audio, before), rec in zip(batch, records):
+            self._write(seg, audio, rec, before)
 
     def _annotate(self, batch: list) -> list[Any]:
         from services.enhance.quality.annotate import AnnotationInput
@@ -81,7 +88,8 @@ class EnhancedWriter:
                  for seg, audio, before in batch]
         return self.annotator.annotate(items)
 
-    def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any) -> None:
+    def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any,
+               before: np.ndarray | None = None) -> None:
         out = resample(audio, self.rate, OUT_RATE)
         s = seg.spec
         meta = Sidecar(text=s.text, language=s.language, source_key=s.key,
@@ -97,6 +105,12 @@ class EnhancedWriter:
         self.written += 1
         self.seconds_out += out.size / OUT_RATE
         self.durations.append((s, meta.duration_seconds))
+        if self.signature_path is not None:
+            src, rate = (before, self.in_rate) if before is not None and self.in_rate else (
+                out, OUT_RATE)
+            self.signatures.add(_seg_id(seg), s.key, s.idx, meta.duration_seconds, s.text,
+                                s.language, None if quality is None else
+                                round(float(quality.dnsmos_after.ovrl), 4), src, rate)
 
     def close(self) -> None:
         try:
@@ -105,6 +119,8 @@ class EnhancedWriter:
             self._writer.abort()
             raise
         self._writer.close()
+        if self.signature_path is not None:
+            self.signatures.write(self.signature_path)
 
     def abort(self) -> None:
         self._behind.abort()  # what is pending is dropped

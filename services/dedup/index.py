@@ -1,0 +1,201 @@
+"""The duplicate index: DuckDB tables of every indexed segment and its text keys, and the
+confirmed pairs. Embedded, out of core: past ``memory_limit_mb`` DuckDB spills to its temp
+directory, so the corpus size bounds the disk it needs, never the memory.
+
+A segment's number is ``shard << 20 | row`` (its row in the shard's signature file): the same
+on every machine, so the pairs published to the store (services/dedup/run.py) mean the same
+segments whoever rebuilds the index from them.
+
+Tables: ``segments(seg, id, shard, seconds, ovrl, text)``, ``bands(key, seg)``,
+``edges(a, b, score)`` (a < b, confirmed same recording), ``shards(shard, segments)`` and
+``parts(name)`` (the published pair files it holds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROW_BITS = 20
+
+_TABLES = (
+    ("CREATE TABLE IF NOT EXISTS segments (seg BIGINT, id VARCHAR, shard BIGINT, seconds FLOAT,"
+    " ovrl FLOAT, text VARCHAR)"),
+    "CREATE TABLE IF NOT EXISTS bands (key BIGINT, seg BIGINT)",
+    "CREATE TABLE IF NOT EXISTS edges (a BIGINT, b BIGINT, score FLOAT)",
+    "CREATE TABLE IF NOT EXISTS shards (shard BIGINT, segments INTEGER)",
+    "CREATE TABLE IF NOT EXISTS parts (name VARCHAR)",
+)
+
+
+class Index:
+    def __init__(self, path: Path, memory_limit_mb: int, threads: int = 0) -> None:
+        import duckdb
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / "duckdb-tmp"
+        self.con = duckdb.connect(str(path))
+        self.con.execute(f"SET memory_limit = '{int(memory_limit_mb)}MB'")
+        self.con.execute(f"SET temp_directory = '{_quote(str(tmp))}'")
+        self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+        for sql in _TABLES:
+            self.con.execute(sql)
+
+    def close(self) -> None:
+        self.con.close()
+
+    # --- what it holds ------------------------------------------------------------------------
+    def shards(self) -> set[int]:
+        return {r[0] for r in self.con.execute("SELECT shard FROM shards").fetchall()}
+
+    def parts(self) -> set[str]:
+        return {r[0] for r in self.con.execute("SELECT name FROM parts").fetchall()}
+
+    def segment_count(self) -> int:
+        return int(self.con.execute("SELECT count(*) FROM segments").fetchone()[0])
+
+    # --- changes (the caller brackets a batch in begin/commit) ---------------------------------
+    def begin(self) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+
+    def commit(self) -> None:
+        self.con.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.con.execute("ROLLBACK")
+
+    def add_shard(self, shard: int, table: Any) -> int:
+        """Rows of the shard's signature table (columns id, seconds, ovrl, text, bands)."""
+        import pyarrow as pa
+
+        n = table.num_rows
+        seg = (np.int64(shard) << ROW_BITS) + np.arange(n, dtype=np.int64)
+        t = pa.table({"seg": seg, "id": table.column("id"), "seconds": table.column("seconds"),
+                      "ovrl": table.column("ovrl"), "text": table.column("text"),
+                      "bands": table.column("bands")})
+        self.con.register("incoming", t)
+        try:
+            self.con.execute("INSERT INTO segments SELECT seg, id, ?, seconds, ovrl, text "
+                             "FROM incoming", [shard])
+            self.con.execute("INSERT INTO bands SELECT unnest(bands), seg FROM incoming")
+        finally:
+            self.con.unregister("incoming")
+        self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
+        return n
+
+    def remove_shards(self, shards: Iterable[int]) -> None:
+        ids = sorted(set(shards))
+        if not ids:
+            return
+        self.con.execute("CREATE OR REPLACE TEMP TABLE gone AS SELECT unnest(?) AS shard", [ids])
+        self.con.execute("DELETE FROM segments WHERE shard IN (SELECT shard FROM gone)")
+        self.con.execute(f"DELETE FROM bands WHERE (seg >> {ROW_BITS}) IN "
+                         "(SELECT shard FROM gone)")
+        self.con.execute(f"DELETE FROM edges WHERE (a >> {ROW_BITS}) IN (SELECT shard FROM gone)"
+                         f" OR (b >> {ROW_BITS}) IN (SELECT shard FROM gone)")
+        self.con.execute("DELETE FROM shards WHERE shard IN (SELECT shard FROM gone)")
+
+    def add_edges(self, edges: list[tuple[int, int, float]]) -> None:
+        if edges:
+            import pyarrow as pa
+
+            a, b, s = zip(*edges)
+            t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
+                          "score": pa.array(s, pa.float32())})
+            self.con.register("incoming_edges", t)
+            try:
+                self.con.execute("INSERT INTO edges SELECT a, b, score FROM incoming_edges")
+            finally:
+                self.con.unregister("incoming_edges")
+
+    def add_part(self, name: str) -> None:
+        self.con.execute("INSERT INTO parts VALUES (?)", [name])
+
+    # --- matching -----------------------------------------------------------------------------
+    def candidates(self, new_shards: Iterable[int], slack_seconds: float, slack_fraction: float,
+                   max_bucket: int) -> list[tuple[int, int]]:
+        """Pairs (a < b) with at least one segment of ``new_shards`` that share a text key held
+        by at most ``max_bucket`` segments and whose durations agree within the slack."""
+        ids = sorted(set(new_shards))
+        if not ids:
+            return []
+        con = self.con
+        con.execute("CREATE OR REPLACE TEMP TABLE fresh AS SELECT unnest(?) AS shard", [ids])
+        con.execute(f"CREATE OR REPLACE TEMP TABLE nb AS SELECT key, seg FROM bands "
+                    f"WHERE (seg >> {ROW_BITS}) IN (SELECT shard FROM fresh)")
+        con.execute("CREATE OR REPLACE TEMP TABLE usable AS SELECT key FROM bands "
+                    "WHERE key IN (SELECT key FROM nb) GROUP BY key "
+                    "HAVING count(*) BETWEEN 2 AND ?", [max_bucket])
+        rows = con.execute(
+            "WITH p AS (SELECT DISTINCT least(n.seg, o.seg) AS a, greatest(n.seg, o.seg) AS b "
+            "  FROM nb n JOIN bands o ON n.key = o.key "
+            "  WHERE n.seg <> o.seg AND n.key IN (SELECT key FROM usable)) "
+            "SELECT p.a, p.b FROM p JOIN segments sa ON sa.seg = p.a "
+            "JOIN segments sb ON sb.seg = p.b "
+            "WHERE abs(sa.seconds - sb.seconds) <= ? + ? * least(sa.seconds, sb.seconds) "
+            f"ORDER BY p.b >> {ROW_BITS}, p.a >> {ROW_BITS}, p.a, p.b",
+            [slack_seconds, slack_fraction]).fetchall()
+        return [(int(a), int(b)) for a, b in rows]
+
+    # --- the result ---------------------------------------------------------------------------
+    def cluster(self) -> None:
+        """Group the confirmed pairs into clusters (connected components, by propagating the
+        smallest segment number until nothing changes: copies form small groups, so a few
+        rounds), and pick the copy kept in each: the best OVRL after restoration (none counts
+        below any), ties by the earliest shard, then the id. Fills ``members``."""
+        con = self.con
+        con.execute("CREATE OR REPLACE TEMP TABLE und AS SELECT a AS x, b AS y FROM edges "
+                    "UNION ALL SELECT b, a FROM edges")
+        con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT x AS seg, min(least(x, y)) AS l "
+                    "FROM und GROUP BY x")
+        while True:
+            con.execute("CREATE OR REPLACE TEMP TABLE lab2 AS SELECT u.x AS seg, "
+                        "least(min(n.l), any_value(m.l)) AS l FROM und u "
+                        "JOIN lab n ON n.seg = u.y JOIN lab m ON m.seg = u.x GROUP BY u.x")
+            changed = con.execute("SELECT count(*) FROM lab2 JOIN lab USING (seg) "
+                                  "WHERE lab2.l <> lab.l").fetchone()[0]
+            con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT * FROM lab2")
+            if not changed:
+                break
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE members AS "
+            "WITH m AS (SELECT lab.l, s.seg, s.id, s.seconds, s.text, row_number() OVER "
+            "  (PARTITION BY lab.l ORDER BY s.ovrl DESC NULLS LAST, s.shard, s.id) AS rn "
+            "  FROM lab JOIN segments s USING (seg)), "
+            "best AS (SELECT x AS seg, max(score) AS score FROM "
+            "  (SELECT a AS x, score FROM edges UNION ALL SELECT b, score FROM edges) "
+            "  GROUP BY x) "
+            "SELECT m.l, m.seg, m.id, m.seconds, m.text, m.rn, k.id AS keep, best.score "
+            "FROM m JOIN m k ON k.l = m.l AND k.rn = 1 JOIN best ON best.seg = m.seg")
+
+    def duplicates(self, chunk: int = 100_000) -> Iterator[list[tuple[str, str, float, float]]]:
+        """(id, id kept, score, seconds) of every copy not kept, by id, ``chunk`` at a time."""
+        cur = self.con.execute("SELECT id, keep, score, seconds FROM members WHERE rn > 1 "
+                               "ORDER BY id")
+        while rows := cur.fetchmany(chunk):
+            yield [(r[0], r[1], float(r[2]), float(r[3])) for r in rows]
+
+    def cluster_totals(self) -> tuple[int, int, float]:
+        """Clusters, copies not kept, and their seconds."""
+        c, d, sec = self.con.execute(
+            "SELECT count(DISTINCT l), count(*) FILTER (WHERE rn > 1), "
+            "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members").fetchone()
+        return int(c), int(d), float(sec)
+
+    def largest(self, n: int) -> list[tuple[str, int, float, str]]:
+        """The ``n`` largest clusters: (id kept, copies, their seconds, text kept)."""
+        rows = self.con.execute(
+            "SELECT any_value(keep), count(*) AS size, sum(seconds) AS secs, "
+            "any_value(text) FILTER (WHERE rn = 1) FROM members GROUP BY l "
+            "ORDER BY size DESC, secs DESC, any_value(keep) LIMIT ?", [n]).fetchall()
+        return [(r[0], int(r[1]), float(r[2]), r[3] or "") for r in rows]
+
+
+def _quote(s: str) -> str:
+    return s.replace("'", "''")

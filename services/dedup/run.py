@@ -1,0 +1,289 @@
+"""``onsei dedup``: index the shards not indexed yet, match them against the whole corpus, and
+write the result (services/dedup/result.py).
+
+Exactly once, under the ledger's rules (docs/dedup.md):
+
+1. a batch of new shards is added to the local index (one DuckDB transaction), its candidate
+   pairs are confirmed, and the confirmed pairs are published whole as one part,
+   ``_ledger/dedup/_parts/<name>.parquet``, listing the shards it indexed;
+2. then each of those shards gets its record ``_ledger/dedup/<stem>.json``: only now does it
+   count as indexed;
+3. then the local transaction commits.
+
+After a crash: a part none of whose shards has a record is deleted and its shards indexed
+again; a part with some records gets the rest (it was published whole); a local index that
+lacks what the records say is rebuilt from the signature files and the parts, so any machine
+can carry on. The result is written from every published pair, the list first, the summary
+(naming the list's SHA-256) last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from common.ledger.store import Ledger
+from common.storage import NotFound, Store
+from services.dedup.index import Index
+from services.dedup.result import (
+    DUPLICATES_KEY,
+    SUMMARY_KEY,
+    Cluster,
+    DedupSummary,
+    DuplicateLine,
+)
+from services.dedup.settings import DedupSettings
+from services.dedup.signature import SignatureError, fingerprints, read_signatures, signature_key
+from services.dedup.verify import Fingerprints, Rule, confirm
+
+log = logging.getLogger(__name__)
+
+STAGE = "dedup"  # its records: _ledger/dedup/<stem>.json
+KIND = "same_recording"
+PARTS = "_ledger/dedup/_parts/"
+INDEX_COLUMNS = ["id", "seconds", "ovrl", "text", "bands"]
+
+
+class NothingToDedup(RuntimeError):
+    """No shard under the output root has finished the enhance stage."""
+
+
+@dataclass
+class Progress:
+    indexed: int = 0
+    segments: int = 0
+    candidates: int = 0
+    confirmed: int = 0
+    unchecked: int = 0
+    bad: dict[str, str] = field(default_factory=dict)
+    # CPU seconds of this process by phase (DuckDB's threads included)
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        t0 = time.process_time()
+        try:
+            yield
+        finally:
+            self.cpu[phase] = self.cpu.get(phase, 0.0) + time.process_time() - t0
+
+
+class Deduper:
+    def __init__(self, settings: DedupSettings, store: Store, ledger: Ledger,
+                 workdir: Path | None = None) -> None:
+        self.s = settings
+        self.store = store
+        self.ledger = ledger
+        root = Path(settings.dedup_workdir or Path(settings.scratch_dir) / "onsei-dedup")
+        # one cache per output root: two roots never share an index
+        tag = hashlib.sha256(settings.output_url.encode()).hexdigest()[:12]
+        self.workdir = workdir or root / tag
+        self.sigdir = self.workdir / "signatures"
+        self.rule = Rule(settings.dedup_max_ber, settings.dedup_min_overlap,
+                         settings.dedup_max_shift_seconds)
+        self.progress = Progress()
+
+    # --- signature files ------------------------------------------------------------------
+    def _sig_key(self, shard: int) -> str:
+        return signature_key(self.s.shard_stem(shard))
+
+    def _local(self, shard: int, fresh: bool) -> Path:
+        """The shard's signature file: downloaded again when ``fresh`` (a shard being indexed
+        may have been enhanced again since), else the copy a past batch downloaded."""
+        dest = self.sigdir / Path(self._sig_key(shard)).name
+        if fresh or not dest.exists():
+            try:
+                self.store.get_file(self._sig_key(shard), dest)
+            except NotFound:
+                raise SignatureError("missing") from None
+        return dest
+
+    def _table(self, shard: int, columns: list[str], fresh: bool = True):
+        try:
+            return read_signatures(self._local(shard, fresh), columns)
+        except SignatureError as e:
+            self.progress.bad[self._sig_key(shard)] = str(e)
+            (self.sigdir / Path(self._sig_key(shard)).name).unlink(missing_ok=True)
+            return None
+
+    def _fingerprints(self, shard: int) -> list[np.ndarray] | None:
+        t = self._table(shard, ["fp"], fresh=False)
+        return None if t is None else fingerprints(t)
+
+    # --- the run --------------------------------------------------------------------------
+    def run(self, ids: Collection[int] | None = None,
+            on_batch: Callable[[Progress, int], None] | None = None) -> DedupSummary:
+        enhanced = self.ledger.done_ids("enhance", ids)
+        done = self.ledger.done_ids(STAGE)
+        if not enhanced and not done:
+            where = "" if ids is None else " in the range given"
+            raise NothingToDedup(f"no enhanced shards under {self.s.output_url}{where}: run the "
+                                 "enhance stage first (`onsei status` shows how far it is)")
+        index = Index(self.workdir / "index.duckdb", self.s.dedup_memory_limit_mb,
+                      self.s.dedup_threads)
+        try:
+            done = self._repair(done)
+            self._sync(index, done)
+            new = sorted(enhanced - done)
+            step = self.s.dedup_batch_shards
+            for i in range(0, len(new), step):
+                self._index_batch(index, new[i:i + step])
+                if on_batch:
+                    on_batch(self.progress, len(new))
+            with self.progress.timed("result"):
+                return self._write_result(index)
+        finally:
+            index.close()
+
+    def _parts(self) -> dict[str, list[int]]:
+        """Published parts -> the shards each indexed (read from the part's metadata)."""
+        out = {}
+        for key in self.store.list(PARTS):
+            if key.endswith(".parquet"):
+                out[key] = _part_shards(self.store, key, self.workdir / "parts")
+        return out
+
+    def _repair(self, done: set[int]) -> set[int]:
+        """A crash's leftovers: finish a part's records, or drop a part that has none."""
+        for key, shards in self._parts().items():
+            have = [s for s in shards if s in done]
+            if not have:
+                log.info("dedup: %s was published but none of its shards recorded: dropped", key)
+                self.store.delete(key)
+                (self.workdir / "parts" / Path(key).name).unlink(missing_ok=True)
+            elif len(have) < len(shards):
+                for s in shards:
+                    if s not in done:
+                        self._record(s, key, None)
+                        done.add(s)
+        return done
+
+    def _sync(self, index: Index, done: set[int]) -> None:
+        """Make the local index hold exactly the recorded shards and every published pair."""
+        held = index.shards()
+        index.begin()
+        index.remove_shards(held - done)  # added locally, never recorded
+        for shard in sorted(done - held):
+            t = self._table(shard, INDEX_COLUMNS)
+            if t is not None:
+                index.add_shard(shard, t)
+        have_parts = index.parts()
+        for key in sorted(set(self._parts()) - have_parts):
+            index.add_edges(_part_edges(self.workdir / "parts" / Path(key).name))
+            index.add_part(key)
+        index.commit()
+
+    def _index_batch(self, index: Index, batch: list[int]) -> None:
+        p = self.progress
+        tables = {}
+        with p.timed("read"):
+            for shard in batch:
+                t = self._table(shard, INDEX_COLUMNS)
+                if t is not None:
+                    tables[shard] = t
+        if not tables:
+            return
+        index.begin()
+        try:
+            with p.timed("index"):
+                for shard, t in tables.items():
+                    p.segments += index.add_shard(shard, t)
+            with p.timed("candidates"):
+                pairs = index.candidates(tables, self.s.dedup_duration_slack_seconds,
+                                         self.s.dedup_duration_slack_fraction,
+                                         self.s.dedup_max_bucket)
+            with p.timed("confirm"):
+                edges, unchecked = confirm(pairs, Fingerprints(self._fingerprints), self.rule)
+            key = self._publish_part(sorted(tables), edges)
+            for shard in sorted(tables):
+                self._record(shard, key, tables[shard].num_rows)
+            index.add_edges(edges)
+            index.add_part(key)
+        except BaseException:
+            index.rollback()
+            raise
+        index.commit()
+        p.indexed += len(tables)
+        p.candidates += len(pairs)
+        p.confirmed += len(edges)
+        p.unchecked += unchecked
+
+    def _publish_part(self, shards: list[int], edges: list[tuple[int, int, float]]) -> str:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        name = f"part-{shards[0]:09d}-{uuid.uuid4().hex[:12]}.parquet"
+        local = self.workdir / "parts" / name
+        local.parent.mkdir(parents=True, exist_ok=True)
+        a, b, s = (list(c) for c in zip(*edges)) if edges else ([], [], [])
+        t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
+                      "score": pa.array(s, pa.float32())},
+                     metadata={b"shards": ",".join(map(str, shards)).encode()})
+        pq.write_table(t, local)
+        self.store.put_file(local, PARTS + name)
+        return PARTS + name
+
+    def _record(self, shard: int, part: str, segments: int | None) -> None:
+        self.ledger.mark_done(STAGE, shard, {"part": part, "segments": segments,
+                                             "signatures": self._sig_key(shard)})
+
+    # --- the result ---------------------------------------------------------------------------
+    def _write_result(self, index: Index) -> DedupSummary:
+        """The list streamed to a local file (its SHA-256 on the way), published, then the
+        summary: memory stays within the index's limit whatever the number of copies."""
+        index.cluster()
+        local = self.workdir / "duplicates.jsonl"
+        digest = hashlib.sha256()
+        with open(local, "wb") as fh:
+            for chunk in index.duplicates():
+                body = "".join(DuplicateLine(id=i, duplicate_of=k, kind=KIND,
+                                             score=round(sc, 4), seconds=round(se, 3)
+                                             ).to_json() + "\n"
+                               for i, k, sc, se in chunk).encode()
+                digest.update(body)
+                fh.write(body)
+        clusters, dups, secs = index.cluster_totals()
+        summary = DedupSummary(
+            shards=sorted(index.shards()),
+            segments=index.segment_count(),
+            clusters=clusters,
+            duplicate_segments=dups,
+            duplicate_seconds=round(secs, 3),
+            largest=[Cluster(keep=k, size=n, seconds=round(sec, 3), text=t)
+                     for k, n, sec, t in index.largest(self.s.dedup_largest)],
+            bad_signatures=dict(sorted(self.progress.bad.items())),
+            duplicates_sha256=digest.hexdigest(),
+            finished_at=time.time(),
+        )
+        self.store.put_file(local, DUPLICATES_KEY)
+        self.store.write_bytes(SUMMARY_KEY, summary.to_json().encode())
+        return summary
+
+
+def _part_shards(store: Store, key: str, cache: Path) -> list[int]:
+    import pyarrow.parquet as pq
+
+    local = cache / Path(key).name
+    if not local.exists():
+        store.get_file(key, local)
+    meta = pq.ParquetFile(local).schema_arrow.metadata or {}
+    raw = meta.get(b"shards", b"").decode()
+    return [int(x) for x in raw.split(",") if x]
+
+
+def _part_edges(path: Path) -> list[tuple[int, int, float]]:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path)
+    return list(zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
+                    t.column("score").to_pylist()))
+
+

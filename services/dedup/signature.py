@@ -1,0 +1,103 @@
+"""The per-shard signature file: one row per kept segment, written by the enhance stage.
+
+``enhanced/<stem>.signatures.parquet`` beside the enhanced tar, published whole with it before
+the done record (re-running the shard rewrites it). Columns: the segment's id, source key and
+index, its duration, text and language, DNSMOS OVRL after restoration (null without the quality
+annotations), the LSH band keys of its text (:mod:`services.dedup.text`) and its acoustic
+fingerprint (:mod:`services.dedup.fingerprint`, uint32 little-endian per 16 ms frame). The
+schema's metadata names the format version: a reader refuses another one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.dedup.fingerprint import FP_VERSION, fingerprint
+from services.dedup.text import TEXT_VERSION, text_keys
+
+FORMAT = f"onsei-signatures-1/{TEXT_VERSION}/{FP_VERSION}"
+META_KEY = b"onsei_signatures"
+MAX_ROWS = 1 << 20  # a segment's number in the index is shard << 20 | row
+
+
+class SignatureError(ValueError):
+    """A signature file that cannot be used (missing, unreadable, another format)."""
+
+
+def signature_key(stem: str) -> str:
+    return f"enhanced/{stem}.signatures.parquet"
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("id", pa.string()), ("key", pa.string()), ("idx", pa.int32()),
+        ("seconds", pa.float32()), ("text", pa.string()), ("language", pa.string()),
+        ("ovrl", pa.float32()), ("bands", pa.list_(pa.int64())), ("fp", pa.binary()),
+    ], metadata={META_KEY: FORMAT.encode()})
+
+
+@dataclass
+class SignatureWriter:
+    """Rows in output order; :meth:`write` makes the Parquet file (also with no rows)."""
+
+    rows: dict[str, list[Any]] = field(default_factory=lambda: {n: [] for n in _schema().names})
+
+    def add(self, seg_id: str, key: str, idx: int, seconds: float, text: str,
+            language: str | None, ovrl: float | None, audio: np.ndarray, rate: int) -> None:
+        r = self.rows
+        r["id"].append(seg_id)
+        r["key"].append(key)
+        r["idx"].append(idx)
+        r["seconds"].append(seconds)
+        r["text"].append(text)
+        r["language"].append(language)
+        r["ovrl"].append(ovrl)
+        r["bands"].append(text_keys(text))
+        r["fp"].append(fingerprint(audio, rate).astype("<u4").tobytes())
+
+    def __len__(self) -> int:
+        return len(self.rows["id"])
+
+    def write(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if len(self) > MAX_ROWS:
+            raise SignatureError(f"{len(self)} segments in one shard (at most {MAX_ROWS})")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table = pa.table(self.rows, schema=_schema())
+        pq.write_table(table, path, compression="zstd")
+
+
+def read_signatures(path: Path, columns: list[str] | None = None) -> Any:
+    """The file as a pyarrow Table (only ``columns`` when given); :class:`SignatureError` when
+    it is not a signature file of this format."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        meta = pf.schema_arrow.metadata or {}
+        if meta.get(META_KEY) != FORMAT.encode():
+            found = meta.get(META_KEY, b"none").decode(errors="replace")
+            raise SignatureError(f"signature format {found!r}, expected {FORMAT!r}")
+        if pf.schema_arrow.remove_metadata() != _schema().remove_metadata():
+            raise SignatureError("unexpected columns")
+        if pf.metadata.num_rows > MAX_ROWS:
+            raise SignatureError(f"{pf.metadata.num_rows} rows (at most {MAX_ROWS})")
+        return pf.read(columns=columns)
+    except SignatureError:
+        raise
+    except FileNotFoundError:
+        raise SignatureError("missing") from None
+    except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a damaged file
+        raise SignatureError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
+
+
+def fingerprints(table: Any) -> list[np.ndarray]:
+    return [np.frombuffer(b, dtype="<u4") for b in table.column("fp").to_pylist()]

@@ -1,0 +1,48 @@
+"""``onsei dedup`` as a user runs it: one summary line, bad files named, an empty root in one
+line with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from bench.speechgen import have_espeak
+from services.dedup.result import SUMMARY_KEY
+from services.ops.cli import cli
+from tests.services.dedup import helpers as h
+
+pytestmark = pytest.mark.skipif(not (have_espeak() and h.clips()),
+                                reason="espeak-ng or pocketsphinx-testdata missing")
+
+
+def test_cli_runs_and_reports(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
+    s = h.settings(tmp_path / "out", tmp_path)
+    h.add_shard(s, 0, [h.original(0, "a_0000"), h.original(1, "b_0000")])
+    h.add_shard(s, 1, [h.copy(0, "opus_24k", "c_0000", 2.0)])
+    h.add_shard(s, 2, [h.copy(1, "gain_+6dB", "d_0000")])
+    r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out"), "--range", "0-1"])
+    assert r.exit_code == 0, r.output
+    assert "2 shards, 3 segments: 1 clusters, 1 duplicates" in r.output
+    summary = json.loads((tmp_path / "out" / SUMMARY_KEY).read_text())
+    assert summary["shards"] == [0, 1]
+    r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out")])
+    assert r.exit_code == 0 and "3 shards, 4 segments: 2 clusters, 2 duplicates" in r.output
+
+
+def test_cli_on_an_empty_root_says_so_in_one_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
+    (tmp_path / "out").mkdir()
+    r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out")])
+    assert r.exit_code == 1
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no enhanced shards" in lines[0], r.output
+
+
+def test_cli_refuses_bad_settings_in_one_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ONSEI_DEDUP_MEMORY_LIMIT_MB", "10")
+    r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out")])
+    assert r.exit_code == 1 and "ONSEI_DEDUP_MEMORY_LIMIT_MB" in r.output
+    assert len([ln for ln in r.output.splitlines() if ln.strip()]) == 1

@@ -1,0 +1,71 @@
+"""The enhance stage writes one signature file per shard beside its tar, published before the
+done record, with a row per written segment (services/dedup/signature.py)."""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from bench.speechgen import have_espeak
+from common.stages.engine import Engine
+from services.dedup.fingerprint import FRAMES_PER_SECOND
+from services.dedup.signature import fingerprints, read_signatures
+from services.dedup.text import BANDS
+from services.enhance.stage import EnhanceStage
+from services.stages import PIPELINE
+from tests.services.enhance.helpers import build_inputs
+
+pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    b = tmp_path_factory.mktemp("sig")
+    build_inputs(b / "raw", b / "out")
+    return b
+
+
+def _run(make_settings, base: Path, tmp_path: Path, **over) -> tuple[Path, dict]:
+    out = tmp_path / "out"
+    shutil.copytree(base / "out", out)
+    s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhance_device="cpu",
+                      enhance_batch_size=4, **over)
+    return out, Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
+
+
+@pytest.mark.parametrize(("enhancer", "annotate"), [("none", False), ("rnnoise", True)])
+def test_stage_writes_a_signature_per_segment(base, make_settings, tmp_path, enhancer: str,
+                                              annotate: bool) -> None:
+    out, rec = _run(make_settings, base, tmp_path, enhancer=enhancer,
+                    quality_annotations=annotate, quality_fidelity_fraction=0.0)
+    key = "enhanced/shard-000000.signatures.parquet"
+    assert key in rec["outputs"] and rec["counts"]["signatures"] == 3
+    table = read_signatures(out / key)
+    with tarfile.open(out / "enhanced/shard-000000.tar") as tf:
+        ids = sorted({Path(m.name).stem for m in tf})
+    assert table.column("id").to_pylist() == ids == ["a_0000", "a_0002", "e_0000"]
+    assert table.column("text").to_pylist() == ["hello 0", "hello 2", "hello 0"]
+    assert table.column("language").to_pylist() == ["en", "en", "ja"]
+    secs = table.column("seconds").to_pylist()
+    assert secs == pytest.approx([3.75, 8.5, 23.0], abs=0.02)
+    for fp, s in zip(fingerprints(table), secs):  # one frame every 16 ms of the segment
+        assert abs(fp.size - s * FRAMES_PER_SECOND) <= 10
+    assert all(len(b) == BANDS for b in table.column("bands").to_pylist())
+    ovrl = table.column("ovrl").to_pylist()
+    if annotate:
+        assert all(isinstance(v, float) and 1.0 <= v <= 5.0 for v in ovrl)
+    else:
+        assert ovrl == [None, None, None]
+
+
+def test_rerun_rewrites_the_signature_file(base, make_settings, tmp_path) -> None:
+    out, _ = _run(make_settings, base, tmp_path, enhancer="none", quality_annotations=False)
+    sig = out / "enhanced/shard-000000.signatures.parquet"
+    sig.write_bytes(b"not parquet")
+    s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhancer="none",
+                      quality_annotations=False, enhance_device="cpu")
+    Engine(s, PIPELINE, EnhanceStage(s)).run(0, check_done=False)
+    assert read_signatures(sig).num_rows == 3

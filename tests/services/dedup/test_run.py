@@ -1,0 +1,161 @@
+"""``onsei dedup`` end to end on a local output root: the matcher on real speech and its copies,
+an incremental second run, resuming after a crash, bad signature files and an empty root."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.speechgen import have_espeak
+from common.storage import open_store
+from services.dedup.result import DUPLICATES_KEY, SUMMARY_KEY, DedupResult
+from services.dedup.run import PARTS, Deduper, NothingToDedup
+from services.dedup.signature import signature_key
+from tests.services.dedup import helpers as h
+
+pytestmark = pytest.mark.skipif(not (have_espeak() and h.clips()),
+                                 reason="espeak-ng or pocketsphinx-testdata missing")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[int, list[h.Seg]]:
+    return h.corpus()
+
+
+def _root(tmp_path: Path, corpus, shards=(0, 1, 2), **over):
+    s = h.settings(tmp_path / "out", tmp_path, **{"dedup_batch_shards": 1, **over})
+    for i in shards:
+        h.add_shard(s, i, corpus[i])
+    return s
+
+
+def _dedup(s, ids=None, workdir=None) -> tuple[Deduper, DedupResult]:
+    store = open_store(s.output_url, s)
+    d = Deduper(s, store, h.ledger(s), workdir)
+    d.run(ids)
+    res = DedupResult.load(store)
+    assert res is not None
+    return d, res
+
+
+def _pairs(res: DedupResult) -> dict[str, str]:
+    return {k: v.duplicate_of for k, v in res.duplicates.items()}
+
+
+EXPECTED = {"a_0000": "h_0000", "d_0000": "h_0000", "e_0000": "b_0000"}
+
+
+def test_copies_are_found_and_look_alikes_are_not(tmp_path, corpus) -> None:
+    s = _root(tmp_path, corpus)
+    _, res = _dedup(s)
+    # the noisy copy in shard 2 has the best OVRL: kept; the telephone copy (a word less in its
+    # text) joins its original; same words by espeak (f) and other words by the reader (g) not
+    assert _pairs(res) == EXPECTED
+    assert all(d.kind == "same_recording" and 0.3 < d.score <= 1.0
+               for d in res.duplicates.values())
+    sm = res.summary
+    assert sm.shards == [0, 1, 2] and sm.segments == 8 and sm.clusters == 2
+    assert sm.duplicate_segments == 3 and sm.bad_signatures == {}
+    assert sm.duplicate_seconds == pytest.approx(
+        sum(d.seconds for d in res.duplicates.values()), abs=1e-3)
+    assert sm.largest[0].keep == "h_0000" and sm.largest[0].size == 3
+    assert sm.largest[0].text == h.clips()[0].text
+    assert res.covers(2) and not res.covers(3)
+
+
+def test_ties_keep_the_earliest_shard(tmp_path, corpus) -> None:
+    s = h.settings(tmp_path / "out", tmp_path)
+    h.add_shard(s, 5, [h.copy(0, "mp3_64k", "z_0000", None)])
+    h.add_shard(s, 3, [h.original(0, "y_0000", None)])
+    _, res = _dedup(s)
+    assert _pairs(res) == {"z_0000": "y_0000"}
+
+
+def test_second_run_indexes_only_new_shards(tmp_path, corpus) -> None:
+    s = _root(tmp_path, corpus, shards=(0, 1))
+    d1, res1 = _dedup(s)
+    assert d1.progress.indexed == 2 and res1.summary.shards == [0, 1]
+    assert _pairs(res1) == {"d_0000": "a_0000", "e_0000": "b_0000"}
+    h.add_shard(s, 2, corpus[2])
+    d2, res2 = _dedup(s)
+    assert d2.progress.indexed == 1 and d2.progress.segments == 1  # shard 2 only
+    assert _pairs(res2) == EXPECTED and res2.summary.shards == [0, 1, 2]
+    d3, res3 = _dedup(s)  # nothing new: the same result
+    assert d3.progress.indexed == 0 and _pairs(res3) == EXPECTED
+
+
+def test_range_limits_what_is_indexed_not_what_is_matched(tmp_path, corpus) -> None:
+    s = _root(tmp_path, corpus)
+    _, res = _dedup(s, ids=range(1))
+    assert res.summary.shards == [0] and res.duplicates == {}
+    _, res = _dedup(s, ids=range(2, 3))  # matched against shard 0 indexed before
+    assert res.summary.shards == [0, 2] and _pairs(res) == {"a_0000": "h_0000"}
+
+
+def test_the_index_is_rebuilt_on_another_machine(tmp_path, corpus) -> None:
+    s = _root(tmp_path, corpus, shards=(0, 1))
+    d, _ = _dedup(s)
+    shutil.rmtree(d.workdir)  # a fresh machine: only the store is left
+    h.add_shard(s, 2, corpus[2])
+    d2, res = _dedup(s)
+    assert d2.progress.indexed == 1 and _pairs(res) == EXPECTED
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("records_before_crash", [0, 1])
+def test_resumes_after_a_crash(tmp_path, corpus, monkeypatch, records_before_crash) -> None:
+    s = _root(tmp_path, corpus, dedup_batch_shards=3)
+    store = open_store(s.output_url, s)
+    real = Deduper._record
+    written: list[int] = []
+
+    def crashing(self, shard, part, segments):
+        if len(written) == records_before_crash:
+            raise Crash("killed")
+        written.append(shard)
+        real(self, shard, part, segments)
+
+    monkeypatch.setattr(Deduper, "_record", crashing)
+    with pytest.raises(Crash):
+        Deduper(s, store, h.ledger(s)).run()
+    assert len(list(store.list(PARTS))) == 1  # published before any record
+    assert DedupResult.load(store) is None
+    monkeypatch.setattr(Deduper, "_record", real)
+    d, res = _dedup(s)
+    assert _pairs(res) == EXPECTED and res.summary.shards == [0, 1, 2]
+    # one batch's pairs, once: a part without records is dropped, one with some is finished
+    assert len(list(store.list(PARTS))) == 1
+    assert d.progress.indexed == (3 if records_before_crash == 0 else 0)
+    assert len(h.ledger(s).done_ids("dedup")) == 3
+
+
+def test_bad_signature_files_are_named_and_left_out(tmp_path, corpus) -> None:
+    s = _root(tmp_path, corpus)
+    root = Path(s.output_url)
+    h.add_shard(s, 7, [h.copy(1, "mp3_64k", "x_0000")])
+    (root / signature_key("shard-000007")).write_bytes(b"PAR1 truncated")
+    h.add_shard(s, 8, [h.copy(1, "opus_24k", "w_0000")])
+    (root / signature_key("shard-000008")).unlink()
+    _, res = _dedup(s)
+    bad = res.summary.bad_signatures
+    assert set(bad) == {signature_key("shard-000007"), signature_key("shard-000008")}
+    assert bad[signature_key("shard-000008")] == "missing"
+    assert bad[signature_key("shard-000007")].startswith("corrupt")
+    assert res.summary.shards == [0, 1, 2] and _pairs(res) == EXPECTED
+    assert not res.covers(7)
+    h.add_shard(s, 7, [h.copy(1, "mp3_64k", "x_0000")])  # fixed: indexed by the next run
+    _, res = _dedup(s)
+    assert res.covers(7) and _pairs(res)["x_0000"] == "b_0000"
+
+
+def test_an_empty_root_says_so(tmp_path) -> None:
+    s = h.settings(tmp_path / "out", tmp_path)
+    with pytest.raises(NothingToDedup, match="no enhanced shards"):
+        Deduper(s, open_store(s.output_url, s), h.ledger(s)).run()
+    assert not (tmp_path / "out" / SUMMARY_KEY).exists()
+    assert not (tmp_path / "out" / DUPLICATES_KEY).exists()
