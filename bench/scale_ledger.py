@@ -25,7 +25,8 @@ OPS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
 
 class Tally:
     """Request counts in shared memory: threads and forked processes (a fresh ledger's first
-    status reads its records in forked processes: services/ops/status/recordcache.py) add to the same."""
+    status reads its records in forked processes: services/ops/status/recordcache.py) add to the
+    same."""
 
     def __init__(self) -> None:
         self._a = multiprocessing.Array("q", len(OPS))

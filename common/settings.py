@@ -100,10 +100,10 @@ class Settings(BaseSettings):
                              f"{scheme + '://' if scheme else 'no scheme'})")
         return v
 
-    # --- cost (common/node/price.py; docs/operations.md "Cost") --------------------------------------
+    # --- cost (common/node/price.py; docs/operations.md "Cost") -----------------------------------
     node_type: str = Field("", description="accelerator of this node as priced: H100, L4, A10G, "
-                           "cpu, ... (common/node/price.py); written into every done record; unset: nvidia-smi's GPU "
-                           "(common/node/accelerator.py), else unknown")
+                           "cpu, ... (common/node/price.py); written into every done record; "
+                           "unset: nvidia-smi's GPU (common/node/accelerator.py), else unknown")
     node_pricing: Literal["spot", "on-demand"] = Field("spot", description="spot or on-demand")
     node_price_per_hour: float | None = Field(
         None, ge=0, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")

@@ -58,7 +58,8 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict:
         "task_acks_on_failure": True,
         "task_acks_on_timeout": False,
         # One task in hand per process, plus ``prefetch_shards`` reserved (unacked, so a dying
-        # worker loses none) whose inputs are downloaded while the model works (common.stages.prefetch).
+        # worker loses none) whose inputs are downloaded while the model works
+        # (common.stages.prefetch).
         "worker_prefetch_multiplier": 1 + max(0, settings.prefetch_shards),
         "worker_concurrency": settings.worker_concurrency,
         "worker_max_tasks_per_child": None,

@@ -1,8 +1,9 @@
 """Redis bookkeeping beside the broker: which shards are queued, running, how often delivered.
 
-Only a mirror for speed (docs/architecture.md, the ledger): the ledger in the object store is the truth. Every call is
-best effort; with Redis away, or a broker that is not Redis, the methods return empty answers
-and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them too.
+Only a mirror for speed (docs/architecture.md, the ledger): the ledger in the object store is the
+truth. Every call is best effort; with Redis away, or a broker that is not Redis, the methods return
+empty answers and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them
+too.
 
 - ``onsei:queued:<stage>``  set of shard ids with a message on the way (enqueue / hand-on add,
   the task removes when it ends: done, skipped or dead-lettered).

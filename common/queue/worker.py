@@ -3,7 +3,8 @@
 A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, PIPELINE, name)``.
 The model is loaded once per worker process, after the fork (``worker_process_init``), never in
 the Celery parent: CUDA does not survive fork. The parent only reads inputs ahead
-(``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is :mod:`common.stages.engine`.
+(``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is
+:mod:`common.stages.engine`.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             outcome = engine.record_dead(shard_id, "too many deliveries (worker lost or hard "
                                          "time limit)", attempts - 1)
         else:
-            outcome = engine.attempt(shard_id, attempts, last=attempts >= settings.max_task_failures,
+            outcome = engine.attempt(shard_id, attempts,
+                                     last=attempts >= settings.max_task_failures,
                                      check_done=not force)
         if outcome.status == "unrecorded":
             # No outcome written: the message must not go. It does not count as an attempt;
@@ -169,7 +171,7 @@ def _summary(outcome: Attempt) -> dict:
     return out
 
 
-# --- operations hooks (owned by operations: common/queue/preemption.py, common/queue/metrics.py) -----------
+# --- operations hooks (owned by operations: common/queue/preemption.py, common/queue/metrics.py) --
 def _install_ops_hooks(app: Celery, stage_name: str) -> None:
     """SIGTERM: finish the shard in hand within settings.shutdown_timeout or requeue it;
     Prometheus metrics on settings.metrics_port. Both install once per process."""

@@ -97,7 +97,8 @@ class _Sink:
             import soxr
 
             av = _av()
-            self._av_resampler = av.AudioResampler(format="flt", layout="mono", rate=frame.sample_rate)
+            self._av_resampler = av.AudioResampler(format="flt", layout="mono",
+                                                   rate=frame.sample_rate)
             self._soxr = (None if frame.sample_rate == self.sample_rate else
                           soxr.ResampleStream(frame.sample_rate, self.sample_rate, 1,
                                               dtype="float32", quality="HQ"))
@@ -153,7 +154,8 @@ def decode_audio(
             raise AudioError("no_audio_stream", "the file holds no audio stream")
         stream = container.streams.audio[0]
         declared = _declared_seconds(container, stream)
-        if max_seconds is not None and declared is not None and declared > max_seconds * _DECLARED_SLACK:
+        if (max_seconds is not None and declared is not None
+                and declared > max_seconds * _DECLARED_SLACK):
             raise AudioError("too_long", f"declares {declared:.1f} s > {max_seconds:g} s")
         try:
             for frame in container.decode(stream):
@@ -164,7 +166,8 @@ def decode_audio(
         except (av.FFmpegError, ValueError, RuntimeError, OSError) as e:
             if sink.total == 0:
                 raise AudioError("undecodable", _short(e)) from e
-            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate, _short(e))
+            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate,
+                        _short(e))
             sink.flush()
     audio = sink.audio()
     if audio.size == 0:

@@ -124,8 +124,9 @@ def iter_shard(
     """Yield samples grouped by key (consecutive members) and errors for bad members.
 
     A key's member errors are yielded before its sample. :class:`ShardError` comes at the point
-    of damage, after the samples before it: a caller treats the whole shard as failed. ``max_member_bytes`` bounds every
-    member; ``max_sidecar_bytes`` bounds ``.json``/``.txt`` members (read whole into memory).
+    of damage, after the samples before it: a caller treats the whole shard as failed.
+    ``max_member_bytes`` bounds every member; ``max_sidecar_bytes`` bounds ``.json``/``.txt``
+    members (read whole into memory).
     """
     path = Path(path)
     f, tf, random_access = _open(path)
@@ -172,7 +173,8 @@ def iter_shard(
             data = _read_member(f, tf, member, random_access)
             if len(data) != member.size:
                 raise ShardError(
-                    f"truncated shard {path}: member {name!r} has {len(data)} of {member.size} bytes"
+                    f"truncated shard {path}: member {name!r} has {len(data)} of {member.size}"
+                    " bytes"
                 )
             current.files[ext] = data
         if random_access:
@@ -187,7 +189,8 @@ def iter_shard(
         yield current
 
 
-def _read_member(f: BinaryIO, tf: tarfile.TarFile, member: tarfile.TarInfo, random_access: bool) -> bytes:
+def _read_member(f: BinaryIO, tf: tarfile.TarFile, member: tarfile.TarInfo,
+                 random_access: bool) -> bytes:
     if random_access and member.sparse is None:
         f.seek(member.offset_data)
         return f.read(member.size)

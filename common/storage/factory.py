@@ -8,7 +8,8 @@ from common.storage.base import Store
 
 
 def split_url(url: str) -> tuple[str, str, str]:
-    """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b"); ``file:///x`` / ``x`` -> ("file", "", path)."""
+    """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b"); ``file:///x`` / ``x`` -> ("file", "",
+    path)."""
     parsed = urlparse(url)
     if parsed.scheme == "s3":
         return "s3", parsed.netloc, parsed.path.lstrip("/")

@@ -69,7 +69,8 @@ class Enhancer:
     def _prepare(self, rows: list[Row]) -> Any:
         return self.backend.prepare(np.stack([r.array() for r in rows]))
 
-    def _run_batches(self, batches: list[list[Row]], pending: dict, prep: ThreadPoolExecutor) -> None:
+    def _run_batches(self, batches: list[list[Row]], pending: dict,
+                     prep: ThreadPoolExecutor) -> None:
         if not batches:
             return
         fut = prep.submit(self._prepare, batches[0])

@@ -43,7 +43,8 @@ class EnhanceStage(Stage):
             self._annotator = self._load_annotator()
 
     def _load_annotator(self) -> Any:
-        """All annotation models now, so a missing one fails the worker at once (docs/quality.md)."""
+        """All annotation models now, so a missing one fails the worker at once
+        (docs/quality.md)."""
         from services.enhance.backends import resolve_device
         from services.enhance.quality.annotate import Annotator
 

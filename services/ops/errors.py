@@ -1,7 +1,8 @@
 """The errors a user can fix, as one line each instead of a traceback (``Error: ...``).
 
 Invalid settings (one line per setting, named ``ONSEI_X``), an unreadable ``ONSEI_CONFIG``, a
-failed preflight check (common/stages/preflight.py) and a storage error (no credentials, no bucket)."""
+failed preflight check (common/stages/preflight.py) and a storage error (no credentials, no
+bucket)."""
 
 from __future__ import annotations
 

