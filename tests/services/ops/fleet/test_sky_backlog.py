@@ -90,7 +90,7 @@ def test_fleet_cli_dry_run(tmp_path: Path, private_redis_url: str,
     monkeypatch.setenv("ONSEI_BROKER_URL", private_redis_url)
     from services.ops.cli import cli
 
-    repo = Path(__file__).resolve().parents[3]
+    repo = Path(__file__).resolve().parents[4]
     monkeypatch.chdir(repo)
     res = CliRunner().invoke(cli, ["fleet", "--config", "deploy/fleet.yaml", "--dry-run",
                                    "--sky", exe])
