@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from common.models.clock import ModelClock
-from services.enhance.backends import Backend
+from services.enhance.backend import Backend
 from services.enhance.chunking import ChunkGeometry, Item, SegmentAssembler, split_segment
 from services.enhance.packing import PackStats, Row, pack_rows, take_batches
 from services.enhance.segments import CutSegment

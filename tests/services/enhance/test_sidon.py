@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bench.factories.sidon import build_small_sidon
-from services.enhance.backends import EnhancerUnavailable, make_backend
+from services.enhance.backend import EnhancerUnavailable
+from services.enhance.backends import make_backend
 from services.enhance.sidon import SidonBackend
 
 

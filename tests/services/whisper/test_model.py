@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.whisper import bundled
-from services.whisper.device import resolve_compute_type, resolve_device
-from services.whisper.model import ModelUnavailable, resolve_model
+from services.whisper.model import ModelUnavailable, resolve_compute_type, resolve_model
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -75,14 +74,11 @@ def test_resolve_local_dir_cache_entry_and_offline_hub(make_settings, tmp_path: 
     assert "bundled:whisper-base" in msg and "onsei models fetch" in msg
 
 
-def test_device_and_compute_type() -> None:
-    assert resolve_device("cpu") == "cpu"
-    assert resolve_device("auto") in ("cpu", "cuda")
+def test_compute_type() -> None:
     assert resolve_compute_type("auto", "cuda") == "float16"
+    assert resolve_compute_type("auto", "cuda:1") == "float16"
     assert resolve_compute_type("auto", "cpu") == "int8"
     assert resolve_compute_type("int8_float16", "cuda") == "int8_float16"
-    with pytest.raises(ValueError):
-        resolve_device("tpu")
 
 
 def test_importing_the_asr_service_loads_no_model_stack() -> None:
