@@ -38,12 +38,6 @@ _INSTALLED: list[Any] = []  # the app hooked (once per process: Celery's signals
 _state: dict[str, Any] = {"sigterm_at": None, "pool_child": False}
 
 
-def sigterm_received_at() -> float | None:
-    """In a pool process: monotonic time of the SIGTERM it noted, if any (a task may use it
-    to stop early at a safe point; the MainProcess enforces the timeout regardless)."""
-    return _state["sigterm_at"]
-
-
 def _child_sigterm(signum: int, frame: object) -> None:
     if _state["sigterm_at"] is None:
         _state["sigterm_at"] = time.monotonic()

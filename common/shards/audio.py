@@ -198,10 +198,6 @@ def flac_bytes(audio: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> 
     return buf.getvalue()
 
 
-def write_flac(path: str | Path, audio: np.ndarray, sample_rate: int) -> None:
-    Path(path).write_bytes(flac_bytes(audio, sample_rate))
-
-
 def read_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
     """FLAC/WAV/OGG bytes -> (mono float32, rate), via soundfile (fast path for our own files)."""
     import soundfile as sf
@@ -216,10 +212,6 @@ def read_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
         raise AudioError("empty", "no audio samples")
     return audio.mean(axis=1).astype(np.float32), int(sr)
 
-
-def read_flac(path: str | Path) -> tuple[np.ndarray, int]:
-    """A FLAC (or WAV) file -> (mono float32, rate)."""
-    return read_audio_bytes(Path(path).read_bytes())
 
 
 def _short(e: BaseException) -> str:

@@ -27,14 +27,6 @@ from services.stages import PIPELINE, open_ledger
 log = logging.getLogger(__name__)
 
 
-def load_stage_class(name: str) -> type[Stage]:
-    """The Stage class named in the stage's spec (only that stage's module is imported)."""
-    cls = PIPELINE.spec(name).load_class()
-    if not (isinstance(cls, type) and issubclass(cls, Stage) and cls.name == name):
-        raise LookupError(f"{PIPELINE.spec(name).stage_class} is no Stage named {name!r}")
-    return cls
-
-
 @dataclass
 class StageSummary:
     stage: str

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.conftest import _wait_port, free_port
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _get(url: str, auth: str | None = None) -> tuple[int, str]:

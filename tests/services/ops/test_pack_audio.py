@@ -137,7 +137,7 @@ def test_example_shard_is_sound() -> None:
     """The shard shipped in examples/ (made by examples/make_example.sh) reads and decodes."""
     from common.shards.audio import decode_audio
 
-    shard = Path(__file__).resolve().parents[2] / "examples" / "raw" / "shard-000000.tar"
+    shard = Path(__file__).resolve().parents[3] / "examples" / "raw" / "shard-000000.tar"
     assert shard.stat().st_size < 1_500_000
     seconds = {}
     for item in iter_shard(shard):
