@@ -6,10 +6,10 @@ dies, Redis gives them back after the visibility timeout). When one is received
 ``<scratch>/prefetch/<stage>/<run>/<shard>/``; the task (in a pool process) then finds them ready.
 
 ``<run>`` is a hash of the input and output URLs: two runs over different inputs on one node
-never see each other's downloads (issue 12: a run once processed another run's shard 2). And
-nothing is reused on its name alone: the manifest records each input's identity (size + ETag on
-S3, size + mtime on disk) when it was fetched, and a copy is used only while the source still
-has that identity and the file that size.
+never see each other's downloads (a run whose input lacks shard 2 must not process another
+run's shard 2). And nothing is reused on its name alone: the manifest records each input's identity
+(size + ETag on S3, size + mtime on disk) when it was fetched, and a copy is used only while the
+source still has that identity and the file that size.
 
 Parent and pool process agree through an exclusive ``flock`` per shard (released by the kernel
 when a holder dies) and a manifest written last: whoever takes the lock first downloads, the

@@ -185,8 +185,9 @@ def test_hung_shard_freed_by_hard_time_limit(pipeline, rigs, tmp_path, s3_endpoi
                                    pytest.param("tokenize", marks=pytest.mark.slow)])
 def test_worker_survives_redis_down_while_a_message_is_reserved(stage, rigs, tmp_path,
                                                                 s3_endpoint):
-    """Redis stopped for 20 s while ``stage``'s worker holds a message (issue 12 item 4: kombu
-    crashed the worker restoring unacked messages): every worker lives on and the run ends."""
+    """Redis stopped for 20 s while ``stage``'s worker holds a message (kombu can
+    crash a worker restoring unacked messages: common/queue/kombu_fix.py): every worker lives on and
+    the run ends."""
     rig = _make(rigs, tmp_path, s3_endpoint, "dummy", shards=2, persist_redis=True,
                 ONSEI_DUMMY_SECONDS="3", ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS["dummy"])
     workers = {s: rig.start_workers(1, queues=s)[0] for s in rig.chain}

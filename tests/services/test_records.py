@@ -22,7 +22,7 @@ from services.records import (
     written_keys,
 )
 
-# Lines exactly as the writers before the records wrote them (dict + json.dumps).
+# Lines exactly as a plain dict + json.dumps writes them (older files, other writers).
 ASR_LINE = (
     '{"key": "000000051649", "language": "ja", "language_probability": 0.9871, '
     '"duration": 61.25, "status": "ok", "segments": ['
