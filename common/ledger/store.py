@@ -15,7 +15,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from common.redact import redact_text
 from common.settings import Settings
@@ -105,7 +105,8 @@ class Ledger:
 
     def read_done(self, stage: str, shard_id: int) -> dict[str, Any] | None:
         try:
-            return json.loads(self.store.read_bytes(self.done_key(stage, shard_id)))
+            return cast(dict[str, Any],
+                        json.loads(self.store.read_bytes(self.done_key(stage, shard_id))))
         except NotFound:
             return None
 

@@ -49,7 +49,7 @@ def _m() -> dict[str, Any]:
     return _metrics
 
 
-def observe_shard(stage: str, shard_id: int, record: dict | None,
+def observe_shard(stage: str, shard_id: int, record: dict[str, Any] | None,
                   error: BaseException | None) -> None:
     """Executor observer: one finished (``record``) or failed (``error``) shard attempt."""
     m = _m()

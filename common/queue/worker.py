@@ -13,7 +13,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from typing import Any
 
 from celery import Celery, Task
 from celery.exceptions import Reject
@@ -38,7 +38,7 @@ class StageRuntime:
     """
 
     def __init__(self, app: Celery, pipeline: Pipeline, name: str,
-                 stage_cls: Callable[[Settings], Stage] | None = None) -> None:
+                 stage_cls: type[Stage] | None = None) -> None:
         self._app = app
         self.pipeline = pipeline
         self.name = name
@@ -89,7 +89,7 @@ def backoff_seconds(settings: Settings, attempts: int, exc: BaseException | None
 
 
 def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
-                        stage_cls: Callable[[Settings], Stage] | None = None) -> Task:
+                        stage_cls: type[Stage] | None = None) -> Task:
     """The task of ``stage_name``; its class comes from its spec unless ``stage_cls`` is given
     (test stages), and is imported only in the pool process that runs it."""
     runtime = StageRuntime(app, pipeline, stage_name, stage_cls)
@@ -105,18 +105,18 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             log.exception("%s: model load failed at process start", stage_name)
 
     @task_received.connect(weak=False)
-    def _prefetch(request: object = None, **_: object) -> None:  # worker main process
+    def _prefetch(request: Any = None, **_: object) -> None:  # worker main process
         if runtime.settings.prefetch_shards <= 0 or getattr(request, "name", None) != name:
             return
         try:
-            runtime.prefetcher.submit(int(request.args[0]))  # type: ignore[attr-defined]
+            runtime.prefetcher.submit(int(request.args[0]))
         except Exception as e:  # noqa: BLE001 - prefetch is an optimisation, never a failure
             log.warning("%s: cannot prefetch: %s", stage_name, e)
 
     # shared=False: the task belongs to this app only (not to every app made later in the process)
     @app.task(name=name, bind=True, acks_late=True, max_retries=None, shared=False)
     def process_shard(self: Task, shard_id: int, until: str | None = None,
-                      force: bool = False) -> dict:
+                      force: bool = False) -> dict[str, Any]:
         settings, engine, tracker = runtime.settings, runtime.engine, runtime.tracker
         shard_id = int(shard_id)
         # Redis counts every delivery (crashes too); the message's own retry count bounds the
@@ -159,13 +159,13 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent)
         return _summary(outcome)
 
-    process_shard.runtime = runtime  # type: ignore[attr-defined]
+    process_shard.runtime = runtime
     _install_ops_hooks(app, stage_name)
     return process_shard
 
 
-def _summary(outcome: Attempt) -> dict:
-    out: dict = {"shard_id": outcome.shard_id, "skipped": outcome.status == "skipped"}
+def _summary(outcome: Attempt) -> dict[str, Any]:
+    out: dict[str, Any] = {"shard_id": outcome.shard_id, "skipped": outcome.status == "skipped"}
     if outcome.status == "dead":
         out.update(dead_lettered=True, reason=outcome.reason)
     return out

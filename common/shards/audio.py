@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +36,13 @@ class AudioError(ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
-def _av():
+def _av() -> Any:
     import av  # lazy: importing onsei.common must stay cheap
 
     return av
 
 
-def _open(src: bytes | str | Path):
+def _open(src: bytes | str | Path) -> Any:
     av = _av()
     try:
         file = io.BytesIO(src) if isinstance(src, (bytes, bytearray, memoryview)) else str(src)
@@ -50,12 +51,12 @@ def _open(src: bytes | str | Path):
         raise AudioError("undecodable", _short(e)) from e
 
 
-def _declared_seconds(container, stream) -> float | None:
+def _declared_seconds(container: Any, stream: Any) -> float | None:
     """Duration from headers (no decoding), or None when the container does not say."""
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
     if container.duration is not None:
-        return container.duration / 1_000_000  # AV_TIME_BASE
+        return float(container.duration) / 1_000_000  # AV_TIME_BASE
     return None
 
 
@@ -86,11 +87,11 @@ class _Sink:
         self.limit = None if max_seconds is None else int(max_seconds * sample_rate) + 1
         self.chunks: list[np.ndarray] = []
         self.total = 0
-        self._av_resampler = None
-        self._soxr = None
-        self._fmt: tuple | None = None
+        self._av_resampler: Any = None
+        self._soxr: Any = None
+        self._fmt: tuple[str, str, int] | None = None
 
-    def frame(self, frame) -> None:
+    def frame(self, frame: Any) -> None:
         fmt = (frame.format.name, frame.layout.name, frame.sample_rate)
         if fmt != self._fmt:  # first frame, or the stream changed rate / layout mid-way
             self.flush()
@@ -186,7 +187,7 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
         return audio.astype(np.float32, copy=False)
     import soxr
 
-    return soxr.resample(audio, sr_in, sr_out, quality="HQ").astype(np.float32, copy=False)
+    return np.asarray(soxr.resample(audio, sr_in, sr_out, quality="HQ"), dtype=np.float32)
 
 
 def flac_bytes(audio: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> bytes:

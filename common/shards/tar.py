@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import TracebackType
 from typing import BinaryIO, Self
 
 _BLOCK = tarfile.BLOCKSIZE
@@ -103,9 +104,11 @@ def _open(path: Path) -> tuple[BinaryIO, tarfile.TarFile, bool]:
         # Plain tars (the norm) are read from a real file so that a member's bytes come in one
         # read() instead of tarfile's stream layer re-joining 10 KiB blocks.
         random_access = not head.startswith(_COMPRESSED_MAGIC)
-        mode = "r:" if random_access else "r|*"
-        tf = tarfile.open(  # noqa: SIM115 - closed with f by iter_shard
-            fileobj=f, mode=mode, encoding="utf-8", errors="surrogateescape")
+        # closed with f by iter_shard
+        tf = (tarfile.open(fileobj=f, mode="r:", encoding="utf-8",  # noqa: SIM115
+                           errors="surrogateescape") if random_access else
+              tarfile.open(fileobj=f, mode="r|*", encoding="utf-8",  # noqa: SIM115
+                           errors="surrogateescape"))
         return f, tf, random_access
     except ShardError:
         f.close()
@@ -135,7 +138,9 @@ def iter_shard(
     try:
         while True:
             member = tf.next()
-            tf.members = []  # tarfile keeps every header otherwise: unbounded for huge shards
+            # tarfile keeps every header otherwise: unbounded for huge shards (``members`` is
+            # TarFile's own list, missing from typeshed's stub)
+            tf.members = []  # type: ignore[attr-defined]
             if member is None:
                 break
             if member.isdir():
@@ -277,7 +282,8 @@ class ShardWriter:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
         else:

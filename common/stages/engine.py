@@ -39,12 +39,13 @@ shard_log = logging.getLogger("onsei.shards")
 
 # Observers of shard attempts, called as (stage, shard_id, done record | None, error | None):
 # common/queue/metrics.py registers one. An observer's failure is logged, never the shard's.
-SHARD_OBSERVERS: list[Callable[[str, int, dict | None, BaseException | None], None]] = []
+SHARD_OBSERVERS: list[Callable[[str, int, dict[str, Any] | None, BaseException | None], None]] = []
 
 Status = Literal["done", "skipped", "failed", "dead", "unrecorded"]
 
 
-def _notify(stage: str, shard_id: int, record: dict | None, error: BaseException | None) -> None:
+def _notify(stage: str, shard_id: int, record: dict[str, Any] | None,
+            error: BaseException | None) -> None:
     for observer in SHARD_OBSERVERS:
         try:
             observer(stage, shard_id, record, error)

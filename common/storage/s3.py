@@ -192,7 +192,7 @@ class S3Store(Store):
         return download(self, key, Path(dest))
 
     def read_range(self, key: str, start: int, end: int, etag: str,
-                   write: Callable[[int, bytes], None]) -> None:
+                   write: Callable[[int, bytes], object]) -> None:
         """Bytes ``start`` to ``end`` (inclusive) of the object as it was at ``etag``, each chunk
         handed to ``write(offset, chunk)``; a broken body is fetched again from ``start``.
         ``ObjectChanged`` when the object was replaced meanwhile."""

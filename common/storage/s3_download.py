@@ -36,7 +36,7 @@ class RangedStore(Protocol):
     def child_url(self, key: str) -> str: ...
 
     def read_range(self, key: str, start: int, end: int, etag: str,
-                   write: Callable[[int, bytes], None]) -> None: ...
+                   write: Callable[[int, bytes], object]) -> None: ...
 
 
 @dataclass
@@ -132,7 +132,7 @@ def _fetch_missing(store: RangedStore, key: str, part_path: Path, side_path: Pat
         with ThreadPoolExecutor(max(1, workers), thread_name_prefix="s3get") as pool:
             futures = [pool.submit(one, i) for i in missing]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            errors = [f.exception() for f in done if f.exception() is not None]
+            errors = [e for f in done if (e := f.exception()) is not None]
             if errors:
                 stop.set()  # parts in flight finish (and are recorded); queued ones are skipped
                 for f in futures:

@@ -21,7 +21,7 @@ def _ledger(s) -> tuple[Any, list[int]]:
         reads.append(i)
         return real(stage, i)
 
-    led.read_done = counting  # type: ignore[method-assign]
+    led.read_done = counting  # type: ignore[method-assign]  # counts the reads
     return led, reads
 
 
