@@ -17,7 +17,8 @@ STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
                 "tokenize": ("tokenize",), "report": ("report",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
-CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize")}
+CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
+                    ("common/models/device.py", "ctranslate2"): ("asr", "enhance")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
 SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}
@@ -40,10 +41,12 @@ def declared() -> tuple[set[str], dict[str, set[str]]]:
 def allowed_extras(path: Path, extras: dict[str, set[str]]) -> tuple[str, ...]:
     """The extras a module may rely on, besides the base dependencies."""
     parts = path.relative_to(REPO).parts
-    if parts[0] == "bench" or parts[:2] == ("services", "models.py"):
+    if parts[0] == "bench" or parts[:3] == ("services", "ops", "models.py"):
         return tuple(extras)  # measures / fetches for every stage
-    if parts[:2] == ("services", "flower.py"):
+    if parts[:3] == ("services", "ops", "flower.py"):
         return ("ops",)
+    if parts[:3] == ("services", "ops", "report"):
+        return ("report",)
     if parts[0] == "services" and parts[1] in STAGE_EXTRAS:
         return STAGE_EXTRAS[parts[1]]
     return ()
