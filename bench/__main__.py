@@ -47,7 +47,8 @@ def bench(quick: bool, only: tuple[str, ...], as_json: bool) -> None:
     for col in ("name", "ours", "baseline", "unit", "ratio", "goal"):
         table.add_column(col)
     for r in rows:
-        table.add_row(*(_fmt(r.get(c)) for c in ("name", "ours", "baseline", "unit", "ratio", "goal")))
+        table.add_row(*(_fmt(r.get(c))
+                        for c in ("name", "ours", "baseline", "unit", "ratio", "goal")))
     # A pipe or CI log is not a terminal: give the table room instead of rich's 80 columns.
     Console(width=None if sys.stdout.isatty() else 220).print(table)
 

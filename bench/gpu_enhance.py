@@ -36,7 +36,8 @@ def build_decoder(cin: int, ch: int, rates: tuple[int, ...] = (8, 5, 4, 3, 2), r
             self.b = nn.Conv1d(c, c, 3, padding=1)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x + self.b(nn.functional.leaky_relu(self.a(nn.functional.leaky_relu(x, 0.1)), 0.1))
+            act = nn.functional.leaky_relu
+            return x + self.b(act(self.a(act(x, 0.1)), 0.1))
 
     class Decoder(nn.Module):
         def __init__(self) -> None:
@@ -149,7 +150,8 @@ def main() -> None:
             emit({"event": "batch", "batch": b, "seconds_per_batch": round(wall, 4),
                   "rtf": round(wall / audio, 5), "x_realtime": round(audio / wall, 1),
                   "chunks_per_s": round(b / wall, 1),
-                  "peak_mem_GB": round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None})
+                  "peak_mem_GB": (round(torch.cuda.max_memory_allocated() / 2**30, 2)
+                                  if cuda else None)})
         if time.monotonic() - t_start < args.budget:
             lengths, total = [], 0.0
             while total < args.e2e_seconds:
@@ -166,7 +168,8 @@ def main() -> None:
             wall = time.monotonic() - t0
             emit({"event": "engine", "batch": args.e2e_batch, "segments": n_out,
                   "audio_seconds": round(total, 1), "wall": round(wall, 2),
-                  "x_realtime": round(total / wall, 1), "model_busy": round(eng.clock.seconds / wall, 3),
+                  "x_realtime": round(total / wall, 1),
+                  "model_busy": round(eng.clock.seconds / wall, 3),
                   "padded_fraction": round(eng.stats.padded_fraction, 4),
                   "overhead_fraction": round(eng.stats.overhead_fraction, 4)})
     emit({"event": "done", "seconds": round(time.monotonic() - t_start, 1)})

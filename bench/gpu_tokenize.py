@@ -4,9 +4,9 @@ Builds the real ``NeuCodec`` class at full size (w2v-BERT 2.0 with 24 layers, tr
 the codec reads, as our loader does) with random weights: the same compute as the released
 model. For each batch size B it encodes B segments of ``--seconds`` through our batched
 encoder (policies ``exact``, ``stitched``, ``padded``) and, at B=1, through the library's
-``encode_code``; it reports the real-time factor (model wall / audio seconds) and audio seconds per second, and the
-CPU time of the per-segment feature extraction (done in the reader thread in the stage).
-``--tiny`` builds the small test model instead, for a CPU dry run of this script's logic.
+``encode_code``; it reports the real-time factor (model wall / audio seconds) and audio seconds per
+second, and the CPU time of the per-segment feature extraction (done in the reader thread in the
+stage). ``--tiny`` builds the small test model instead, for a CPU dry run of this script's logic.
 Prints one JSON object per line (and writes them to ``$OUT/gpu_tokenize.jsonl`` when set).
 """
 

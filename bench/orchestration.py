@@ -106,7 +106,8 @@ def _run_naive(s: Settings, ex: Engine, n: int) -> float:
 
 
 def _run_ours(s: Settings, ex: Engine, n: int) -> float:
-    """The task body of common.queue.worker: received -> prefetch; run with the prefetched inputs."""
+    """The task body of common.queue.worker: received -> prefetch; run with the prefetched
+    inputs."""
     pre = Prefetcher(ex.name, ex.fetch, lambda i: False, s)
     model, t_first = 0.0, None
     t0 = time.monotonic()

@@ -1,5 +1,5 @@
 """Scale bench: N shards through asr -> enhance -> tokenize on real Celery fleets, then the
-control-plane costs at ledger scale (issue 16, item 1; goals from docs/operations.md).
+control-plane costs at ledger scale (goals from docs/operations.md).
 
     python -m bench.scale --shards 50000 [--workers 2] [--stage-ms 2] [--timeout 7200]
     python -m bench --only scale            (2,000 shards; --quick: 200)

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 from unittest import mock
 
 from common.settings import Settings
@@ -25,7 +26,8 @@ OPS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
 
 class Tally:
     """Request counts in shared memory: threads and forked processes (a fresh ledger's first
-    status reads its records in forked processes: services/ops/status/recordcache.py) add to the same."""
+    status reads its records in forked processes: services/ops/status/recordcache.py) add to the
+    same."""
 
     def __init__(self) -> None:
         self._a = multiprocessing.Array("q", len(OPS))
@@ -192,10 +194,10 @@ def time_status(s: Settings, ids: range) -> dict[str, object]:
     return res
 
 
-def rollup_dir(led: object, stage: str) -> str:
+def rollup_dir(led: Any, stage: str) -> str:
     from services.ops.status import rollup
 
-    return rollup.rollup_key(led, stage, 0).rsplit("/", 1)[0]  # type: ignore[arg-type]
+    return rollup.rollup_key(led, stage, 0).rsplit("/", 1)[0]
 
 
 def status_rows(res: dict[str, object], n: int) -> list[dict[str, object]]:
@@ -205,10 +207,10 @@ def status_rows(res: dict[str, object], n: int) -> list[dict[str, object]]:
     for name, what in STATUS_CALLS:
         rows.append({"name": f"onsei status --range 0-{n - 1}, {n:,} done x3 stages, local "
                              f"store: {what}", "unit": "s",
-                     "ours": round(float(res[f"status_{name}_s"]), 2),  # type: ignore[arg-type]
+                     "ours": round(float(cast(float, res[f"status_{name}_s"])), 2),
                      "baseline": None, "ratio": None, "goal": "" if name == "first" else "<= 3 s"})
         rows.append({"name": "  its CPU seconds (this process, all threads)", "unit": "s",
-                     "ours": round(float(res[f"status_{name}_cpu_s"]), 2),  # type: ignore[arg-type]
+                     "ours": round(float(cast(float, res[f"status_{name}_cpu_s"])), 2),
                      "baseline": None, "ratio": None, "goal": ""})
         rows.append({"name": f"  its S3 requests ({name}); done counts",
                      "unit": "requests", "ours": json.dumps(res[f"status_{name}_requests"]),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -105,10 +106,10 @@ class Settings(BaseSettings):
             raise ValueError(f"the broker URL cannot be parsed: {problem}")
         return v
 
-    # --- cost (common/node/price.py; docs/operations.md "Cost") --------------------------------------
+    # --- cost (common/node/price.py; docs/operations.md "Cost") -----------------------------------
     node_type: str = Field("", description="accelerator of this node as priced: H100, L4, A10G, "
-                           "cpu, ... (common/node/price.py); written into every done record; unset: nvidia-smi's GPU "
-                           "(common/node/accelerator.py), else unknown")
+                           "cpu, ... (common/node/price.py); written into every done record; "
+                           "unset: nvidia-smi's GPU (common/node/accelerator.py), else unknown")
     node_pricing: Literal["spot", "on-demand"] = Field("spot", description="spot or on-demand")
     node_price_per_hour: float | None = Field(
         None, ge=0, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
@@ -157,14 +158,14 @@ class Settings(BaseSettings):
             mine = cls.model_fields
             made = settings._sections[cls] = cls(
                 **{k: getattr(settings, k) for k in type(settings).model_fields if k in mine})
-        return made  # type: ignore[return-value]
+        return made  # type: ignore[return-value]  # made by cls above, typed as its base
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if name in type(self).model_fields:
             self._sections.clear()
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copied = super().model_copy(update=update, deep=deep)
         copied._sections = {}  # made from the old values
         return copied

@@ -17,7 +17,8 @@ STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
                 "tokenize": ("tokenize",), "report": ("report",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
-CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize")}
+CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
+                    ("common/models/device.py", "ctranslate2"): ("asr", "enhance")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
 SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}

@@ -35,7 +35,7 @@ class Trimmed:
 
 
 _NONE = type(None)
-_NUM = frozenset({int, float, _NONE})
+_NUM: frozenset[type] = frozenset({int, float, _NONE})
 COLUMNS: dict[str, frozenset[type]] = {
     "host": frozenset({str, _NONE}), "finished_at": _NUM, "wall_seconds": _NUM,
     "audio_seconds_in": _NUM, "audio_seconds_out": _NUM}

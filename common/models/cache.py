@@ -32,7 +32,9 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from common.settings import Settings
 from common.storage import Store, open_store, split_url
@@ -126,7 +128,7 @@ def cached_entry(dest: Path, required: Required = ()) -> Path | None:
         return dest if is_complete(dest, required) else None
 
 
-def fetch_entry(dest: Path, fill: Callable[[Path], None], source: str,
+def fetch_entry(dest: Path, fill: Callable[[Path], object], source: str,
                 required: Required = ()) -> Path:
     """Per-node fetch: ``fill(staging)`` puts the entry's files into a staging directory beside
     ``dest``; the manifest is written last and the directory renamed into place. Under the
@@ -179,7 +181,7 @@ def resolve_model_dir(name: str, settings: Settings, required: Required = ()) ->
         if not any(not _ignored(k) for k in store.list(f"{entry}/")):
             continue
         url = f"{settings.model_cache.rstrip('/')}/{entry}"
-        return fetch_entry(root / entry, lambda d, u=url: download_prefix(u, settings, d), url,
+        return fetch_entry(root / entry, partial(download_prefix, url, settings), url,
                            required)
     return None
 
@@ -198,7 +200,7 @@ def local_files(entry_dir: Path) -> list[str]:
     return sorted(r for r in rels if not _ignored(r) and r != MANIFEST)
 
 
-def write_manifest(entry_dir: Path, name: str, source: str) -> dict:
+def write_manifest(entry_dir: Path, name: str, source: str) -> dict[str, Any]:
     files = {rel: {"size": (entry_dir / rel).stat().st_size,
                    "sha256": sha256_file(entry_dir / rel)} for rel in local_files(entry_dir)}
     manifest = {"name": name, "source": source, "files": files}
@@ -211,7 +213,7 @@ def write_manifest(entry_dir: Path, name: str, source: str) -> dict:
 @dataclass
 class CacheEntry:
     entry: str
-    files: dict[str, dict] = field(default_factory=dict)  # rel -> {size, sha256 | None}
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # rel -> {size, sha256 | None}
     name: str | None = None
     verified: bool | None = None  # sizes match the manifest (None: no manifest)
 
@@ -249,7 +251,7 @@ def list_entries(cache_url: str, settings: Settings, checksums: bool = True) -> 
     return [_local_entry(root / e, e, checksums) for e in sorted(_group(rels))]
 
 
-def _check(entry: CacheEntry, manifest: dict | None) -> None:
+def _check(entry: CacheEntry, manifest: dict[str, Any] | None) -> None:
     if manifest is None:
         return
     entry.name = manifest.get("name")

@@ -30,7 +30,6 @@ PRICES: dict[str, tuple[float, float]] = {
     "V100": (3.06, 0.92),
     "cpu": (0.36, 0.14),  # an 8-vCPU node (c7i.2xlarge-like), no GPU
 }
-PRICINGS = ("spot", "on-demand")
 
 
 def normalize_type(node_type: str) -> str:
@@ -106,8 +105,3 @@ def charge(node: Node, wall_seconds: float) -> tuple[float, float, float | None]
     gpu_hours = hours * (node.gpus if node.type != "cpu" else 0)
     return hours, gpu_hours, None if node.price_per_hour is None else hours * node.price_per_hour
 
-
-def shard_usage(record: dict[str, Any], fallback: Node) -> tuple[float, float, float | None]:
-    """(node-hours, GPU-hours, cost) one done record stands for (cost None: price unknown)."""
-    return charge(Node.from_record(record.get("node"), fallback),
-                  float(record.get("wall_seconds") or 0.0))

@@ -37,7 +37,7 @@ def route_task(name: str, *_: Any, **__: Any) -> dict[str, str] | None:
     return {"queue": stage, "routing_key": stage} if stage else None
 
 
-def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict:
+def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict[str, Any]:
     """``consume``: the queues a worker of this app reads by default (a stage app: its own)."""
     broker = settings.broker_url.get_secret_value()
     return {
@@ -58,7 +58,8 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict:
         "task_acks_on_failure": True,
         "task_acks_on_timeout": False,
         # One task in hand per process, plus ``prefetch_shards`` reserved (unacked, so a dying
-        # worker loses none) whose inputs are downloaded while the model works (common.stages.prefetch).
+        # worker loses none) whose inputs are downloaded while the model works
+        # (common.stages.prefetch).
         "worker_prefetch_multiplier": 1 + max(0, settings.prefetch_shards),
         "worker_concurrency": settings.worker_concurrency,
         "worker_max_tasks_per_child": None,
@@ -86,7 +87,7 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict:
     }
 
 
-def _ssl_options(url: str) -> dict | None:
+def _ssl_options(url: str) -> dict[str, Any] | None:
     if url.startswith("rediss://"):
         import ssl
 
@@ -101,13 +102,13 @@ class StageApp(Celery):
     onsei_node: str | None = None
 
     @cached_property
-    def Worker(self):
+    def Worker(self) -> Any:
         from celery.utils.nodenames import default_nodename, host_format
 
-        base = self.subclass_with_self("celery.apps.worker:Worker")
+        base: Any = self.subclass_with_self("celery.apps.worker:Worker")
         node, cli_default = self.onsei_node, host_format(default_nodename(None))
 
-        class NamedWorker(base):  # type: ignore[misc, valid-type]
+        class NamedWorker(base):
             def __init__(self, *args: Any, hostname: str | None = None, **kw: Any) -> None:
                 if node and hostname in (None, cli_default):
                     hostname = host_format(f"{node}@%h")
@@ -129,7 +130,7 @@ def make_app(main: str, settings: Settings | None = None, queues: Iterable[str] 
         cfg.pop("broker_use_ssl")
         cfg.pop("redis_backend_use_ssl")
     app.conf.update(cfg)
-    app.onsei_settings = settings  # type: ignore[attr-defined]  # for hand-on bookkeeping
+    app.onsei_settings = settings  # for hand-on bookkeeping
     return app
 
 
@@ -151,5 +152,5 @@ def send_stage_task(app: Celery, stage: str, shard_id: int, until: str,
         return
     tracker = getattr(app, "_onsei_tracker", None)
     if tracker is None:  # one Redis client per app (redis-py re-connects after a fork)
-        tracker = app._onsei_tracker = Tracker(app_settings(app))  # type: ignore[attr-defined]
+        tracker = app._onsei_tracker = Tracker(app_settings(app))
     tracker.add_queued(stage, [shard_id])

@@ -16,6 +16,8 @@ from which ``restore_visible`` hands them back after the visibility timeout. Not
 
 from __future__ import annotations
 
+from typing import Any
+
 _PATCHED = "_onsei_detached_transport_fix"
 
 
@@ -31,7 +33,7 @@ def install() -> None:
     if getattr(original, _PATCHED, False):
         return
 
-    def _connparams(self, asynchronous=False):  # type: ignore[no-untyped-def]
+    def _connparams(self: Any, asynchronous: bool = False) -> Any:
         if getattr(self.connection, "client", None) is None:
             raise redis.exceptions.ConnectionError(
                 "broker connection already closed (transport detached); unacked messages stay "

@@ -1,7 +1,8 @@
 """Graceful preemption of a Celery worker: on SIGTERM, finish the shard in hand within
 ``settings.shutdown_timeout`` seconds or hand it back to the queue at once. Never lose it.
 
-How, with prefork workers, ``task_acks_late`` and ``task_reject_on_worker_lost`` (common/queue/config.py):
+How, with prefork workers, ``task_acks_late`` and ``task_reject_on_worker_lost``
+(common/queue/config.py):
 
 - MainProcess, SIGTERM: Celery's warm shutdown stops consuming (no new task is taken; a message
   reserved but not started goes back when the channel closes) and waits for the running tasks.
@@ -11,8 +12,9 @@ How, with prefork workers, ``task_acks_late`` and ``task_reject_on_worker_lost``
 - Pool processes: a spot VM's shutdown (systemd) sends SIGTERM to every process of the worker,
   and a pool process dies on SIGTERM by default, which would throw away work that could have
   finished. Pool processes therefore only note the signal; the MainProcess decides.
-- A hand-back is not the shard's fault: the delivery counted at task start (common/queue/worker.py) is
-  un-counted, so preemptions never push a shard towards the dead-letter record.
+- A hand-back is not the shard's fault: the delivery counted at task start
+  (common/queue/worker.py) is un-counted, so preemptions never push a shard towards the
+  dead-letter record.
 - If the whole machine dies first (SIGKILL, power), the unacked message still returns to the
   queue after the broker's visibility timeout: late, but not lost.
 
@@ -34,12 +36,6 @@ log = logging.getLogger(__name__)
 
 _INSTALLED: list[Any] = []  # the app hooked (once per process: Celery's signals are global)
 _state: dict[str, Any] = {"sigterm_at": None, "pool_child": False}
-
-
-def sigterm_received_at() -> float | None:
-    """In a pool process: monotonic time of the SIGTERM it noted, if any (a task may use it
-    to stop early at a safe point; the MainProcess enforces the timeout regardless)."""
-    return _state["sigterm_at"]
 
 
 def _child_sigterm(signum: int, frame: object) -> None:

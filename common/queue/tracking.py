@@ -1,8 +1,9 @@
 """Redis bookkeeping beside the broker: which shards are queued, running, how often delivered.
 
-Only a mirror for speed (docs/architecture.md, the ledger): the ledger in the object store is the truth. Every call is
-best effort; with Redis away, or a broker that is not Redis, the methods return empty answers
-and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them too.
+Only a mirror for speed (docs/architecture.md, the ledger): the ledger in the object store is the
+truth. Every call is best effort; with Redis away, or a broker that is not Redis, the methods return
+empty answers and nothing fails. Keys live in the broker's own Redis DB, so flushing it clears them
+too.
 
 - ``onsei:queued:<stage>``  set of shard ids with a message on the way (enqueue / hand-on add,
   the task removes when it ends: done, skipped or dead-lettered).
@@ -17,12 +18,14 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from common.settings import Settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+D = TypeVar("D")
 
 
 def queued_key(stage: str) -> str:
@@ -62,7 +65,7 @@ class Tracker:
             self._made = True
         return self._client
 
-    def _safe(self, fn, default):
+    def _safe(self, fn: Callable[[Any], T], default: D) -> T | D:
         if self.client is None:
             return default
         try:
@@ -139,7 +142,7 @@ class Tracker:
         self._safe(go, None)
 
     def running(self, stage: str) -> dict[int, dict[str, Any]]:
-        raw = self._safe(lambda c: c.hgetall(running_key(stage)), {})
+        raw: dict[Any, Any] = self._safe(lambda c: c.hgetall(running_key(stage)), {})
         out: dict[int, dict[str, Any]] = {}
         for k, v in raw.items():
             try:

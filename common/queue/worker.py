@@ -3,7 +3,8 @@
 A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, PIPELINE, name)``.
 The model is loaded once per worker process, after the fork (``worker_process_init``), never in
 the Celery parent: CUDA does not survive fork. The parent only reads inputs ahead
-(``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is :mod:`common.stages.engine`.
+(``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is
+:mod:`common.stages.engine`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from typing import Any
 
 from celery import Celery, Task
 from celery.exceptions import Reject
@@ -37,7 +38,7 @@ class StageRuntime:
     """
 
     def __init__(self, app: Celery, pipeline: Pipeline, name: str,
-                 stage_cls: Callable[[Settings], Stage] | None = None) -> None:
+                 stage_cls: type[Stage] | None = None) -> None:
         self._app = app
         self.pipeline = pipeline
         self.name = name
@@ -88,7 +89,7 @@ def backoff_seconds(settings: Settings, attempts: int, exc: BaseException | None
 
 
 def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
-                        stage_cls: Callable[[Settings], Stage] | None = None) -> Task:
+                        stage_cls: type[Stage] | None = None) -> Task:
     """The task of ``stage_name``; its class comes from its spec unless ``stage_cls`` is given
     (test stages), and is imported only in the pool process that runs it."""
     runtime = StageRuntime(app, pipeline, stage_name, stage_cls)
@@ -104,18 +105,18 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             log.exception("%s: model load failed at process start", stage_name)
 
     @task_received.connect(weak=False)
-    def _prefetch(request: object = None, **_: object) -> None:  # worker main process
+    def _prefetch(request: Any = None, **_: object) -> None:  # worker main process
         if runtime.settings.prefetch_shards <= 0 or getattr(request, "name", None) != name:
             return
         try:
-            runtime.prefetcher.submit(int(request.args[0]))  # type: ignore[attr-defined]
+            runtime.prefetcher.submit(int(request.args[0]))
         except Exception as e:  # noqa: BLE001 - prefetch is an optimisation, never a failure
             log.warning("%s: cannot prefetch: %s", stage_name, e)
 
     # shared=False: the task belongs to this app only (not to every app made later in the process)
     @app.task(name=name, bind=True, acks_late=True, max_retries=None, shared=False)
     def process_shard(self: Task, shard_id: int, until: str | None = None,
-                      force: bool = False) -> dict:
+                      force: bool = False) -> dict[str, Any]:
         settings, engine, tracker = runtime.settings, runtime.engine, runtime.tracker
         shard_id = int(shard_id)
         # Redis counts every delivery (crashes too); the message's own retry count bounds the
@@ -126,7 +127,8 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             outcome = engine.record_dead(shard_id, "too many deliveries (worker lost or hard "
                                          "time limit)", attempts - 1)
         else:
-            outcome = engine.attempt(shard_id, attempts, last=attempts >= settings.max_task_failures,
+            outcome = engine.attempt(shard_id, attempts,
+                                     last=attempts >= settings.max_task_failures,
                                      check_done=not force)
         if outcome.status == "unrecorded":
             # No outcome written: the message must not go. It does not count as an attempt;
@@ -157,19 +159,19 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent)
         return _summary(outcome)
 
-    process_shard.runtime = runtime  # type: ignore[attr-defined]
+    process_shard.runtime = runtime
     _install_ops_hooks(app, stage_name)
     return process_shard
 
 
-def _summary(outcome: Attempt) -> dict:
-    out: dict = {"shard_id": outcome.shard_id, "skipped": outcome.status == "skipped"}
+def _summary(outcome: Attempt) -> dict[str, Any]:
+    out: dict[str, Any] = {"shard_id": outcome.shard_id, "skipped": outcome.status == "skipped"}
     if outcome.status == "dead":
         out.update(dead_lettered=True, reason=outcome.reason)
     return out
 
 
-# --- operations hooks (owned by operations: common/queue/preemption.py, common/queue/metrics.py) -----------
+# --- operations hooks (owned by operations: common/queue/preemption.py, common/queue/metrics.py) --
 def _install_ops_hooks(app: Celery, stage_name: str) -> None:
     """SIGTERM: finish the shard in hand within settings.shutdown_timeout or requeue it;
     Prometheus metrics on settings.metrics_port. Both install once per process."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +36,13 @@ class AudioError(ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
-def _av():
+def _av() -> Any:
     import av  # lazy: importing onsei.common must stay cheap
 
     return av
 
 
-def _open(src: bytes | str | Path):
+def _open(src: bytes | str | Path) -> Any:
     av = _av()
     try:
         file = io.BytesIO(src) if isinstance(src, (bytes, bytearray, memoryview)) else str(src)
@@ -50,12 +51,12 @@ def _open(src: bytes | str | Path):
         raise AudioError("undecodable", _short(e)) from e
 
 
-def _declared_seconds(container, stream) -> float | None:
+def _declared_seconds(container: Any, stream: Any) -> float | None:
     """Duration from headers (no decoding), or None when the container does not say."""
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
     if container.duration is not None:
-        return container.duration / 1_000_000  # AV_TIME_BASE
+        return float(container.duration) / 1_000_000  # AV_TIME_BASE
     return None
 
 
@@ -86,18 +87,19 @@ class _Sink:
         self.limit = None if max_seconds is None else int(max_seconds * sample_rate) + 1
         self.chunks: list[np.ndarray] = []
         self.total = 0
-        self._av_resampler = None
-        self._soxr = None
-        self._fmt: tuple | None = None
+        self._av_resampler: Any = None
+        self._soxr: Any = None
+        self._fmt: tuple[str, str, int] | None = None
 
-    def frame(self, frame) -> None:
+    def frame(self, frame: Any) -> None:
         fmt = (frame.format.name, frame.layout.name, frame.sample_rate)
         if fmt != self._fmt:  # first frame, or the stream changed rate / layout mid-way
             self.flush()
             import soxr
 
             av = _av()
-            self._av_resampler = av.AudioResampler(format="flt", layout="mono", rate=frame.sample_rate)
+            self._av_resampler = av.AudioResampler(format="flt", layout="mono",
+                                                   rate=frame.sample_rate)
             self._soxr = (None if frame.sample_rate == self.sample_rate else
                           soxr.ResampleStream(frame.sample_rate, self.sample_rate, 1,
                                               dtype="float32", quality="HQ"))
@@ -153,7 +155,8 @@ def decode_audio(
             raise AudioError("no_audio_stream", "the file holds no audio stream")
         stream = container.streams.audio[0]
         declared = _declared_seconds(container, stream)
-        if max_seconds is not None and declared is not None and declared > max_seconds * _DECLARED_SLACK:
+        if (max_seconds is not None and declared is not None
+                and declared > max_seconds * _DECLARED_SLACK):
             raise AudioError("too_long", f"declares {declared:.1f} s > {max_seconds:g} s")
         try:
             for frame in container.decode(stream):
@@ -164,7 +167,8 @@ def decode_audio(
         except (av.FFmpegError, ValueError, RuntimeError, OSError) as e:
             if sink.total == 0:
                 raise AudioError("undecodable", _short(e)) from e
-            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate, _short(e))
+            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate,
+                        _short(e))
             sink.flush()
     audio = sink.audio()
     if audio.size == 0:
@@ -183,7 +187,7 @@ def resample(audio: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
         return audio.astype(np.float32, copy=False)
     import soxr
 
-    return soxr.resample(audio, sr_in, sr_out, quality="HQ").astype(np.float32, copy=False)
+    return np.asarray(soxr.resample(audio, sr_in, sr_out, quality="HQ"), dtype=np.float32)
 
 
 def flac_bytes(audio: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> bytes:
@@ -193,10 +197,6 @@ def flac_bytes(audio: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> 
     buf = io.BytesIO()
     sf.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format="FLAC", subtype=subtype)
     return buf.getvalue()
-
-
-def write_flac(path: str | Path, audio: np.ndarray, sample_rate: int) -> None:
-    Path(path).write_bytes(flac_bytes(audio, sample_rate))
 
 
 def read_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
@@ -213,10 +213,6 @@ def read_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
         raise AudioError("empty", "no audio samples")
     return audio.mean(axis=1).astype(np.float32), int(sr)
 
-
-def read_flac(path: str | Path) -> tuple[np.ndarray, int]:
-    """A FLAC (or WAV) file -> (mono float32, rate)."""
-    return read_audio_bytes(Path(path).read_bytes())
 
 
 def _short(e: BaseException) -> str:

@@ -1,9 +1,9 @@
 """Which member of a shard key is its audio, and what is an error: ONE rule for every stage.
 
-Before this rule each stage chose for itself and they disagreed (issue 12): with ``a.wav`` and
-``a.flac`` asr transcribed one and enhance cut the other, so a segment's text came from one
-file and its audio from another. Now asr, enhance and tokenize all read shards through
-:func:`iter_keys` and get, per key, the same outcome:
+Were each stage to choose for itself, with ``a.wav`` and ``a.flac`` asr could transcribe one
+and enhance cut the other: a segment's text from one file, its audio from another. So asr,
+enhance and tokenize all read shards through :func:`iter_keys` and get, per key, the same
+outcome:
 
 - the audio is the key's one member whose extension's last dotted part is an audio format
   (``a.flac``, ``clip.take2.wav`` -> ext ``take2.wav``);
@@ -17,7 +17,7 @@ file and its audio from another. Now asr, enhance and tokenize all read shards t
 - a member whose name is unsafe (``..``, absolute, a link) is its own error, never a key.
 
 Member errors come before their key's sample in :func:`common.shards.tar.iter_shard`; here they are
-folded into the key's single outcome, so an error seen first can no longer hide a good sample.
+folded into the key's single outcome, so an error seen first cannot hide a good sample.
 """
 
 from __future__ import annotations

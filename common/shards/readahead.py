@@ -9,14 +9,14 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 _END = object()
 
 
 def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead") -> Iterator[T]:
-    q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))  # items, _END or an exception
     stop = threading.Event()
 
     def put(obj: object) -> bool:
@@ -46,7 +46,7 @@ def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead") -> 
                 return
             if isinstance(obj, BaseException):
                 raise obj
-            yield obj  # type: ignore[misc]
+            yield obj
     finally:
         stop.set()
         thread.join(timeout=5)

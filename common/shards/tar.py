@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import TracebackType
 from typing import BinaryIO, Self
 
 _BLOCK = tarfile.BLOCKSIZE
@@ -103,9 +104,11 @@ def _open(path: Path) -> tuple[BinaryIO, tarfile.TarFile, bool]:
         # Plain tars (the norm) are read from a real file so that a member's bytes come in one
         # read() instead of tarfile's stream layer re-joining 10 KiB blocks.
         random_access = not head.startswith(_COMPRESSED_MAGIC)
-        mode = "r:" if random_access else "r|*"
-        tf = tarfile.open(  # noqa: SIM115 - closed with f by iter_shard
-            fileobj=f, mode=mode, encoding="utf-8", errors="surrogateescape")
+        # closed with f by iter_shard
+        tf = (tarfile.open(fileobj=f, mode="r:", encoding="utf-8",  # noqa: SIM115
+                           errors="surrogateescape") if random_access else
+              tarfile.open(fileobj=f, mode="r|*", encoding="utf-8",  # noqa: SIM115
+                           errors="surrogateescape"))
         return f, tf, random_access
     except ShardError:
         f.close()
@@ -124,8 +127,9 @@ def iter_shard(
     """Yield samples grouped by key (consecutive members) and errors for bad members.
 
     A key's member errors are yielded before its sample. :class:`ShardError` comes at the point
-    of damage, after the samples before it: a caller treats the whole shard as failed. ``max_member_bytes`` bounds every
-    member; ``max_sidecar_bytes`` bounds ``.json``/``.txt`` members (read whole into memory).
+    of damage, after the samples before it: a caller treats the whole shard as failed.
+    ``max_member_bytes`` bounds every member; ``max_sidecar_bytes`` bounds ``.json``/``.txt``
+    members (read whole into memory).
     """
     path = Path(path)
     f, tf, random_access = _open(path)
@@ -134,7 +138,9 @@ def iter_shard(
     try:
         while True:
             member = tf.next()
-            tf.members = []  # tarfile keeps every header otherwise: unbounded for huge shards
+            # tarfile keeps every header otherwise: unbounded for huge shards (``members`` is
+            # TarFile's own list, missing from typeshed's stub)
+            tf.members = []  # type: ignore[attr-defined]
             if member is None:
                 break
             if member.isdir():
@@ -172,7 +178,8 @@ def iter_shard(
             data = _read_member(f, tf, member, random_access)
             if len(data) != member.size:
                 raise ShardError(
-                    f"truncated shard {path}: member {name!r} has {len(data)} of {member.size} bytes"
+                    f"truncated shard {path}: member {name!r} has {len(data)} of {member.size}"
+                    " bytes"
                 )
             current.files[ext] = data
         if random_access:
@@ -187,7 +194,8 @@ def iter_shard(
         yield current
 
 
-def _read_member(f: BinaryIO, tf: tarfile.TarFile, member: tarfile.TarInfo, random_access: bool) -> bytes:
+def _read_member(f: BinaryIO, tf: tarfile.TarFile, member: tarfile.TarInfo,
+                 random_access: bool) -> bytes:
     if random_access and member.sparse is None:
         f.seek(member.offset_data)
         return f.read(member.size)
@@ -274,7 +282,8 @@ class ShardWriter:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 _END = object()
@@ -22,7 +22,7 @@ class WriteBehind(Generic[T]):
                  finish: Callable[[], None] | None = None) -> None:
         self._write = write
         self._finish = finish
-        self._q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))  # items, then _END
         self.error: BaseException | None = None
         self._aborted = False
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)

@@ -1,8 +1,8 @@
 """The one attempt engine: every stage, every driver (docs/architecture.md).
 
 done-check -> fetch -> load -> process -> publish -> done record (or failure record) -> discard.
-The Celery task (common/queue/worker.py) and ``onsei run`` (services/ops/runner.py) are thin adapters:
-they decide how many attempts a shard gets and what happens after one; the engine does the
+The Celery task (common/queue/worker.py) and ``onsei run`` (services/ops/runner.py) are thin
+adapters: they decide how many attempts a shard gets and what happens after one; the engine does the
 attempt and writes its outcome. An attempt whose outcome cannot be written (the output root is
 read-only, the shard id has no usable name) says so as ``unrecorded``: the Celery adapter then
 does not let the message go.
@@ -87,8 +87,9 @@ class Engine:
     """One stage in one process: its stores, ledger and (lazily built, loaded once) stage.
 
     ``stage``: the stage's name (its class comes from its spec), a Stage class, or an instance.
-    ``read_ahead``: inputs go to the shared per-shard download directory of common/stages/prefetch.py,
-    where a read-ahead thread may already have put them, and are discarded after the attempt.
+    ``read_ahead``: inputs go to the shared per-shard download directory of
+    common/stages/prefetch.py, where a read-ahead thread may already have put them, and are
+    discarded after the attempt.
     """
 
     def __init__(self, settings: Settings, pipeline: Pipeline, stage: str | type[Stage] | Stage,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from common.settings import Settings
 from common.stages.contract import InputRef
@@ -46,7 +46,7 @@ class StageSpec:
         return self.ledger_dir(settings) if self.ledger_dir else self.name
 
     def load_class(self) -> type[Stage]:
-        return _symbol(self.stage_class)
+        return cast("type[Stage]", _symbol(self.stage_class))
 
     def load_models(self, settings: Settings) -> list[ModelSpec]:
         return _symbol(self.models)(settings) if self.models else []

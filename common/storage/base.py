@@ -68,7 +68,8 @@ class Store(abc.ABC):
 
     def identity(self, key: str) -> str:
         """``"<size>:<version>"``: changes whenever the object does (ETag on S3, mtime on disk).
-        A local copy is reused only while its source's identity is unchanged (common.stages.prefetch).
+        A local copy is reused only while its source's identity is unchanged
+        (common.stages.prefetch).
         """
         return f"{self.size(key)}:"
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from common.storage.base import Store
 
+if TYPE_CHECKING:
+    from common.settings import Settings
+
 
 def split_url(url: str) -> tuple[str, str, str]:
-    """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b"); ``file:///x`` / ``x`` -> ("file", "", path)."""
+    """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b"); ``file:///x`` / ``x`` -> ("file", "",
+    path)."""
     parsed = urlparse(url)
     if parsed.scheme == "s3":
         return "s3", parsed.netloc, parsed.path.lstrip("/")
@@ -19,7 +24,7 @@ def split_url(url: str) -> tuple[str, str, str]:
     raise ValueError(f"unsupported storage URL scheme {parsed.scheme!r} in {url!r}")
 
 
-def open_store(url: str, settings=None) -> Store:
+def open_store(url: str, settings: Settings | None = None) -> Store:
     scheme, bucket, path = split_url(url)
     if scheme == "s3":
         from common.storage.s3 import S3Store

@@ -7,7 +7,7 @@ import os
 import posixpath
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from common.storage.base import NotFound, StorageError, Store
@@ -105,7 +105,7 @@ class LocalStore(Store):
     def list(self, prefix: str = "") -> Iterator[str]:
         return iter([key for key, _ in self._walk(prefix)])
 
-    def _walk(self, prefix: str) -> list[tuple[str, os.DirEntry]]:
+    def _walk(self, prefix: str) -> Sequence[tuple[str, os.DirEntry[str]]]:
         """(key, dir entry) of the files under ``prefix``, sorted by key. Walks only the
         deepest directory the prefix names, not the whole root."""
         base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""

@@ -8,7 +8,6 @@ response bodies that break mid-stream, by our own bounded back-off loop around e
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -16,44 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.storage.base import NotFound, StorageError, Store
+from common.storage.s3_body import BodyBroken, MiB, ObjectChanged, read_body, transfer_part_size
+from common.storage.s3_download import download
 from common.transient import is_transient, retry_transient
 
 if TYPE_CHECKING:
     from common.settings import Settings
 
 T = TypeVar("T")
-MiB = 1024 * 1024
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
-
-
-def transfer_part_size(size: int, part_size: int, concurrency: int) -> int:
-    """Part size for one transfer: the configured size, but smaller parts (never below
-    min(part_size, 8 MiB)) when the object is too small to keep every thread busy."""
-    floor = min(part_size, 8 * MiB)
-    return max(floor, min(part_size, math.ceil(size / max(1, concurrency))))
-
-
-class BodyBroken(ConnectionError):
-    """A response body broke off mid-stream (reset, timeout, short read): worth a retry."""
-
-
-def read_body(body: Any, sink: Callable[[bytes], None] | None = None,
-              expected: int | None = None) -> bytes:
-    """Drain a botocore StreamingBody (into ``sink`` chunk by chunk when given), turning any
-    failure while reading into ``BodyBroken``."""
-    out, n = bytearray(), 0
-    try:
-        while chunk := body.read(MiB):
-            n += len(chunk)
-            if sink is None:
-                out += chunk
-            else:
-                sink(chunk)
-    except Exception as e:
-        raise BodyBroken(f"response body broke off after {n} bytes: {e}") from e
-    if expected is not None and n != expected:
-        raise BodyBroken(f"short body: {n} of {expected} bytes")
-    return bytes(out)
 
 
 class S3Store(Store):
@@ -224,11 +194,38 @@ class S3Store(Store):
         self._call("PUT", key, upload)
 
     def get_file(self, key: str, dest: Path) -> Path:
-        from common.storage.s3_download import download
-
         return download(self, key, Path(dest))
+
+    def read_range(self, key: str, start: int, end: int, etag: str,
+                   write: Callable[[int, bytes], object]) -> None:
+        """Bytes ``start`` to ``end`` (inclusive) of the object as it was at ``etag``, each chunk
+        handed to ``write(offset, chunk)``; a broken body is fetched again from ``start``.
+        ``ObjectChanged`` when the object was replaced meanwhile."""
+        def fetch() -> None:
+            try:
+                resp = self._client().get_object(Bucket=self.bucket, Key=self._key(key),
+                                                 Range=f"bytes={start}-{end}", IfMatch=etag)
+            except Exception as e:
+                if _status(e) == 412:
+                    raise ObjectChanged() from e
+                raise
+            pos = start
+
+            def sink(chunk: bytes) -> None:
+                nonlocal pos
+                write(pos, chunk)
+                pos += len(chunk)
+
+            read_body(resp["Body"], sink, expected=end - start + 1)
+
+        self._reads("GET", key, fetch)
 
 
 def _is_boto_error(exc: BaseException) -> bool:
     mod = type(exc).__module__
     return mod.startswith(("botocore", "boto3", "s3transfer", "urllib3")) or is_transient(exc)
+
+
+def _status(exc: BaseException) -> Any:
+    resp = getattr(exc, "response", None) or {}
+    return resp.get("ResponseMetadata", {}).get("HTTPStatusCode")

@@ -13,21 +13,30 @@ import json
 import math
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from common.storage.base import StorageError
-from common.storage.s3 import MiB, read_body, transfer_part_size
+from common.storage.s3_body import MiB, ObjectChanged, transfer_part_size
 
 if TYPE_CHECKING:
-    from common.storage.s3 import S3Store
+    from common.settings import Settings
 
 
+class RangedStore(Protocol):
+    """What a download needs of its store (common.storage.s3.S3Store)."""
 
-class _ObjectChanged(Exception):
-    """The object was replaced while we were fetching it (HTTP 412 on If-Match)."""
+    settings: Settings
+
+    def head(self, key: str) -> dict[str, Any]: ...
+
+    def child_url(self, key: str) -> str: ...
+
+    def read_range(self, key: str, start: int, end: int, etag: str,
+                   write: Callable[[int, bytes], object]) -> None: ...
 
 
 @dataclass
@@ -61,7 +70,7 @@ def paths(dest: Path) -> tuple[Path, Path]:
     return dest.with_name(dest.name + ".part"), dest.with_name(dest.name + ".part.json")
 
 
-def download(store: S3Store, key: str, dest: Path) -> Path:
+def download(store: RangedStore, key: str, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     part_path, side_path = paths(dest)
     for attempt in range(2):  # once more from scratch if the object changes under us
@@ -71,7 +80,7 @@ def download(store: S3Store, key: str, dest: Path) -> Path:
         try:
             _fetch_missing(store, key, part_path, side_path, prog)
             break
-        except _ObjectChanged:
+        except ObjectChanged:
             side_path.unlink(missing_ok=True)
             if attempt:
                 raise StorageError(f"GET {store.child_url(key)}: object keeps changing") from None
@@ -80,7 +89,7 @@ def download(store: S3Store, key: str, dest: Path) -> Path:
     return dest
 
 
-def _resume_or_start(store: S3Store, part_path: Path, side_path: Path, size: int,
+def _resume_or_start(store: RangedStore, part_path: Path, side_path: Path, size: int,
                      etag: str) -> Progress:
 
     old = Progress.load(side_path)
@@ -102,7 +111,7 @@ def _save(side_path: Path, prog: Progress) -> None:
     os.replace(tmp, side_path)
 
 
-def _fetch_missing(store: S3Store, key: str, part_path: Path, side_path: Path,
+def _fetch_missing(store: RangedStore, key: str, part_path: Path, side_path: Path,
                    prog: Progress) -> None:
     missing = [i for i in range(prog.n_parts) if i not in prog.done]
     if not missing or prog.size == 0:
@@ -114,7 +123,7 @@ def _fetch_missing(store: S3Store, key: str, part_path: Path, side_path: Path,
         def one(i: int) -> None:
             if stop.is_set():
                 return
-            store._reads("GET", key, lambda: _fetch_part(store, key, fd, prog, i))
+            _fetch_part(store, key, fd, prog, i)
             with lock:
                 prog.done.add(i)
                 _save(side_path, prog)
@@ -123,7 +132,7 @@ def _fetch_missing(store: S3Store, key: str, part_path: Path, side_path: Path,
         with ThreadPoolExecutor(max(1, workers), thread_name_prefix="s3get") as pool:
             futures = [pool.submit(one, i) for i in missing]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            errors = [f.exception() for f in done if f.exception() is not None]
+            errors = [e for f in done if (e := f.exception()) is not None]
             if errors:
                 stop.set()  # parts in flight finish (and are recorded); queued ones are skipped
                 for f in futures:
@@ -133,26 +142,7 @@ def _fetch_missing(store: S3Store, key: str, part_path: Path, side_path: Path,
         os.close(fd)
 
 
-def _fetch_part(store: S3Store, key: str, fd: int, prog: Progress, i: int) -> None:
+def _fetch_part(store: RangedStore, key: str, fd: int, prog: Progress, i: int) -> None:
     start = i * prog.part_size
     end = min(prog.size, start + prog.part_size) - 1
-    try:
-        resp = store._client().get_object(Bucket=store.bucket, Key=store._key(key),
-                                          Range=f"bytes={start}-{end}", IfMatch=prog.etag)
-    except Exception as e:
-        if _status(e) == 412:
-            raise _ObjectChanged() from e
-        raise
-    pos = start
-
-    def sink(chunk: bytes) -> None:
-        nonlocal pos
-        os.pwrite(fd, chunk, pos)
-        pos += len(chunk)
-
-    read_body(resp["Body"], sink, expected=end - start + 1)
-
-
-def _status(exc: BaseException) -> Any:
-    resp = getattr(exc, "response", None) or {}
-    return resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    store.read_range(key, start, end, prog.etag, lambda pos, chunk: os.pwrite(fd, chunk, pos))

@@ -3,7 +3,7 @@
 Each clip is decoded alone, as faster-whisper's ``BatchedInferencePipeline`` decodes its chunks:
 timestamps off, temperature 0, one full text per window. Packing several clips into one window
 (separated by silence) and mapping timestamped phrases back to clips lost text: Whisper often
-ends a window after its first sentence, and later clips got nothing (issue 11, docs/asr.md).
+ends a window after its first sentence, and later clips got nothing (docs/asr.md).
 
 The clips picked for language ID are encoded once: the encoder output serves language ID first,
 then their transcription (the pipeline's model is a thin proxy that hands back the cached output

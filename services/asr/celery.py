@@ -1,4 +1,5 @@
-"""The Celery app of the ASR fleet: ``celery -A services.asr worker`` (Celery's ``-A`` finds this module).
+"""The Celery app of the ASR fleet: ``celery -A services.asr worker`` (Celery's ``-A`` finds this
+module).
 
 Its worker reads the ``asr`` queue, is named ``asr@host`` and imports its task from
 ``services.asr.tasks`` (``include=``); nothing else of the stage is imported here.

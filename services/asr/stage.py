@@ -105,7 +105,7 @@ class AsrStage(Stage):
             extra={"languages": dict(languages), "decode_wait_seconds": round(decode_wait, 3)},
         )
 
-    # --- one file ----------------------------------------------------------------------------------
+    # --- one file ---------------------------------------------------------------------------------
     def _transcriber(self):
         from services.asr.batched import ClipTranscriber
 

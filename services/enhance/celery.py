@@ -1,4 +1,5 @@
-"""The Celery app of the enhance fleet: ``celery -A services.enhance worker`` (Celery's ``-A`` finds this module).
+"""The Celery app of the enhance fleet: ``celery -A services.enhance worker`` (Celery's ``-A`` finds
+this module).
 
 Its worker reads the ``enhance`` queue, is named ``enhance@host`` and imports its task from
 ``services.enhance.tasks`` (``include=``); nothing else of the stage is imported here.

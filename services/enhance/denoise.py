@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from services.enhance.backends import Backend, EnhancerUnavailable
+from services.enhance.backend import Backend, EnhancerUnavailable
 from services.enhance.settings import EnhanceSettings
 
 FRAME = 480  # 10 ms at 48 kHz: RNNoise's fixed frame

@@ -32,7 +32,8 @@ class TorchFbank:
         self.window = torch.tensor(ref.window, dtype=torch.float32, device=device)  # (400,)
 
     def __call__(self, rows: Any) -> Any:
-        """``rows`` float tensor (B, N) at 16 kHz -> (B, F // 2, 160) float32, F = 1 + (N - 400) // 160."""
+        """``rows`` float tensor (B, N) at 16 kHz -> (B, F // 2, 160) float32, F = 1 + (N - 400) //
+        160."""
         import torch
 
         x = rows.to(self.device, torch.float32) * 32768.0

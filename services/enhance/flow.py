@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from common.models.clock import ModelClock
-from services.enhance.backends import Backend
+from services.enhance.backend import Backend
 from services.enhance.chunking import ChunkGeometry, Item, SegmentAssembler, split_segment
 from services.enhance.packing import PackStats, Row, pack_rows, take_batches
 from services.enhance.segments import CutSegment
@@ -69,7 +69,8 @@ class Enhancer:
     def _prepare(self, rows: list[Row]) -> Any:
         return self.backend.prepare(np.stack([r.array() for r in rows]))
 
-    def _run_batches(self, batches: list[list[Row]], pending: dict, prep: ThreadPoolExecutor) -> None:
+    def _run_batches(self, batches: list[list[Row]], pending: dict,
+                     prep: ThreadPoolExecutor) -> None:
         if not batches:
             return
         fut = prep.submit(self._prepare, batches[0])

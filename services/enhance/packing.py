@@ -1,4 +1,5 @@
-"""Pack chunk windows from many segments into fixed-shape rows ``[window]`` and batches ``[B, window]``.
+"""Pack chunk windows from many segments into fixed-shape rows ``[window]`` and batches ``[B,
+window]``.
 
 Full chunks fill a row alone. Tails (the short last chunk of every segment, or whole short
 segments) share rows: first-fit-decreasing over the tails, each keeping its own context, so the

@@ -6,9 +6,7 @@ other member of the raw shard is skipped unread (its bytes pass through the tar 
 
 from __future__ import annotations
 
-import logging
-import queue
-import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +16,10 @@ import numpy as np
 
 from common.shards.audio import AudioError, decode_audio
 from common.shards.members import iter_keys
+from common.shards.readahead import read_ahead
 from services.enhance.chunking import pad_segment
 from services.enhance.highpass import highpass_zero_phase
 from services.records import AsrLine, RecordError
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -116,11 +113,9 @@ class Conditioning:
         return x
 
 
-_END = object()
-
-
 class SegmentReader:
-    """Streams the raw shard on a thread, decodes planned members, yields cut segments in order.
+    """Streams the raw shard on a read-ahead thread (common/shards/readahead.py), decodes
+    planned members, yields cut segments in order.
 
     ``errors`` collects ``{key, reason}`` for planned members that are missing or undecodable.
     A shard-level failure (truncated tar) is re-raised in the consumer.
@@ -132,81 +127,48 @@ class SegmentReader:
         self.shard, self.plan, self.rate, self.margin, self.cond = shard, plan, rate, margin, cond
         self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
         self.max_sidecar_bytes = max_sidecar_bytes  # the limits asr read with: same outcomes
+        self.ahead = ahead
         self.errors: list[dict[str, Any]] = []
         self.decoded_keys: list[str] = []
         self.decode_seconds = 0.0
-        self._q: queue.Queue = queue.Queue(maxsize=ahead)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._work, name="enhance-decode", daemon=True)
 
     def __iter__(self) -> Iterator[CutSegment]:
-        self._thread.start()
-        try:
-            while True:
-                item = self._q.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            self._stop.set()
-            while self._thread.is_alive():  # unblock a producer waiting on a full queue
-                try:
-                    self._q.get_nowait()
-                except queue.Empty:
-                    self._thread.join(0.05)
+        return read_ahead(self._cut(), self.ahead, name="enhance-decode")
 
-    def _put(self, item: object) -> None:
-        while not self._stop.is_set():
-            try:
-                self._q.put(item, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-    def _work(self) -> None:
-        import time
-
+    def _cut(self) -> Iterator[CutSegment]:
         serial = 0
         seen: set[str] = set()
-        try:
-            for k in iter_keys(self.shard, self.max_member_bytes,
-                               max_sidecar_bytes=self.max_sidecar_bytes):
-                if self._stop.is_set():
-                    return
-                specs = self.plan.by_key.get(k.key) if k.key is not None else None
-                if not specs or k.key in seen:
-                    continue  # not planned (dropped, errored, nothing kept): never decoded
-                seen.add(k.key)
-                if k.error is not None:  # asr decided otherwise: the check fails the shard
-                    self.errors.append({"key": k.key, "reason": f"error:{k.error}"})
+        for k in iter_keys(self.shard, self.max_member_bytes,
+                           max_sidecar_bytes=self.max_sidecar_bytes):
+            specs = self.plan.by_key.get(k.key) if k.key is not None else None
+            if not specs or k.key is None or k.key in seen:
+                continue  # not planned (dropped, errored, nothing kept): never decoded
+            seen.add(k.key)
+            if k.error is not None:  # asr decided otherwise: the check fails the shard
+                self.errors.append({"key": k.key, "reason": f"error:{k.error}"})
+                continue
+            t0 = time.monotonic()
+            try:
+                self.decoded_keys.append(k.key)
+                audio = decode_audio(k.audio, self.rate, max_seconds=self.max_seconds)
+            except AudioError as e:
+                self.errors.append({"key": k.key, "reason": f"error:{e.reason}"})
+                continue
+            finally:
+                self.decode_seconds += time.monotonic() - t0
+            if not np.isfinite(audio).all():  # asr refuses these too: never cut
+                self.errors.append({"key": k.key, "reason": "error:non_finite_samples"})
+                continue
+            for spec in specs:
+                a = round(spec.start * self.rate)
+                b = min(round(spec.end * self.rate), audio.size)
+                if b - a < self.rate // 100:  # < 10 ms left inside the file
+                    self.errors.append({"key": k.key,
+                                        "reason": f"segment_outside_audio:{spec.idx}"})
                     continue
-                t0 = time.monotonic()
-                try:
-                    self.decoded_keys.append(k.key)
-                    audio = decode_audio(k.audio, self.rate, max_seconds=self.max_seconds)
-                except AudioError as e:
-                    self.errors.append({"key": k.key, "reason": f"error:{e.reason}"})
-                    continue
-                finally:
-                    self.decode_seconds += time.monotonic() - t0
-                if not np.isfinite(audio).all():  # asr refuses these too: never cut
-                    self.errors.append({"key": k.key, "reason": "error:non_finite_samples"})
-                    continue
-                for spec in specs:
-                    a = round(spec.start * self.rate)
-                    b = min(round(spec.end * self.rate), audio.size)
-                    if b - a < self.rate // 100:  # < 10 ms left inside the file
-                        self.errors.append({"key": k.key,
-                                            "reason": f"segment_outside_audio:{spec.idx}"})
-                        continue
-                    padded = self.cond.apply(pad_segment(audio, a, b, self.margin))
-                    self._put(CutSegment(serial, spec, b - a, padded))
-                    serial += 1
-            for key in self.plan.by_key:
-                if key not in seen:
-                    self.errors.append({"key": key, "reason": "missing_member"})
-            self._put(_END)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer thread
-            self._put(e)
+                padded = self.cond.apply(pad_segment(audio, a, b, self.margin))
+                yield CutSegment(serial, spec, b - a, padded)
+                serial += 1
+        for key in self.plan.by_key:
+            if key not in seen:
+                self.errors.append({"key": key, "reason": "missing_member"})

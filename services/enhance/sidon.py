@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from services.enhance.backends import Backend, EnhancerUnavailable, resolve_device
+from common.models.device import resolve_device, torch_cuda_available
+from services.enhance.backend import Backend, EnhancerUnavailable
 from services.enhance.settings import EnhanceSettings
 from services.enhance.weights import WeightsUnavailable, resolve_model_dir
 
@@ -69,7 +70,8 @@ class SidonBackend(Backend):
                 return
             import torch
 
-            self.device = resolve_device(self.settings.enhance_device)
+            self.device = resolve_device(self.settings.enhance_device, "ONSEI_ENHANCE_DEVICE",
+                                         torch_cuda_available)
             files = sidon_files(self.device)
             try:
                 d = resolve_model_dir(self.settings.sidon_model, files, self.settings, _hint)

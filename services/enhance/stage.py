@@ -12,7 +12,8 @@ from typing import Any
 
 from common.settings import Settings
 from common.stages.contract import Stage, StageResult
-from services.enhance.backends import Backend, make_backend
+from services.enhance.backend import Backend
+from services.enhance.backends import make_backend
 from services.enhance.chunking import ChunkGeometry
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
@@ -43,11 +44,14 @@ class EnhanceStage(Stage):
             self._annotator = self._load_annotator()
 
     def _load_annotator(self) -> Any:
-        """All annotation models now, so a missing one fails the worker at once (docs/quality.md)."""
-        from services.enhance.backends import resolve_device
+        """All annotation models now, so a missing one fails the worker at once
+        (docs/quality.md)."""
+        from common.models.device import resolve_device, torch_cuda_available
         from services.enhance.quality.annotate import Annotator
 
-        ann = Annotator(self.settings, resolve_device(self.settings.enhance_device))
+        device = resolve_device(self.settings.enhance_device, "ONSEI_ENHANCE_DEVICE",
+                                torch_cuda_available)
+        ann = Annotator(self.settings, device)
         ann.load()
         if self.settings.quality_fidelity_fraction > 0:
             _ = ann.fidelity.model

@@ -1,8 +1,8 @@
 """The enhance output must hold exactly the segments asr kept, each as long as asr said.
 
-Issue 12: enhance once paired one member's text with another member's audio, and dropped keys
-asr had kept, and still marked the shard done. Whatever the cause (a reader disagreeing with
-asr, an undecodable member, an asr line that cannot be parsed), a shard whose output differs
+A shard must never pair one member's text with another member's audio, nor drop keys asr
+kept, and still be marked done. Whatever the cause (a reader disagreeing with asr, an
+undecodable member, an asr line that cannot be parsed), a shard whose output differs
 from asr's kept segments -- by count, by key, or by a ``duration_seconds`` more than 20 ms away
 from ``end - start`` -- fails here, before anything is published or marked done.
 """

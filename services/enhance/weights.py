@@ -1,7 +1,7 @@
 """Find a model's files: a local dir, an s3 prefix (fetched once), the model cache, or the hub.
 
 Cache layout: ``<model cache>/<spec with "/" and ":" replaced by "--">/<files>``. Every fetch
-goes through common/modelcache.fetch_entry (per node, under the entry's lock, published whole
+goes through common.models.cache.fetch_entry (per node, under the entry's lock, published whole
 with its manifest), so concurrent worker processes on one node fetch once and never see half
 an entry; loading reads the local directory this returns.
 """

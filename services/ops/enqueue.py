@@ -1,9 +1,9 @@
 """``enqueue-shards --range 0-50000 [--stage asr] [--until tokenize] [--force] [--dry-run]``.
 
-Reconciles the ledger with the queues (docs/architecture.md): for every shard of the range, the first stage
-from ``--stage`` to ``--until`` without a done record is where it is enqueued, unless a message
-for it is already on its way (the Redis queued sets). So after Redis is lost, running this again
-re-enqueues exactly what is missing, and a shard whose ASR is done but whose enhance message
+Reconciles the ledger with the queues (docs/architecture.md): for every shard of the range, the
+first stage from ``--stage`` to ``--until`` without a done record is where it is enqueued, unless a
+message for it is already on its way (the Redis queued sets). So after Redis is lost, running this
+again re-enqueues exactly what is missing, and a shard whose ASR is done but whose enhance message
 was lost resumes at enhance. Dead-lettered shards are left alone unless ``--retry-failed``.
 """
 

@@ -1,7 +1,8 @@
 """The errors a user can fix, as one line each instead of a traceback (``Error: ...``).
 
 Invalid settings (one line per setting, named ``ONSEI_X``), an unreadable ``ONSEI_CONFIG``, a
-failed preflight check (common/stages/preflight.py) and a storage error (no credentials, no bucket)."""
+failed preflight check (common/stages/preflight.py) and a storage error (no credentials, no
+bucket)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import functools
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 from pydantic import ValidationError
@@ -68,4 +69,4 @@ def friendly(fn: F) -> F:
         with user_errors():
             return fn(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # functools.wraps keeps the signature

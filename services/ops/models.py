@@ -97,7 +97,8 @@ def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...]) -> No
     to_url = to_url or settings.model_cache
     if from_dir:
         src = Path(from_dir)
-        if not is_remote(to_url) and Path(split_url(to_url)[2]).expanduser().resolve() == src.resolve():
+        to_dir = None if is_remote(to_url) else Path(split_url(to_url)[2]).expanduser().resolve()
+        if to_dir == src.resolve():
             raise click.ClickException("--from and --to are the same directory")
         entries = list_entries(str(src), settings, checksums=False)
         for e in entries:

@@ -190,8 +190,8 @@ def pack(root: Path, output_url: str, settings: Settings, *, shard_size: int = 1
         existing = [n for n in names if store.exists(n)]
         if existing and not overwrite:
             raise click.ClickException(
-                f"{len(existing)} shard(s) already exist under {output_url} (first: {existing[0]}); "
-                "pass --start-id past them or --overwrite")
+                f"{len(existing)} shard(s) already exist under {output_url} "
+                f"(first: {existing[0]}); pass --start-id past them or --overwrite")
         t_pack = bar.add_task("packing", total=sum(f.size for f in files))
         scratch = Path(settings.scratch_dir)
         scratch.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """The whole pipeline in one process, no broker (``onsei run``): the embedded default.
 
-The same :class:`~common.stages.contract.Stage` classes and :class:`~common.stages.engine.Engine` as the
-Celery workers, so outputs, done and failure records are identical. Stage-major order: every shard
-through asr, then through enhance, ...: one model in memory at a time, and a stage whose model
+The same :class:`~common.stages.contract.Stage` classes and :class:`~common.stages.engine.Engine` as
+the Celery workers, so outputs, done and failure records are identical. Stage-major order: every
+shard through asr, then through enhance, ...: one model in memory at a time, and a stage whose model
 cannot be had fails with its message after the earlier stages' outputs are saved. The next
 shard's inputs download in a background thread while the model computes (common.stages.prefetch).
 A stage is imported only when it is asked for.
@@ -26,14 +26,6 @@ from services.ops.status.recordcache import valid_done
 from services.stages import PIPELINE, open_ledger
 
 log = logging.getLogger(__name__)
-
-
-def load_stage_class(name: str) -> type[Stage]:
-    """The Stage class named in the stage's spec (only that stage's module is imported)."""
-    cls = PIPELINE.spec(name).load_class()
-    if not (isinstance(cls, type) and issubclass(cls, Stage) and cls.name == name):
-        raise LookupError(f"{PIPELINE.spec(name).stage_class} is no Stage named {name!r}")
-    return cls
 
 
 @dataclass

@@ -51,4 +51,5 @@ class FilterPolicy:
 
     def describe(self) -> dict[str, Any]:
         return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
-                "min_ovrl_delta": self.min_ovrl_delta, "restoration_changed_text": self.changed_text}
+                "min_ovrl_delta": self.min_ovrl_delta,
+                "restoration_changed_text": self.changed_text}

@@ -198,7 +198,7 @@ def _encode_window(encode: Encode, window: list[Segment], cfg: PipelineConfig,
     for s in window:
         if s.error is not None:
             stats.add_error(s.key, s.error)
-    lengths = [s.prepared.frames for s in good]  # type: ignore[union-attr]
+    lengths = [s.prepared.frames for s in good]  # type: ignore[union-attr]  # good: prepared
     plan = plan_batches(lengths, max_frames=int(cfg.batch_seconds * FRAME_RATE),
                         max_items=cfg.max_batch, max_waste=cfg.max_waste)
     stats.frames += plan.frames
@@ -226,7 +226,7 @@ def _encode_split(encode: Encode, segs: list[Segment], policy: str,
     import torch
 
     try:
-        out = encode([s.prepared for s in segs], policy)  # type: ignore[misc]
+        out = encode([s.prepared for s in segs], policy)  # type: ignore[misc]  # all prepared
         stats.batches += 1
         return list(zip(segs, out))
     except torch.OutOfMemoryError:

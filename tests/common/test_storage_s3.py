@@ -51,7 +51,7 @@ def test_round_trip_small_objects(s3_bucket: str, make_settings) -> None:
 
 
 def test_identity_changes_with_the_object(s3_bucket: str, make_settings) -> None:
-    """Size + ETag: what a prefetched copy is checked against before reuse (issue 12)."""
+    """Size + ETag: what a prefetched copy is checked against before reuse."""
     store = open_store(f"s3://{s3_bucket}/ident", make_settings())
     store.write_bytes("k", b"one")
     first = store.identity("k")

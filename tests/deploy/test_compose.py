@@ -81,7 +81,8 @@ def test_missing_secret_is_refused() -> None:
 
 
 def test_no_secret_in_tracked_files() -> None:
-    text = (REPO / "docker-compose.yml").read_text() + (REPO / "deploy/onsei.env.example").read_text()
+    text = ((REPO / "docker-compose.yml").read_text()
+            + (REPO / "deploy/onsei.env.example").read_text())
     for line in text.splitlines():
         line = line.split("#", 1)[0]
         if "PASSWORD" in line or "SECRET" in line:

@@ -1,4 +1,5 @@
-"""The Grafana dashboard reads only metrics the workers (common/queue/metrics.py) or Flower export."""
+"""The Grafana dashboard reads only metrics the workers (common/queue/metrics.py) or Flower
+export."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def _exported() -> set[str]:
 def test_dashboard_queries_known_metrics() -> None:
     dash = json.loads((REPO / "deploy/grafana/onsei.json").read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
-    assert len(dash["panels"]) >= 8 and len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
+    panels = dash["panels"]
+    assert len(panels) >= 8 and len({p["id"] for p in panels}) == len(panels)
     known = _exported()
     used = {n for e in exprs for n in re.findall(r"\b(onsei_\w+)", e)}
     assert used and used <= known, used - known

@@ -73,7 +73,7 @@ SUPERVISE = REPO / "deploy/docker/onsei-supervise"
 
 
 def test_supervise_restarts_a_worker_that_dies(tmp_path: Path) -> None:
-    """Issue 12 item 4: a worker that dies (exit 1, as on kombu's "Unrecoverable error") is
+    """A worker that dies (exit 1, as on kombu's "Unrecoverable error") is
     started again, with back-off, until it exits 0."""
     runs = tmp_path / "runs"
     cmd = f'echo run >> {runs}; [ "$(wc -l < {runs})" -ge 3 ]'

@@ -34,7 +34,7 @@ def test_template(stage: str) -> None:
     assert re.search(r"for \w+ in \$\(seq 1 \d+\)", setup) and "sleep 30" in setup
     assert "apt_retry update" in setup and f'".[{stage}]"' in setup
     run = task["run"]
-    # the worker runs under the restart loop (issue 12: a worker that dies comes back)
+    # the worker runs under the restart loop (a worker that dies comes back)
     assert re.search(rf"exec sh deploy/docker/onsei-supervise celery -A services\.{stage} "
                      rf"worker -Q {stage}\b", run)
 

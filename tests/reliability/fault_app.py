@@ -38,7 +38,7 @@ def _hang_once(stage: str, shard_id: int) -> None:
 
 
 def with_faults(cls: type[Stage]) -> type[Stage]:
-    class Faulty(cls):  # type: ignore[misc, valid-type]
+    class Faulty(cls):  # type: ignore[misc, valid-type]  # a class made per stage
         def process(self, shard_id, inputs, workdir):
             _hang_once(self.name, shard_id)
             return super().process(shard_id, inputs, workdir)

@@ -172,7 +172,8 @@ class Rig:
                                                               withscores=True)}
             for tag, raw in r.hgetall("unacked").items():
                 msg = json.loads(raw)[0]
-                lines.append(f"unacked {msg['headers'].get('task')} {msg['headers'].get('argsrepr')}"
+                head = msg["headers"]
+                lines.append(f"unacked {head.get('task')} {head.get('argsrepr')}"
                              f" age {ages.pop(tag.decode(), float('nan')):.1f}s")
             lines += [f"index only: {t} age {a:.1f}s" for t, a in ages.items()]
             return "\n".join(lines)
@@ -184,7 +185,7 @@ class Rig:
             w.kill9()  # the run is over: no need to wait for a graceful shutdown
         self.redis.stop(hard=True)
 
-    # --- the audit ---------------------------------------------------------------------------------
+    # --- the audit --------------------------------------------------------------------------------
     def _ledger(self):
         from tests.harness import ledger_for
 

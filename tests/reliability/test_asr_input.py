@@ -96,8 +96,8 @@ def test_the_shard_fails_with_the_reason_and_nothing_is_published(case, raw_shar
     s = make_settings(input_url=str(raw_shard), output_url=str(out), enhancer="none")
     res = Engine(s, PIPELINE, EnhanceStage(s)).attempt(0)
     assert res.status == "failed" and isinstance(res.error, AsrInputError), res
-    assert res.reason.startswith("AsrInputError: asr/shard-000000.jsonl line ") and BAD[case][1] in \
-        res.reason, res.reason
+    assert res.reason.startswith("AsrInputError: asr/shard-000000.jsonl line "), res.reason
+    assert BAD[case][1] in res.reason, res.reason
     store = open_store(s.output_url)
     assert list(store.list("enhanced/")) == []
     assert not open_ledger(s).is_done("enhance", 0)

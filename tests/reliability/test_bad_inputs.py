@@ -55,15 +55,14 @@ def _line_key(c: Case) -> str:
 
 
 def test_reader_and_decoder_catalogue(cases, sp16, tmp_path, monkeypatch):
-    from services.asr.decode_ahead import decode_item
+    from services.asr.decode_ahead import decoded_members
 
     monkeypatch.chdir(tmp_path)
     shard = write_catalogue_shard(tmp_path / "shard.tar", cases, _enc(sp16, 16000))
     s = Settings(**LIMITS)
     got: dict[str, list[str]] = {}
     seconds: dict[str, float] = {}
-    for item in iter_shard(shard, s.max_member_bytes, max_sidecar_bytes=s.max_sidecar_bytes):
-        d = decode_item(item, s)
+    for d in decoded_members(shard, s):
         got.setdefault(d.key, []).append(d.error or "audio")
         if d.audio is not None:
             seconds[d.key] = d.audio.size / 16000

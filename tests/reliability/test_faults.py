@@ -76,7 +76,7 @@ def test_kill9_random_workers_repeatedly(pipeline, kills, rigs, tmp_path, s3_end
     _finish(rig, _timeouts(pipeline))
 
 
-# --- Redis lost ------------------------------------------------------------------------------------
+# --- Redis lost -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("pipeline", [DUMMY, REAL])
 def test_redis_restarted_and_wiped_then_enqueue_again(pipeline, rigs, tmp_path, s3_endpoint):
     rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=6, ONSEI_DUMMY_SECONDS="0.5")
@@ -99,7 +99,7 @@ def test_redis_restarted_and_wiped_then_enqueue_again(pipeline, rigs, tmp_path, 
     _finish(rig, _timeouts(pipeline), allow_redone=True)
 
 
-# --- S3 failing ------------------------------------------------------------------------------------
+# --- S3 failing -----------------------------------------------------------------------------------
 # Every 4th request through the proxy gets the next of these in turn: 500s, connection resets,
 # and reads slower than the client's read timeout (GET only: a timed-out write could land twice).
 # Counted in requests, not seconds, so the faults a run meets do not depend on the machine's speed.
@@ -127,7 +127,7 @@ def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
         rig.audit().assert_exactly_once()
 
 
-# --- scratch disk full -------------------------------------------------------------------------------
+# --- scratch disk full ----------------------------------------------------------------------------
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 3 MiB tmpfs as the workers' scratch dir (root + mount needed; else skipped)."""
@@ -166,7 +166,7 @@ def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
     _finish(rig, _timeouts(pipeline))
 
 
-# --- a hung worker -----------------------------------------------------------------------------------
+# --- a hung worker --------------------------------------------------------------------------------
 @pytest.mark.parametrize("pipeline", [DUMMY, REAL])
 def test_hung_shard_freed_by_hard_time_limit(pipeline, rigs, tmp_path, s3_endpoint):
     limit = "5" if pipeline == "dummy" else "90"  # a dummy shard takes ~0.5 s: 5 s is ample
@@ -185,8 +185,9 @@ def test_hung_shard_freed_by_hard_time_limit(pipeline, rigs, tmp_path, s3_endpoi
                                    pytest.param("tokenize", marks=pytest.mark.slow)])
 def test_worker_survives_redis_down_while_a_message_is_reserved(stage, rigs, tmp_path,
                                                                 s3_endpoint):
-    """Redis stopped for 20 s while ``stage``'s worker holds a message (issue 12 item 4: kombu
-    crashed the worker restoring unacked messages): every worker lives on and the run ends."""
+    """Redis stopped for 20 s while ``stage``'s worker holds a message (kombu can
+    crash a worker restoring unacked messages: common/queue/kombu_fix.py): every worker lives on and
+    the run ends."""
     rig = _make(rigs, tmp_path, s3_endpoint, "dummy", shards=2, persist_redis=True,
                 ONSEI_DUMMY_SECONDS="3", ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS["dummy"])
     workers = {s: rig.start_workers(1, queues=s)[0] for s in rig.chain}

@@ -22,7 +22,7 @@ from services.records import (
     written_keys,
 )
 
-# Lines exactly as the writers before the records wrote them (dict + json.dumps).
+# Lines exactly as a plain dict + json.dumps writes them (older files, other writers).
 ASR_LINE = (
     '{"key": "000000051649", "language": "ja", "language_probability": 0.9871, '
     '"duration": 61.25, "status": "ok", "segments": ['
@@ -173,5 +173,5 @@ def test_malformed_input_raises_a_record_error(record, text, where) -> None:
 def test_records_are_frozen() -> None:
     line = AsrLine.from_json(ASR_DROPPED)
     with pytest.raises(ValueError, match="frozen"):
-        line.status = "ok"  # type: ignore[misc]
+        line.status = "ok"  # type: ignore[misc]  # the assignment under test
     assert line.model_copy(update={"notes": ["x"]}).notes == ["x"] and line.notes is None

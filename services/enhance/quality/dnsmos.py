@@ -1,4 +1,5 @@
-"""DNSMOS P.835 (SIG, BAK, OVRL) through onnxruntime, over whole segments or the reference's windows.
+"""DNSMOS P.835 (SIG, BAK, OVRL) through onnxruntime, over whole segments or the reference's
+windows.
 
 Same network and mapping as Microsoft's reference (and ``speechmos.dnsmos``): the raw outputs of
 the ``sig_bak_ovr`` model mapped through the published P.835 polynomials, averaged over a clip's

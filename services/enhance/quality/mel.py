@@ -30,7 +30,8 @@ def mel_to_hz(m: np.ndarray) -> np.ndarray:
 
 
 def mel_filterbank(sr: int, n_fft: int, n_mels: int) -> np.ndarray:
-    """``[n_mels, 1 + n_fft // 2]`` triangular filters, area-normalised (librosa ``norm='slaney'``)."""
+    """``[n_mels, 1 + n_fft // 2]`` triangular filters, area-normalised (librosa
+    ``norm='slaney'``)."""
     fft_f = np.linspace(0, sr / 2, 1 + n_fft // 2)
     mel_f = mel_to_hz(np.linspace(hz_to_mel(np.array([0.0]))[0],
                                   hz_to_mel(np.array([sr / 2]))[0], n_mels + 2))

@@ -13,6 +13,7 @@ on its own ``F`` frames, with no repetition to 9.01 s (docs/quality.md, DNSMOS).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from services.enhance.quality.onnxweights import fields, tensor
 
@@ -38,16 +39,17 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _encode(items: Iterable[tuple[int, int, object]]) -> bytes:
+def _encode(items: Iterable[tuple[int, int, Any]]) -> bytes:
+    # values: int for wire type 0, bytes otherwise (protobuf's wire types)
     out = bytearray()
     for num, wt, v in items:
         out += _varint(num << 3 | wt)
         if wt == 0:
-            out += _varint(v)  # type: ignore[arg-type]
+            out += _varint(v)
         elif wt == 2:
-            out += _varint(len(v)) + v  # type: ignore[arg-type, operator]
+            out += _varint(len(v)) + v
         else:
-            out += v  # type: ignore[operator]
+            out += v
     return bytes(out)
 
 

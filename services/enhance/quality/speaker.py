@@ -10,9 +10,9 @@ are speech already; a pause inside one must not read as another speaker).
 ``consistency`` is the smallest cosine similarity between the two parts of the segment on either
 side of a cut, over every cut between voiced partials (each part the normalised mean of its
 partials, at least two partials a side, so a segment needs about 4 s of speech to be judged).
-One voice keeps it high; a turn change makes the parts at that cut disagree. (The smallest cosine between single 1.6 s
-partials separates worse: single partials are noisy, docs/quality.md.) Below the threshold,
-chosen on recordings with known speakers, the segment is flagged ``multi_speaker``.
+One voice keeps it high; a turn change makes the parts at that cut disagree. (The smallest cosine
+between single 1.6 s partials separates worse: single partials are noisy, docs/quality.md.) Below
+the threshold, chosen on recordings with known speakers, the segment is flagged ``multi_speaker``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class SpeakerEncoder:
         from services.enhance.quality.mel import MelSpec
         from services.enhance.quality.weights import resemblyzer_model
 
-        state = torch.load(resemblyzer_model(), map_location="cpu", weights_only=True)["model_state"]
+        state = torch.load(resemblyzer_model(), map_location="cpu",
+                           weights_only=True)["model_state"]
         net = _VoiceEncoder()
         net.load_state_dict({k: v for k, v in state.items() if not k.startswith("similarity")})
         self._net = net.to(self.device).eval()

@@ -10,7 +10,8 @@ import click
 @click.command()
 @click.option("--config", "config_path", default="deploy/fleet.yaml", show_default=True,
               type=click.Path(exists=True, dir_okay=False), help="fleet file")
-@click.option("--dry-run", is_flag=True, help="print what one cycle would launch/cancel; change nothing")
+@click.option("--dry-run", is_flag=True,
+              help="print what one cycle would launch/cancel; change nothing")
 @click.option("--once", is_flag=True, help="one cycle, then exit")
 @click.option("--sky", "sky_path", default=None, help="path of the `sky` CLI")
 @click.option("--suggest", is_flag=True, help="print node counts per stage that balance the "

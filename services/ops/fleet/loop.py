@@ -144,7 +144,7 @@ class Fleet:
                 rep.launched.append((name, jname, cloud))
             pending = {k: v for k, v in pending.items() if v > 0}
 
-    # --- the loop ----------------------------------------------------------------------------------
+    # --- the loop ---------------------------------------------------------------------------------
     def run(self, cycles: int | None = None, dry_run: bool = False,
             sleep: Callable[[float], None] = time.sleep,
             on_cycle: Callable[[CycleReport], None] | None = None) -> None:

@@ -37,8 +37,8 @@ def balance(rates: list[StageRate], total: int) -> dict[str, int]:
     if not measured or total <= 0:
         return {r.stage: 0 for r in rates}
     total = max(total, len(measured))
-    weight = sum(r.node_seconds_per_shard for r in measured)  # type: ignore[misc]
-    exact = {r.stage: total * r.node_seconds_per_shard / weight  # type: ignore[operator]
+    weight = sum(r.node_seconds_per_shard or 0.0 for r in measured)
+    exact = {r.stage: total * (r.node_seconds_per_shard or 0.0) / weight
              for r in measured}
     out = {s: max(1, math.floor(x)) for s, x in exact.items()}
     while sum(out.values()) < total:  # the largest shortfall first

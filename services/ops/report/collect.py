@@ -7,6 +7,7 @@ line or record is counted, never fatal (a report of a damaged run is the most us
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.ops.report.quality import QualityData
 from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
-from services.stages import STAGES, open_ledger
+from services.stages import PIPELINE, STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
 
 TOP_N = 10
@@ -144,6 +145,14 @@ def _add_done(summary: StageSummary, rec: DoneRecord) -> None:
             summary.last_finished, fin)
 
 
+def _outputs(store: Store, stage: str, settings: Settings) -> list[str]:
+    """Every shard's output of ``stage``, listed where its spec puts them (``tokens/<codec>/``)."""
+    sample = PIPELINE.output_key(stage, settings, 0)
+    folder = sample.rpartition("/")[0]
+    suffix = posixpath.splitext(sample)[1]
+    return [k for k in store.list(f"{folder}/" if folder else "") if k.endswith(suffix)]
+
+
 def collect(output_url: str, settings: Settings, workers: int = 8,
             total_shards: int | None = None) -> ReportData:
     """``total_shards``: the run's size, for the projection of hours and cost to finish."""
@@ -187,9 +196,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
     data.slowest = sorted(slow, key=lambda r: r["wall_seconds"], reverse=True)[:TOP_N]
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
 
-    asr_keys = [k for k in store.list("asr/") if k.endswith(".jsonl")]
-    tok_prefix = f"tokens/{codec}/"
-    tok_keys = [k for k in store.list(tok_prefix) if k.endswith(".jsonl")]
+    asr_keys = _outputs(store, "asr", settings)
+    tok_keys = _outputs(store, "tokenize", settings)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         asr_rows = pool.map(lambda k: _jsonl(store, k, AsrLine), asr_keys)
         for key, (rows, bad) in zip(asr_keys, asr_rows):

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.ops.report.charts import barh, chart
 from services.records import Quality, SkippedSegment, TokenLine
 
 
@@ -66,23 +67,17 @@ class QualityData:
 
 def charts(q: QualityData) -> list[tuple[str, str, str]]:
     """``(id, caption, png base64)`` for the HTML report."""
-    from services.ops.report.render import _barh, _figure, _no_data, _png
 
-    def hist(title: str, series: list[tuple[str, list[float], str]], xlabel: str,
-             line: float | None = None) -> str:
-        fig, ax = _figure(title)
-        if any(xs for _, xs, _ in series):
+    def hist(title: str, series: list[tuple[str, list[float], str]], xlabel: str) -> str:
+        def draw(ax: Any) -> None:
             for label, xs, color in series:
                 if xs:
                     ax.hist(xs, bins=30, alpha=0.6, color=color, label=f"{label} (n={len(xs)})")
-            if line is not None:
-                ax.axvline(line, color="#333", linestyle="--", linewidth=1)
             ax.set_xlabel(xlabel)
             ax.set_ylabel("segments")
             ax.legend(fontsize=8)
-        else:
-            _no_data(ax)
-        return _png(fig)
+
+        return chart(title, draw if any(xs for _, xs, _ in series) else None)
 
     hours = {"kept": q.kept_seconds / 3600,
              **{f"skipped: {k}": v / 3600 for k, v in q.skipped_by_reason.items()}}
@@ -97,6 +92,6 @@ def charts(q: QualityData) -> list[tuple[str, str, str]]:
         ("fidelity", "Restoration fidelity (re-transcription CER, sampled)",
          hist("Restoration fidelity", [("sampled", q.fidelity_cer, "#8172b2")], "CER")),
         ("filters", "Hours kept and removed per filter",
-         _barh("Hours kept and removed per filter", {k: v for k, v in hours.items() if v},
-               "hours", "#dd8452")),
+         barh("Hours kept and removed per filter", {k: v for k, v in hours.items() if v},
+              "hours", "#dd8452")),
     ]

@@ -6,13 +6,14 @@ archived, or opened offline. Every string that came from data is HTML-escaped.
 
 from __future__ import annotations
 
-import base64
-import io
 import time
 from collections import Counter
 from html import escape
+from typing import Any
 
+from services.ops.report.charts import barh, chart, duration_unit, tidy_ticks
 from services.ops.report.collect import ReportData
+from services.ops.report.quality import charts as quality_charts
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
@@ -28,98 +29,41 @@ figcaption{font-size:13px;color:#555;text-align:center}
 """
 
 
-def _png(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _figure(title: str):
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)  # headless: never needs a display
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    ax.set_title(title, fontsize=11)
-    return fig, ax
-
-
-def _no_data(ax) -> None:
-    ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="#999",
-            transform=ax.transAxes)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
-def _tidy_ticks(axis) -> None:
-    """At most ~5 numeric ticks with short labels (``0.5``, not ``0.0005``-wide strings that
-    run together on a narrow axis)."""
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-    axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.4g}"))
-
-
-def duration_unit(max_seconds: float) -> tuple[str, float]:
-    """The unit that keeps a chart of durations in readable numbers: hours, minutes or s."""
-    if max_seconds >= 3600:
-        return "hours", 3600.0
-    if max_seconds >= 60:
-        return "minutes", 60.0
-    return "seconds", 1.0
-
-
-def _barh(title: str, counts: dict[str, float], xlabel: str, color: str = "#4c72b0") -> str:
-    fig, ax = _figure(title)
-    items = sorted(counts.items(), key=lambda kv: kv[1])[-15:]
-    if items:
-        ax.barh([k[:40] for k, _ in items], [v for _, v in items], color=color)
-        ax.set_xlabel(xlabel)
-        ax.tick_params(axis="y", labelsize=8)
-        _tidy_ticks(ax.xaxis)
-    else:
-        _no_data(ax)
-    return _png(fig)
-
-
 def chart_hours(data: ReportData) -> str:
     labels = ["asr in", "asr kept", "enhance out", "tokens out"]
     values = [data.seconds_asr_in or data.stages["asr"].seconds_in, data.seconds_kept,
               data.stages["enhance"].seconds_out,
               data.token_seconds or data.stages["tokenize"].seconds_out]
     unit, per = duration_unit(max(values))
-    fig, ax = _figure(f"Audio {unit} through the pipeline")
     amounts = [v / per for v in values]
-    bars = ax.bar(labels, amounts, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
-    ax.bar_label(bars, labels=[f"{h:.3g}" for h in amounts], fontsize=8)
-    ax.set_ylabel(unit)
-    _tidy_ticks(ax.yaxis)
-    return _png(fig)
+
+    def draw(ax: Any) -> None:
+        bars = ax.bar(labels, amounts, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
+        ax.bar_label(bars, labels=[f"{h:.3g}" for h in amounts], fontsize=8)
+        ax.set_ylabel(unit)
+        tidy_ticks(ax.yaxis)
+
+    return chart(f"Audio {unit} through the pipeline", draw)
 
 
 def chart_languages(data: ReportData) -> str:
     seconds = dict(data.language_seconds)
     if not any(seconds.values()):
-        return _barh("Files per detected language", dict(data.languages), "files", "#dd8452")
+        return barh("Files per detected language", dict(data.languages), "files", "#dd8452")
     unit, per = duration_unit(max(seconds.values()))
-    return _barh(f"Audio per detected language ({unit})",
+    return barh(f"Audio per detected language ({unit})",
                  {k: v / per for k, v in seconds.items()}, unit, "#dd8452")
 
 
 def chart_durations(data: ReportData) -> str:
-    fig, ax = _figure(f"Kept segment durations (n={len(data.segment_durations)})")
-    if data.segment_durations:
+    def draw(ax: Any) -> None:
         ax.hist(data.segment_durations, bins=30, color="#55a868")
         ax.set_xlabel("seconds")
         ax.set_ylabel("segments")
-        _tidy_ticks(ax.xaxis)
-    else:
-        _no_data(ax)
-    return _png(fig)
+        tidy_ticks(ax.xaxis)
+
+    return chart(f"Kept segment durations (n={len(data.segment_durations)})",
+                 draw if data.segment_durations else None)
 
 
 def chart_reasons(data: ReportData) -> str:
@@ -130,34 +74,32 @@ def chart_reasons(data: ReportData) -> str:
         merged[f"file error: {k}"] += v
     for k, v in data.segment_reasons.items():
         merged[f"segment: {k}"] += v
-    return _barh("Drop and error reasons", dict(merged), "count", "#c44e52")
+    return barh("Drop and error reasons", dict(merged), "count", "#c44e52")
 
 
 def chart_throughput(data: ReportData) -> str:
-    fig, ax = _figure("Per-stage speed (audio s per shard wall s)")
     names = [s for s, st in data.stages.items() if st.done]
-    if names:
+
+    def draw(ax: Any) -> None:
         rtf = [data.stages[s].realtime_factor for s in names]
         bars = ax.bar(names, rtf, color="#8172b2")
         ax.bar_label(bars, labels=[f"{v:.3g}x" for v in rtf], fontsize=8)
         ax.set_ylabel("x real time (one worker)")
-        _tidy_ticks(ax.yaxis)
-    else:
-        _no_data(ax)
-    return _png(fig)
+        tidy_ticks(ax.yaxis)
+
+    return chart("Per-stage speed (audio s per shard wall s)", draw if names else None)
 
 
 def chart_walltimes(data: ReportData) -> str:
-    fig, ax = _figure("Shard wall times per stage")
     names = [s for s, st in data.stages.items() if st.wall_times]
-    if names:
+
+    def draw(ax: Any) -> None:
         ax.boxplot([data.stages[s].wall_times for s in names], showfliers=True)
         ax.set_xticks(range(1, len(names) + 1), names)
         ax.set_ylabel("seconds per shard")
-        _tidy_ticks(ax.yaxis)
-    else:
-        _no_data(ax)
-    return _png(fig)
+        tidy_ticks(ax.yaxis)
+
+    return chart("Shard wall times per stage", draw if names else None)
 
 
 def _table(headers: list[str], rows: list[list[object]], left: int = 1) -> str:
@@ -204,8 +146,6 @@ def render_html(data: ReportData) -> str:
         ("throughput", "Per-stage throughput", chart_throughput(data)),
         ("walltimes", "Shard wall times", chart_walltimes(data)),
     ]
-    from services.ops.report.quality import charts as quality_charts
-
     charts += quality_charts(data.quality)
     figs = "".join(
         f'<figure><img id="chart-{cid}" class="chart" alt="{escape(cap)}" '

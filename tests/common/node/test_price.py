@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.speechgen import make_shard
-from common.node.price import PRICES, Node, node_of, normalize_type, shard_usage, table_price
+from common.node.price import PRICES, Node, charge, node_of, normalize_type, table_price
 from common.stages.engine import Engine
 from services.stages import PIPELINE
 from tests.dummy.stages import DummyAsr
@@ -36,7 +36,11 @@ def test_node_from_settings(make_settings) -> None:
     assert node_of(make_settings(), detect=False).type == "unknown"
 
 
-def test_shard_usage_charges_the_share_of_the_node() -> None:
+def shard_usage(record: dict, fallback: Node) -> tuple[float, float, float | None]:
+    return charge(Node.from_record(record.get("node"), fallback), record["wall_seconds"])
+
+
+def test_a_shard_is_charged_its_share_of_the_node() -> None:
     fallback = Node("L4", "spot", 0.3, 1, 1)
     rec = {"wall_seconds": 3600.0,
            "node": {"type": "H100", "pricing": "spot", "price_per_hour": 8.0, "gpus": 4,

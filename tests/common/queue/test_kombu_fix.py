@@ -1,5 +1,5 @@
 """common/queue/kombu_fix.py: closing a channel whose transport was detached (the broker was lost)
-with unacked messages must not raise a non-connection error (it killed workers: issue 12)."""
+with unacked messages must not raise a non-connection error (it would kill the worker)."""
 
 from __future__ import annotations
 
@@ -26,5 +26,5 @@ def test_detached_transport_gives_a_connection_error(private_redis_url: str) -> 
     with pytest.raises(redis.exceptions.ConnectionError):
         ch._connparams()
     assert isinstance(redis.exceptions.ConnectionError("x"), conn.connection_errors)
-    conn.maybe_close_channel(ch)  # swallowed like any outage: before the fix, AttributeError
+    conn.maybe_close_channel(ch)  # swallowed like any outage (unpatched: AttributeError)
     assert ch.closed

@@ -1,4 +1,4 @@
-"""common/shards/members.py: one outcome per key, the same for every stage (issue 12 item 1)."""
+"""common/shards/members.py: one outcome per key, the same for every stage."""
 
 from __future__ import annotations
 

@@ -101,7 +101,8 @@ def test_non_utf8_name(tmp_path: Path) -> None:
         _add(tf, "ok.flac", b"fine")
     got, errors = _split(list(iter_shard(path)))
     assert got == {"ok": {"flac": b"fine"}}
-    assert [(e.reason, e.name) for e in errors] == [("unsafe_member:non_utf8_name", "caf\\xe9.flac")]
+    assert [(e.reason, e.name) for e in errors] == [
+        ("unsafe_member:non_utf8_name", "caf\\xe9.flac")]
 
 
 def test_size_limits_and_duplicates(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def test_prefetcher_runs_ahead_and_skips_done(make_settings) -> None:
     assert calls == [1, 3] and got["shard"].read_text() == "data 3"
 
 
-# --- issue 12 item 2: scratch is keyed by the run's URLs, and reused only while unchanged -----
+# --- scratch is keyed by the run's URLs, and reused only while unchanged ---------------------
 def _run(make_settings, tmp_path: Path, name: str, shards: dict[int, bytes]):
     from common.stages.engine import Engine
     from services.stages import PIPELINE
@@ -84,7 +84,7 @@ def _run(make_settings, tmp_path: Path, name: str, shards: dict[int, bytes]):
 
 def test_another_runs_download_is_never_used(make_settings, tmp_path) -> None:
     """Run B (input B) downloaded its shard 2; run A, whose input has no shard 2, on the same
-    node and scratch dir, once processed B's copy. Now it fails: not found."""
+    node and scratch dir, must not process B's copy: it fails, not found."""
     from common.storage import NotFound
 
     sb, exb = _run(make_settings, tmp_path, "B", {2: b"B's shard 2"})

@@ -1,4 +1,4 @@
-"""Long-form fidelity (issue 11): minutes of speech, two voices, random 0.3-2 s pauses.
+"""Long-form fidelity: minutes of speech, two voices, random 0.3-2 s pauses.
 
 The stage must lose no text against the peer a user would pick (faster-whisper's
 ``BatchedInferencePipeline``, Silero VAD, same model and batch size) on the same audio, and

@@ -1,4 +1,4 @@
-"""Issue 12 item 1: enhance never pairs one member's text with another member's audio, never
+"""Enhance never pairs one member's text with another member's audio, never
 drops what asr kept, and fails the shard when its output is not exactly asr's kept segments."""
 
 from __future__ import annotations

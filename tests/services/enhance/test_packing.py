@@ -46,7 +46,8 @@ def test_batches_have_fixed_shape_and_leftovers_return() -> None:
     rows = pack_rows(items, GEOM.window)
     batches, back = take_batches(rows, 8, final=False)
     assert all(len(b) == 8 for b in batches)
-    assert len(back) == sum(len(r.placed) for r in rows) - sum(len(r.placed) for b in batches for r in b)
+    batched = sum(len(r.placed) for b in batches for r in b)
+    assert len(back) == sum(len(r.placed) for r in rows) - batched
     assert all(it.deferrals == 1 for it in back)
     # Deferred items are packed first next time, so none waits forever.
     again = pack_rows(back + split_segment(999, 3 * RATE, GEOM), GEOM.window)

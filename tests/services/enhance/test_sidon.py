@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bench.factories.sidon import build_small_sidon
-from services.enhance.backends import EnhancerUnavailable, make_backend
+from services.enhance.backend import EnhancerUnavailable
+from services.enhance.backends import make_backend
 from services.enhance.sidon import SidonBackend
 
 
@@ -18,7 +19,8 @@ def small_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_small_sidon(tmp_path_factory.mktemp("sidon"))
 
 
-def test_front_end_is_built_offline_and_shapes_follow_the_contract(small_dir, make_settings) -> None:
+def test_front_end_is_built_offline_and_shapes_follow_the_contract(small_dir,
+                                                                   make_settings) -> None:
     b = make_backend(make_settings(enhancer="sidon", sidon_model=str(small_dir),
                                    enhance_device="cpu"))
     assert isinstance(b, SidonBackend)
@@ -57,7 +59,7 @@ def test_missing_weights_say_what_to_do(make_settings, tmp_path, monkeypatch) ->
     with pytest.raises(EnhancerUnavailable) as e:
         SidonBackend(s).load()
     msg = str(e.value)
-    assert "ONSEI_SIDON_MODEL" in msg and "ONSEI_ENHANCER=rnnoise" in msg and "HF_HUB_OFFLINE" in msg
+    assert all(n in msg for n in ("ONSEI_SIDON_MODEL", "ONSEI_ENHANCER=rnnoise", "HF_HUB_OFFLINE"))
     (tmp_path / "partial").mkdir()
     s2 = make_settings(enhancer="sidon", sidon_model=str(tmp_path / "partial"),
                        enhance_device="cpu")

@@ -99,8 +99,8 @@ def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) ->
 
 
 def test_bad_members_fail_the_shard_with_every_reason(make_settings, tmp_path) -> None:
-    """Members asr kept but enhance cannot write (issue 12): the shard fails, naming each one,
-    and nothing is published or marked done (it was once marked done with holes)."""
+    """Members asr kept but enhance cannot write: the shard fails, naming each one, and nothing
+    is published or marked done (never done with holes)."""
     from common.storage import open_store
     from services.enhance.verify import SegmentMismatch
     from services.stages import open_ledger

@@ -116,7 +116,7 @@ def test_cli_refuses_an_unknown_until_stage(make_settings, private_redis_url, mo
     assert redis.Redis.from_url(private_redis_url).llen("asr") == 0
 
 
-# --- issue 12 item 5: a huge range is refused at once, with one clear line -------------------
+# --- a huge range is refused at once, with one clear line -------------------------------------
 HUGE = "0-99999999999"
 
 

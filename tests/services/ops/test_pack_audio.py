@@ -36,7 +36,8 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-AUDIO = ["a.wav", "a.flac", "sub/a.wav", "sub__a.wav", "deep/er/日本語 ファイル.wav", "deep/er/x.y.z.WAV"]
+AUDIO = ["a.wav", "a.flac", "sub/a.wav", "sub__a.wav", "deep/er/日本語 ファイル.wav",
+         "deep/er/x.y.z.WAV"]
 
 
 def _read_back(shards: list[Path]) -> dict[str, tuple[str, bytes, dict]]:

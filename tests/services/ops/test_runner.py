@@ -73,8 +73,8 @@ def test_stage_found_by_name_without_importing_others() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from services.ops.runner import load_stage_class; "
-            "c = load_stage_class('enhance'); assert c.name == 'enhance'; "
+    code = ("import sys; from services.stages import PIPELINE; "
+            "c = PIPELINE.spec('enhance').load_class(); assert c.name == 'enhance'; "
             "print(sorted(m for m in sys.modules if m.startswith('services.')))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[3], timeout=120, check=False)

@@ -75,7 +75,8 @@ def test_filters_off_keep_everything_and_fidelity_filter_can_be_on(make_settings
     rec, lines = _run(make_settings, codec, filter_multi_speaker=False, filter_min_ovrl=0)
     assert [x["id"] for x in lines] == ["k_0000", "k_0001", "k_0002", "k_0004"]
     assert rec.counts["skipped"] == 0 and rec.stat("skipped") == []
-    assert rec.stat("errors_sample") == [{"key": "k_0003", "reason": "missing_audio"}]  # not skipped
+    # a missing audio is an error, not a skip
+    assert rec.stat("errors_sample") == [{"key": "k_0003", "reason": "missing_audio"}]
     rec2, _ = _run(make_settings, codec, shard=4, filter_multi_speaker=False, filter_min_ovrl=0,
                    filter_restoration_changed_text=True)
     assert [(x["key"], x["reasons"]) for x in rec2.stat("skipped")] == [

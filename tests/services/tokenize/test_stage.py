@@ -52,7 +52,8 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, polic
                              "tokens": sum(len(r["codes"]["neu_tokens"]) for r in lines)}
     assert {e["reason"] for e in rec.stat("errors_sample")} == {"audio:undecodable", "missing_json"}
     assert rec.model_info["tokenizer"] == "neucodec"
-    assert rec.model_info["batching"] == ("exact" if policy == "auto" else policy)  # auto on CPU: exact
+    # auto on CPU: exact
+    assert rec.model_info["batching"] == ("exact" if policy == "auto" else policy)
     assert rec.stat("padding_waste") <= 0.03
     assert rec.stat("batches") < 5  # equal-length segments shared a batch
     assert abs(rec.audio_seconds_out - sum(x[1] for x in SEGMENTS)) < 0.01

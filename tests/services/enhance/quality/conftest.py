@@ -33,5 +33,6 @@ def whisper():
     from services.whisper.settings import WhisperSettings
 
     cache = os.environ.get("ONSEI_TEST_MODEL_CACHE", str(Path.home() / ".cache/onsei/models"))
-    s = WhisperSettings(asr_model="bundled:whisper-base", model_cache=cache, asr_compute_type="int8")
+    s = WhisperSettings(asr_model="bundled:whisper-base", model_cache=cache,
+                        asr_compute_type="int8")
     return whisper_loader(s, device="cpu")()

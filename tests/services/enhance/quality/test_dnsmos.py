@@ -1,4 +1,5 @@
-"""DNSMOS: the reference's windows and scores, batched, on onnxruntime (CPU) and the torch port (CUDA)."""
+"""DNSMOS: the reference's windows and scores, batched, on onnxruntime (CPU) and the torch port
+(CUDA)."""
 
 from __future__ import annotations
 

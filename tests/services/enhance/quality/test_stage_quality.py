@@ -93,7 +93,8 @@ def test_an_annotation_failure_keeps_the_audio_and_records_why(make_settings, tm
                       quality_annotations=True, quality_fidelity_fraction=0.0)
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
     assert rec.counts["segments"] == 1 and rec.counts["errors"] == 1
-    assert rec.stat("errors") == [{"key": "x_0000", "reason": "quality:RuntimeError:scorer exploded"}]
+    assert rec.stat("errors") == [
+        {"key": "x_0000", "reason": "quality:RuntimeError:scorer exploded"}]
     with tarfile.open(out / "enhanced/shard-000000.tar") as tf:
         meta = json.loads(tf.extractfile("x_0000.json").read())
     assert "quality" not in meta

@@ -30,7 +30,8 @@ def _fake_sky(tmp_path: Path) -> tuple[str, Path]:
     exe.write_text(f"""#!{sys.executable}
 import json, os, sys
 with open({str(log)!r}, "a") as f:
-    f.write(json.dumps({{"argv": sys.argv[1:], "broker": os.environ.get("ONSEI_BROKER_URL")}}) + "\\n")
+    f.write(json.dumps({{"argv": sys.argv[1:],
+                        "broker": os.environ.get("ONSEI_BROKER_URL")}}) + "\\n")
 if sys.argv[1:3] == ["jobs", "queue"]:
     sys.stdout.write({QUEUE_OUT!r})
 """)

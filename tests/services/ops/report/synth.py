@@ -1,4 +1,5 @@
-"""Synthetic stage outputs and ledger records in the formats of docs/architecture.md (for report tests)."""
+"""Synthetic stage outputs and ledger records in the formats of docs/architecture.md (for report
+tests)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from tests.services.ops.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes",
-          "dnsmos", "speaker", "fidelity", "filters")  # the last four: services/ops/report/quality.py
+          # the last four: services/ops/report/quality.py
+          "dnsmos", "speaker", "fidelity", "filters")
 
 
 def test_collect_counts_match_outputs(make_settings):
@@ -190,7 +191,7 @@ def _label_problems(fig) -> list[str]:
     {"en": 3.1e7, "ja": 9.0e6},  # 10,000 hours
 ])
 def test_chart_labels_readable(make_settings, monkeypatch, language_seconds):
-    from services.ops.report import render
+    from services.ops.report import charts, render
 
     s = make_settings()
     write_run(s, shards=4)
@@ -199,16 +200,16 @@ def test_chart_labels_readable(make_settings, monkeypatch, language_seconds):
     data.seconds_asr_in = sum(language_seconds.values())
     problems: list[str] = []
     titles: list[str] = []
-    real_png = render._png
+    real_png = charts.png
 
     def checked(fig):
         titles.append(fig.axes[0].get_title())
         problems.extend(_label_problems(fig))
         return real_png(fig)
 
-    monkeypatch.setattr(render, "_png", checked)
+    monkeypatch.setattr(charts, "png", checked)
     render.render_html(data)
     assert len(titles) == len(CHARTS)
     assert not problems, problems
-    unit = render.duration_unit(max(language_seconds.values()))[0]
+    unit = charts.duration_unit(max(language_seconds.values()))[0]
     assert f"Audio per detected language ({unit})" in titles

@@ -1,5 +1,5 @@
-"""Done records read once per machine (services/ops/status/recordcache.py): only new or rewritten records
-are read again, a rewritten one is never served stale, deleting the cache costs a full read.
+"""Done records read once per machine (services/ops/status/recordcache.py): only new or rewritten
+records are read again, a rewritten one is never served stale, deleting the cache costs a full read.
 On the local store and on the S3 server (ETags)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _ledger(s) -> tuple[Any, list[int]]:
         reads.append(i)
         return real(stage, i)
 
-    led.read_done = counting  # type: ignore[method-assign]
+    led.read_done = counting  # type: ignore[method-assign]  # counts the reads
     return led, reads
 
 

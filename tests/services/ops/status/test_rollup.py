@@ -1,6 +1,7 @@
-"""Shared rollups of done records (services/ops/status/rollup.py via services/ops/status/recordcache.py): a machine's
-first status reads the rollups instead of every record; a stale entry is read again from its
-record, a corrupt rollup is ignored and rewritten, and neither ever changes the done count."""
+"""Shared rollups of done records (services/ops/status/rollup.py via
+services/ops/status/recordcache.py): a machine's first status reads the rollups instead of every
+record; a stale entry is read again from its record, a corrupt rollup is ignored and rewritten, and
+neither ever changes the done count."""
 
 from __future__ import annotations
 

@@ -1,0 +1,69 @@
+"""The package's imports form layers, not circles (docs/architecture.md, "Layers"): no module
+reaches itself again through the modules it imports (lazy and type-only imports included),
+and nothing below the operator commands imports them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in its text."""
+    files = {}
+    for path in sorted([*REPO.glob("common/**/*.py"), *REPO.glob("services/**/*.py")]):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        files[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name] = {m for m in found if m in files and m != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle once, as the path that closes it."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    return found
+
+
+def test_the_graph_is_read() -> None:
+    graph = import_graph()
+    assert "common.stages.engine" in graph["common.queue.worker"]
+    assert "services.ops.report.charts" in graph["services.ops.report.render"]
+
+
+def test_no_import_circle() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_a_circle_is_found() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_only_operations_import_operations() -> None:
+    graph = import_graph()
+    wrong = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
+                   if t.startswith("services.ops") and not m.startswith("services.ops"))
+    assert wrong == []
