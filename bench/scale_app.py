@@ -25,7 +25,7 @@ from common.queue.config import app_settings, task_name
 from common.queue.worker import register_stage_task
 from common.stages.contract import InputRef, Stage, StageResult
 from common.stages.spec import Pipeline, StageSpec
-from services.stages import PIPELINE, make_app
+from services.stages import PIPELINE, boot_settings, make_app
 
 STATS = "onsei:scale:{stage}"
 
@@ -79,7 +79,7 @@ class FixedTokenize(_Fixed):
     name = "tokenize"
 
 
-app = make_app("bench.scale_app")
+app = make_app("bench.scale_app", boot_settings())
 tasks = {cls.name: register_stage_task(app, SCALE_PIPELINE, cls.name, cls)
          for cls in (FixedAsr, FixedEnhance, FixedTokenize)}
 _STAGE_OF = {task_name(s): s for s in SCALE_PIPELINE.names}

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from common.models.cache import BUNDLED_PREFIX, entry_names
 from common.models.fetch import FetchError, ModelSpec, from_hub, is_local
-from common.settings import Settings
 from services.asr.settings import AsrSettings
 
 WHISPER_FILES = ["config.json", "preprocessor_config.json", "model.bin", "tokenizer.json",
@@ -27,8 +26,7 @@ def _whisper_repo(name: str) -> str:
     return _MODELS[name]
 
 
-def configured(settings: Settings) -> list[ModelSpec]:
-    settings = AsrSettings.of(settings)
+def configured(settings: AsrSettings) -> list[ModelSpec]:
     asr = settings.asr_model.strip()
     if asr.startswith(BUNDLED_PREFIX):
         def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:

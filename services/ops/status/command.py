@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from common.settings import Settings
-from services.stages import STAGES, get_settings, open_ledger
+from services.stages import STAGES, PipelineSettings, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
@@ -124,7 +124,7 @@ def status(range_: str | None, as_json: bool) -> None:
     """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""
     from services.ops.enqueue import parse_range
 
-    settings = get_settings()
+    settings = PipelineSettings()
     data = collect(settings, parse_range(range_, settings.max_range) if range_ else None)
     if as_json:
         click.echo(json.dumps(data, indent=1))

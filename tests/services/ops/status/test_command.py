@@ -43,7 +43,7 @@ def test_queue_state_from_redis(make_settings, private_redis_url, monkeypatch) -
     Tracker(s).start("asr", 7, 60)
     d = collect(s)
     assert d["stages"]["enhance"]["queued"] == 2 and d["stages"]["asr"]["running"] == 1
-    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.status.command.PipelineSettings", lambda: s)
     res = CliRunner().invoke(status, ["--json"])
     assert json.loads(res.output)["stages"]["enhance"]["queued"] == 2
     res = CliRunner().invoke(status, ["--range", "0-3"])
