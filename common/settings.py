@@ -61,7 +61,8 @@ class Settings(BaseSettings):
     input_url: str = Field("./data/raw", description="where the raw shards are")
     output_url: str = Field("./data/out", description="output root (stage outputs + _ledger/)")
     shard_pattern: str = Field("shard-{id:06d}.tar", description="shard id -> shard name")
-    max_range: int = Field(1_000_000, ge=1, description="most shard ids one --range may name")
+    max_range: int = Field(
+        1_000_000, ge=1, le=10**12, description="most shard ids one --range may name")
     scratch_dir: str = Field(tempfile.gettempdir(), description="local scratch for downloads")
     s3_endpoint_url: str | None = Field(
         None, description="S3-compatible endpoint; falls back to AWS_ENDPOINT_URL"
@@ -135,11 +136,13 @@ class Settings(BaseSettings):
 
     # --- shard limits ------------------------------------------------------------------------
     max_member_bytes: int = Field(
-        2 * 1024**3, ge=1, description="larger members are error records")
+        2 * 1024**3, ge=1, le=1024**4, description="larger members are error records")
     max_member_seconds: float = Field(
         4 * 3600.0, gt=0, le=7 * 86400, description="longer audio is an error record")
-    min_member_seconds: float = Field(0.3, ge=0, description="shorter audio is an error record")
-    max_sidecar_bytes: int = Field(1024 * 1024, ge=1, description="largest .json sidecar read")
+    min_member_seconds: float = Field(
+        0.3, ge=0, le=86400, description="shorter audio is an error record")
+    max_sidecar_bytes: int = Field(
+        1024 * 1024, ge=1, le=1024**3, description="largest .json sidecar read")
 
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(

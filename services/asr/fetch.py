@@ -29,10 +29,11 @@ def _whisper_repo(name: str) -> str:
 def configured(settings: AsrSettings) -> list[ModelSpec]:
     asr = settings.asr_model.strip()
     if asr.startswith(BUNDLED_PREFIX):
-        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
+        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):],
+                     data_dir: str = settings.bundled_data_dir) -> None:
             from services.whisper.bundled import assemble
 
-            assemble(short, dest)
+            assemble(short, dest, data_dir)
         return [ModelSpec("asr", asr, entry_names(asr)[0], _bundled)]
     if is_local(asr):
         return []

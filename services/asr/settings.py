@@ -20,16 +20,17 @@ class AsrSettings(WhisperSettings):
     lid_windows: int = Field(
         3, ge=1, le=100, description="clips spread over a file's head for language ID")
     lid_head_seconds: float = Field(
-        90.0, gt=0, description="language ID looks at this head; the rest is VAD-ed only if kept")
+        90.0, gt=0, le=86400,
+        description="language ID looks at this head; the rest is VAD-ed only if kept")
     asr_device: str = Field("auto", description="auto, cuda, cpu")
     asr_batch_size: int = Field(16, ge=1, le=1024, description="batched inference")
     asr_chunk_seconds: float = Field(
         1800.0, ge=30, le=86400, description="long audio is transcribed in windows")
     asr_beam_size: int = Field(1, ge=1, le=64, description="beam size (1 = greedy, fastest)")
-    segment_min_seconds: float = Field(1.0, ge=0, description="shortest kept segment")
+    segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
     segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
-    max_compression_ratio: float = Field(2.4, gt=0, description="above: repetition loop")
-    min_avg_logprob: float = Field(-1.0, le=0, description="below: low confidence")
+    max_compression_ratio: float = Field(2.4, gt=0, le=100, description="above: repetition loop")
+    min_avg_logprob: float = Field(-1.0, ge=-100, le=0, description="below: low confidence")
     max_no_speech_prob: float = Field(
         0.6, ge=0, le=1, description="above (with low logprob): non-speech")
     asr_vad_threshold: float = Field(
