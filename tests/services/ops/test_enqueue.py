@@ -107,9 +107,11 @@ def test_cli_refuses_an_input_that_does_not_exist(make_settings, private_redis_u
 
 
 def test_cli_refuses_an_unknown_until_stage(make_settings, private_redis_url, monkeypatch) -> None:
-    s = make_settings(broker_url=private_redis_url, until="tokenise")
+    s = make_settings(broker_url=private_redis_url)
     Path(s.input_url).mkdir(parents=True)
-    monkeypatch.setattr("services.ops.enqueue.PipelineSettings", lambda: s)
+    for k, v in (("ONSEI_INPUT_URL", s.input_url), ("ONSEI_OUTPUT_URL", s.output_url),
+                 ("ONSEI_BROKER_URL", private_redis_url), ("ONSEI_UNTIL", "tokenise")):
+        monkeypatch.setenv(k, v)  # the settings check it as the command builds them
     res = CliRunner().invoke(main, ["--range", "0-3"])
     assert res.exit_code == 1 and res.output.strip() == (
         "Error: ONSEI_UNTIL: unknown stage 'tokenise': choose one of asr, enhance, tokenize")
