@@ -39,7 +39,8 @@ def _spec(name: str) -> StageSpec:
     real, prev = PIPELINE.spec(name), PIPELINE.previous(name)
     return StageSpec(name, f"bench.scale_app:Fixed{name.capitalize()}", real.output_key,
                      (lambda s, i: {"src": InputRef("input", s.shard_name(i))}) if prev is None
-                     else (lambda s, i, p=prev: {"src": InputRef.of_stage(p)}), real.ledger_dir)
+                     else (lambda s, i, p=prev: {"src": InputRef.of_stage(p)}), real.ledger_dir,
+                     settings=real.settings)
 
 
 SCALE_PIPELINE = Pipeline(_spec(n) for n in PIPELINE.names)
