@@ -42,14 +42,14 @@ prepare() {
 import os
 from pathlib import Path
 import numpy as np
-from common.settings import Settings
 from services.whisper.model import resolve_model
+from services.whisper.settings import WhisperSettings
 from bench.speech_corpus import EN_SENTENCES
 from bench.speechgen import synth
 
 out = Path(".gpu_asr")
 np.savez_compressed(out / "seed.npz", **{f"s{i:02d}": synth(s) for i, s in enumerate(EN_SENTENCES)})
-model = Path(resolve_model(Settings(asr_model="bundled:whisper-base")).path)
+model = Path(resolve_model(WhisperSettings(asr_model="bundled:whisper-base")).path)
 data = (model / "model.bin").read_bytes()
 third = -(-len(data) // 3)
 for i in range(3):  # three parts, each carried by its own call

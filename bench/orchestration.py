@@ -24,7 +24,7 @@ from common.stages.contract import Stage, StageResult
 from common.stages.engine import Engine
 from common.stages.prefetch import Prefetcher
 from common.storage.local import LocalStore
-from services.stages import PIPELINE, output_key
+from services.stages import PIPELINE, PipelineSettings, output_key
 
 LATENCY = 0.03  # seconds per request (S3 first byte, typical)
 BANDWIDTH = 5e6  # bytes/s per stream (small files: the copy costs no CPU here)
@@ -80,8 +80,8 @@ class FixedTimeModel(Stage):
 
 
 def _setup(root: Path, n: int, read_ahead: bool) -> tuple[Settings, Engine]:
-    s = Settings(input_url=str(root / "raw"), output_url=str(root / "out"),
-                 scratch_dir=str(root / "scratch"), prefetch_shards=1)
+    s = PipelineSettings(input_url=str(root / "raw"), output_url=str(root / "out"),
+                         scratch_dir=str(root / "scratch"), prefetch_shards=1)
     (root / "raw").mkdir(parents=True)
     for i in range(n):
         (root / "raw" / s.shard_name(i)).write_bytes(b"\0" * INPUT_BYTES)

@@ -30,7 +30,7 @@ import click
 from bench.scale_ledger import CountingStore, fill_ledger, hide_shards, status_rows, time_status
 from bench.scale_servers import MemoryPeak, Redis, flower_memory
 from common.settings import Settings
-from services.stages import STAGES, open_ledger, output_key
+from services.stages import STAGES, PipelineSettings, open_ledger, output_key
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,9 +47,9 @@ class Run:
 
 
 def _settings(root: Path, redis_url: str, out: str = "out") -> Settings:
-    return Settings(input_url=str(root / "raw"), output_url=str(root / out),
-                    scratch_dir=str(root / "scratch"), broker_url=redis_url,
-                    visibility_timeout=3600)
+    return PipelineSettings(input_url=str(root / "raw"), output_url=str(root / out),
+                            scratch_dir=str(root / "scratch"), broker_url=redis_url,
+                            visibility_timeout=3600)
 
 
 def _env(s: Settings, stage_ms: float) -> dict[str, str]:

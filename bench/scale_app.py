@@ -25,7 +25,7 @@ from common.queue.config import app_settings, task_name
 from common.queue.worker import register_stage_task
 from common.stages.contract import InputRef, Stage, StageResult
 from common.stages.spec import Pipeline, StageSpec
-from services.stages import PIPELINE, make_app
+from services.stages import PIPELINE, boot_settings, make_app
 
 STATS = "onsei:scale:{stage}"
 
@@ -39,7 +39,8 @@ def _spec(name: str) -> StageSpec:
     real, prev = PIPELINE.spec(name), PIPELINE.previous(name)
     return StageSpec(name, f"bench.scale_app:Fixed{name.capitalize()}", real.output_key,
                      (lambda s, i: {"src": InputRef("input", s.shard_name(i))}) if prev is None
-                     else (lambda s, i, p=prev: {"src": InputRef.of_stage(p)}), real.ledger_dir)
+                     else (lambda s, i, p=prev: {"src": InputRef.of_stage(p)}), real.ledger_dir,
+                     settings=real.settings)
 
 
 SCALE_PIPELINE = Pipeline(_spec(n) for n in PIPELINE.names)
@@ -79,7 +80,7 @@ class FixedTokenize(_Fixed):
     name = "tokenize"
 
 
-app = make_app("bench.scale_app")
+app = make_app("bench.scale_app", boot_settings())
 tasks = {cls.name: register_stage_task(app, SCALE_PIPELINE, cls.name, cls)
          for cls in (FixedAsr, FixedEnhance, FixedTokenize)}
 _STAGE_OF = {task_name(s): s for s in SCALE_PIPELINE.names}

@@ -9,18 +9,21 @@ spec; the pipeline's settings class joins them all (docs/architecture.md, "Setti
 YAML file and one set of ``ONSEI_*`` names configure everything. Unknown keyword arguments are
 an error (a misspelt or misplaced setting never passes silently); a YAML key is read by the
 classes that declare it.
+
+Only an entry point (a CLI command, a worker's app module, ``onsei run``) builds settings, which
+reads the environment; library code is handed them. Every value is checked here, bounds
+included (no NaN or infinity anywhere), so a value that would break a run later stops the
+process before it starts.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -41,53 +44,70 @@ def one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
-class Settings(BaseSettings):
-    # hide_input_in_errors: a rejected value may be a URL with a password in it
-    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="forbid", validate_default=True,
-                                      hide_input_in_errors=True)
+def ordered(low: float, high: float, low_name: str, high_name: str) -> None:
+    """Two settings that bound a range: the low one must stay below the high one."""
+    if low >= high:
+        raise ValueError(f"ONSEI_{low_name.upper()} ({low:g}) must be below "
+                         f"ONSEI_{high_name.upper()} ({high:g})")
 
-    # sections made from these settings by :meth:`of`, by class (dropped when a value changes)
-    _sections: dict[type, Settings] = PrivateAttr(default_factory=dict)
+
+class Settings(BaseSettings):
+    # hide_input_in_errors: a rejected value may be a URL with a password in it;
+    # allow_inf_nan: NaN passes every comparison (a filter at NaN is off) and 1e999 is infinity
+    model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="forbid", validate_default=True,
+                                      hide_input_in_errors=True, allow_inf_nan=False)
 
     # --- locations -------------------------------------------------------------------------
     input_url: str = Field("./data/raw", description="where the raw shards are")
     output_url: str = Field("./data/out", description="output root (stage outputs + _ledger/)")
     shard_pattern: str = Field("shard-{id:06d}.tar", description="shard id -> shard name")
-    max_range: int = Field(1_000_000, ge=1, description="most shard ids one --range may name")
+    max_range: int = Field(
+        1_000_000, ge=1, le=10**12, description="most shard ids one --range may name")
     scratch_dir: str = Field(tempfile.gettempdir(), description="local scratch for downloads")
     s3_endpoint_url: str | None = Field(
         None, description="S3-compatible endpoint; falls back to AWS_ENDPOINT_URL"
     )
-    s3_max_attempts: int = Field(8, description="attempts per S3 call on transient errors")
-    s3_part_size_mb: int = Field(64, description="multipart / ranged-download part size")
-    s3_concurrency: int = Field(8, description="parallel parts per transfer")
-    s3_connect_timeout: float = Field(10.0, description="seconds to open an S3 connection")
-    s3_read_timeout: float = Field(60.0, description="seconds without a byte before retrying")
+    s3_max_attempts: int = Field(
+        8, ge=1, le=100, description="attempts per S3 call on transient errors")
+    s3_part_size_mb: int = Field(
+        64, ge=1, le=5120, description="multipart / ranged-download part size")
+    s3_concurrency: int = Field(8, ge=1, le=256, description="parallel parts per transfer")
+    s3_connect_timeout: float = Field(
+        10.0, gt=0, le=3600, description="seconds to open an S3 connection")
+    s3_read_timeout: float = Field(
+        60.0, gt=0, le=3600, description="seconds without a byte before retrying")
 
     # --- queue ---------------------------------------------------------------------------------
     broker_url: SecretStr = Field(
         SecretStr("redis://127.0.0.1:6379/0"), description="Celery broker (Redis or RabbitMQ)"
     )
-    visibility_timeout: int = Field(6 * 3600, description="seconds before an unacked task returns")
-    max_task_failures: int = Field(3, description="tries before a shard is dead-lettered")
-    task_time_limit: int = Field(4 * 3600, description="hard per-shard limit, seconds")
-    shutdown_timeout: int = Field(90, description="SIGTERM: seconds to finish the shard in hand")
+    visibility_timeout: int = Field(
+        6 * 3600, ge=1, le=30 * 86400, description="seconds before an unacked task returns")
+    max_task_failures: int = Field(
+        3, ge=1, le=1000, description="tries before a shard is dead-lettered")
+    task_time_limit: int = Field(
+        4 * 3600, ge=1, le=30 * 86400, description="hard per-shard limit, seconds")
+    shutdown_timeout: int = Field(
+        90, ge=0, le=86400, description="SIGTERM: seconds to finish the shard in hand")
     until: str = Field("", description="last stage of the chain (empty: the last stage)")
-    metrics_port: int = Field(0, description="Prometheus port of a worker (0: off)")
+    metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus port of a worker (0: off)")
     metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
     flower_host: str = Field("127.0.0.1", description="bind address of Flower")
-    flower_port: int = Field(5555, description="Flower port")
+    flower_port: int = Field(5555, ge=1, le=65535, description="Flower port")
     flower_basic_auth: SecretStr = Field(
         SecretStr(""), description="user:password for Flower; `onsei flower` requires one"
     )
     cuda_mps: bool = Field(False, description="worker image entrypoint starts the CUDA MPS "
                            "daemon so a worker's processes share the GPU's SMs")
-    worker_concurrency: int = Field(1, description="processes per worker; each loads its model")
+    worker_concurrency: int = Field(
+        1, ge=1, le=1024, description="processes per worker; each loads its model")
     prefetch_shards: int = Field(
-        1, description="shards reserved and downloaded ahead while one is computed (0: off)"
-    )
-    retry_backoff_seconds: float = Field(2.0, description="first retry delay; doubles, jittered")
-    retry_backoff_max_seconds: float = Field(600.0, description="longest retry delay")
+        1, ge=0, le=64,
+        description="shards reserved and downloaded ahead while one is computed (0: off)")
+    retry_backoff_seconds: float = Field(
+        2.0, ge=0, le=86400, description="first retry delay; doubles, jittered")
+    retry_backoff_max_seconds: float = Field(
+        600.0, ge=0, le=7 * 86400, description="longest retry delay")
 
     @field_validator("broker_url")
     @classmethod
@@ -112,16 +132,22 @@ class Settings(BaseSettings):
                            "unset: nvidia-smi's GPU (common/node/accelerator.py), else unknown")
     node_pricing: Literal["spot", "on-demand"] = Field("spot", description="spot or on-demand")
     node_price_per_hour: float | None = Field(
-        None, ge=0, description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
-    node_gpus: int = Field(1, ge=1, description="GPUs per node")
+        None, ge=0, le=100_000,
+        description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
+    node_gpus: int = Field(1, ge=1, le=1024, description="GPUs per node")
     node_parallel_shards: int = Field(
-        0, ge=0, description="shards the node works on at once (0: worker_concurrency x node_gpus)")
+        0, ge=0, le=100_000,
+        description="shards the node works on at once (0: worker_concurrency x node_gpus)")
 
     # --- shard limits ------------------------------------------------------------------------
-    max_member_bytes: int = Field(2 * 1024**3, description="larger members are error records")
-    max_member_seconds: float = Field(4 * 3600.0, description="longer audio is an error record")
-    min_member_seconds: float = Field(0.3, description="shorter audio is an error record")
-    max_sidecar_bytes: int = Field(1024 * 1024, description="largest .json sidecar read")
+    max_member_bytes: int = Field(
+        2 * 1024**3, ge=1, le=1024**4, description="larger members are error records")
+    max_member_seconds: float = Field(
+        4 * 3600.0, gt=0, le=7 * 86400, description="longer audio is an error record")
+    min_member_seconds: float = Field(
+        0.3, ge=0, le=86400, description="shorter audio is an error record")
+    max_sidecar_bytes: int = Field(
+        1024 * 1024, ge=1, le=1024**3, description="largest .json sidecar read")
 
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(
@@ -145,30 +171,26 @@ class Settings(BaseSettings):
             sources.append(_OwnKeys(settings_cls, yaml_file=cfg))
         return tuple(sources)
 
+    @field_validator("shard_pattern")
     @classmethod
-    def of(cls, settings: Settings) -> Self:
-        """``settings`` as this class: the same value for every field both have; this class's
-        other fields (a stage's section) from the environment and the YAML file as they are at
-        the first call (made once per ``settings`` object: a spec asks per shard). Returns
-        ``settings`` itself when it already is one (the pipeline's settings are)."""
-        if isinstance(settings, cls):
-            return settings
-        made = settings._sections.get(cls)
-        if made is None:
-            mine = cls.model_fields
-            made = settings._sections[cls] = cls(
-                **{k: getattr(settings, k) for k in type(settings).model_fields if k in mine})
-        return made  # type: ignore[return-value]  # made by cls above, typed as its base
+    def _one_name_per_id(cls, v: str) -> str:
+        # a pattern without {id} names one file for every id: a range would process it again
+        # and again; a bad format spec would fail at the first shard instead of here
+        try:
+            names = {v.format(id=i) for i in (0, 1, 10**6)}
+        except (KeyError, IndexError, ValueError, AttributeError) as e:
+            raise ValueError(f"{v!r} is not a format with {{id}} (e.g. shard-{{id:06d}}.tar): "
+                             f"{e.__class__.__name__}: {e}") from None
+        if len(names) < 3:
+            raise ValueError(f"{v!r} gives every shard id the same name: it needs {{id}} "
+                             f"(e.g. shard-{{id:06d}}.tar)")
+        return v
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        if name in type(self).model_fields:
-            self._sections.clear()
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        copied = super().model_copy(update=update, deep=deep)
-        copied._sections = {}  # made from the old values
-        return copied
+    @model_validator(mode="after")
+    def _ranges(self) -> Settings:
+        ordered(self.min_member_seconds, self.max_member_seconds, "min_member_seconds",
+                "max_member_seconds")
+        return self
 
     # --- helpers ----------------------------------------------------------------------------------
     def shard_name(self, shard_id: int) -> str:
@@ -206,13 +228,20 @@ def describe_errors(e: ValidationError) -> str:
     """One line per invalid setting, named as the user sets it: ``ONSEI_LANGUAGES: ...``."""
     lines = []
     for err in e.errors():
-        name = "ONSEI_" + str(err["loc"][0]).upper() if err.get("loc") else "settings"
-        lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+        msg = err["msg"].removeprefix("Value error, ")
+        # a check across settings (no loc) names them in its message
+        lines.append(f"ONSEI_{str(err['loc'][0]).upper()}: {msg}" if err.get("loc") else msg)
     return "\n".join(lines)
 
 
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide generic settings (read once); services/stages.py has the pipeline's,
-    with every stage's section. Tests build ``Settings(...)`` directly."""
-    return Settings()
+S = TypeVar("S", bound=Settings)
+
+
+def section(settings: Settings, cls: type[S]) -> S:
+    """``settings`` as the section ``cls`` (a stage's): the entry point built the pipeline's
+    settings, which hold every section, so this only checks; never read from the environment
+    here (that would bypass what the entry point was given and checked)."""
+    if isinstance(settings, cls):
+        return settings
+    raise TypeError(f"{cls.__name__} needed, got {type(settings).__name__}: build the "
+                    f"pipeline's settings (services.stages.PipelineSettings) at the entry point")

@@ -15,7 +15,7 @@ from celery import Celery
 from kombu import Queue
 
 from common.queue import kombu_fix
-from common.settings import Settings, get_settings
+from common.settings import Settings
 
 _PREFIX, _SUFFIX = "onsei.", ".process_shard"
 
@@ -117,11 +117,10 @@ class StageApp(Celery):
         return NamedWorker
 
 
-def make_app(main: str, settings: Settings | None = None, queues: Iterable[str] = (),
+def make_app(main: str, settings: Settings, queues: Iterable[str] = (),
              include: Iterable[str] = (), node: str | None = None) -> Celery:
     """An app whose workers read ``queues`` by default; ``include``: the modules of its tasks
     (imported by a worker at start), ``node``: the worker's default node name."""
-    settings = settings or get_settings()
     kombu_fix.install()  # a Redis outage must not kill the worker (see common/queue/kombu_fix.py)
     app = StageApp(main, include=list(include))
     app.onsei_node = node
@@ -135,7 +134,11 @@ def make_app(main: str, settings: Settings | None = None, queues: Iterable[str] 
 
 
 def app_settings(app: Celery) -> Settings:
-    return getattr(app, "onsei_settings", None) or get_settings()
+    """The settings the app was made with (:func:`make_app`): what its worker runs on."""
+    settings = getattr(app, "onsei_settings", None)
+    if not isinstance(settings, Settings):
+        raise TypeError(f"{app.main}: not made by make_app, so it carries no settings")
+    return settings
 
 
 def send_stage_task(app: Celery, stage: str, shard_id: int, until: str,

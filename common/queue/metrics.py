@@ -111,9 +111,9 @@ def install_worker_metrics(app: Any, stage: str) -> None:
 
     @worker_init.connect(weak=False)
     def _serve(**_: object) -> None:  # MainProcess, before the pool forks
-        from common.settings import get_settings
+        from common.queue.config import app_settings
 
-        s = get_settings()
+        s = app_settings(app)
         if not s.metrics_port:
             return
         enable_multiprocess(Path(s.scratch_dir) / f"onsei-metrics-{os.getpid()}")

@@ -30,7 +30,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from common.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -99,17 +102,16 @@ def watchdog(timeout: float, on_handback: Callable[[Any], None] | None = None,
     return hand_back(active_requests(), on_handback)
 
 
-def uncount_attempt(request: Any) -> None:
+def uncount_attempt(request: Any, settings: Settings) -> None:
     """A handed-back shard: no longer running, and this delivery does not count as an attempt
     (common/queue/tracking.py keeps both in the broker's Redis)."""
     from common.queue.config import stage_of_task
     from common.queue.tracking import Tracker
-    from common.settings import get_settings
 
     stage = stage_of_task(request.name)
     if stage is None or not request.args:
         return
-    Tracker(get_settings()).uncount(stage, int(request.args[0]))
+    Tracker(settings).uncount(stage, int(request.args[0]))
 
 
 def install_preemption(app: Any, timeout: Callable[[], float] | float | None = None) -> None:
@@ -119,14 +121,14 @@ def install_preemption(app: Any, timeout: Callable[[], float] | float | None = N
     _INSTALLED.append(app)
     from celery.signals import task_prerun, worker_process_init, worker_shutting_down
 
+    from common.queue.config import app_settings
+
     def _timeout() -> float:
         if callable(timeout):
             return float(timeout())
         if timeout is not None:
             return float(timeout)
-        from common.settings import get_settings
-
-        return float(get_settings().shutdown_timeout)
+        return float(app_settings(app).shutdown_timeout)
 
     @worker_process_init.connect(weak=False)
     def _on_child_start(**_: object) -> None:
@@ -144,5 +146,6 @@ def install_preemption(app: Any, timeout: Callable[[], float] | float | None = N
         t = _timeout()
         log.warning("preemption: %s received; finishing the shard in hand within %.0f s, "
                     "else handing it back", sig or "SIGTERM", t)
-        threading.Thread(target=watchdog, args=(t, uncount_attempt),
+        threading.Thread(target=watchdog,
+                         args=(t, lambda r: uncount_attempt(r, app_settings(app))),
                          name="onsei-preemption", daemon=True).start()

@@ -113,7 +113,7 @@ class Engine:
     def stage(self) -> Stage:
         if self._stage is None:
             cls = self._stage_cls or self.spec.load_class()
-            self._stage = cls(self.settings)
+            self._stage = cls(self.spec.section(self.settings))
         return self._stage
 
     def load(self) -> None:

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from common.settings import Settings
+from pydantic import field_validator
+
+from common.settings import Settings, one_of, section
 from common.stages.contract import InputRef
 
 if TYPE_CHECKING:
@@ -42,14 +44,19 @@ class StageSpec:
     # the stage's settings section: a Settings subclass (services/<stage>/settings.py)
     settings: type[Settings] = Settings
 
+    def section(self, settings: Settings) -> Settings:
+        """The stage's section of ``settings``: the one way a stage's code gets its settings
+        (every call below goes through it), so a stage never sees settings without its own."""
+        return section(settings, self.settings)
+
     def ledger_subdir(self, settings: Settings) -> str:
-        return self.ledger_dir(settings) if self.ledger_dir else self.name
+        return self.ledger_dir(self.section(settings)) if self.ledger_dir else self.name
 
     def load_class(self) -> type[Stage]:
         return cast("type[Stage]", _symbol(self.stage_class))
 
     def load_models(self, settings: Settings) -> list[ModelSpec]:
-        return _symbol(self.models)(settings) if self.models else []
+        return _symbol(self.models)(self.section(settings)) if self.models else []
 
 
 class Pipeline:
@@ -59,7 +66,7 @@ class Pipeline:
         self.specs = tuple(specs)
         self.names: tuple[str, ...] = tuple(s.name for s in self.specs)
         self._by_name = {s.name: s for s in self.specs}
-        self.settings_class = _joined(tuple(s.settings for s in self.specs))
+        self.settings_class = _joined(tuple(s.settings for s in self.specs), self.names)
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
@@ -90,12 +97,14 @@ class Pipeline:
         return list(self.names[a:b + 1])
 
     def output_key(self, name: str, settings: Settings, shard_id: int) -> str:
-        return self.spec(name).output_key(settings, shard_id)
+        spec = self.spec(name)
+        return spec.output_key(spec.section(settings), shard_id)
 
     def inputs(self, name: str, settings: Settings, shard_id: int) -> dict[str, InputRef]:
         """The stage's inputs with other stages' outputs resolved to their keys."""
         out = {}
-        for k, ref in self.spec(name).inputs(settings, shard_id).items():
+        spec = self.spec(name)
+        for k, ref in spec.inputs(spec.section(settings), shard_id).items():
             if ref.root == "stage":
                 ref = InputRef("output", self.output_key(ref.key, settings, shard_id))
             out[k] = ref
@@ -105,12 +114,16 @@ class Pipeline:
         return self.spec(name).ledger_subdir(settings) if name in self else name
 
 
-def _joined(sections: tuple[type[Settings], ...]) -> type[Settings]:
+def _joined(sections: tuple[type[Settings], ...], names: tuple[str, ...]) -> type[Settings]:
     """One settings class with every stage's section: what a process of the pipeline reads
-    (``onsei config`` lists it). A section that another one already includes adds nothing."""
+    (``onsei config`` lists it). A section that another one already includes adds nothing.
+    It knows the stages, so ``until`` is checked here, not when a shard is handed on."""
     bases = tuple(dict.fromkeys(c for c in reversed(sections)
                                 if not any(o is not c and issubclass(o, c) for o in sections)))
-    if len(bases) == 1:
-        return bases[0]
-    return type("PipelineSettings", bases, {"__module__": __name__,
-                                            "__doc__": "Every stage's settings section."})
+
+    def known_stage(cls: type, v: str) -> str:
+        return one_of(v, names, "stage") if v else v
+
+    return type("PipelineSettings", bases, {
+        "__module__": __name__, "__doc__": "Every stage's settings section.",
+        "_known_stage": field_validator("until")(known_stage)})

@@ -25,14 +25,13 @@ def split_url(url: str) -> tuple[str, str, str]:
 
 
 def open_store(url: str, settings: Settings | None = None) -> Store:
+    """``settings``: the S3 client's (an ``s3://`` URL needs them; a local path does not)."""
     scheme, bucket, path = split_url(url)
     if scheme == "s3":
         from common.storage.s3 import S3Store
 
         if settings is None:
-            from common.settings import get_settings
-
-            settings = get_settings()
+            raise TypeError(f"{url}: an s3 store needs the settings (endpoint, timeouts)")
         return S3Store(bucket, path, settings=settings)
     from common.storage.local import LocalStore
 

@@ -5,6 +5,6 @@ Its worker reads the ``asr`` queue, is named ``asr@host`` and imports its task f
 ``services.asr.tasks`` (``include=``); nothing else of the stage is imported here.
 """
 
-from services.stages import make_app
+from services.stages import boot_settings, make_app
 
-app = make_app("services.asr")
+app = make_app("services.asr", boot_settings())  # checked before the worker starts

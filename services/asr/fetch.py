@@ -6,7 +6,6 @@ from pathlib import Path
 
 from common.models.cache import BUNDLED_PREFIX, entry_names
 from common.models.fetch import FetchError, ModelSpec, from_hub, is_local
-from common.settings import Settings
 from services.asr.settings import AsrSettings
 
 WHISPER_FILES = ["config.json", "preprocessor_config.json", "model.bin", "tokenizer.json",
@@ -27,14 +26,14 @@ def _whisper_repo(name: str) -> str:
     return _MODELS[name]
 
 
-def configured(settings: Settings) -> list[ModelSpec]:
-    settings = AsrSettings.of(settings)
+def configured(settings: AsrSettings) -> list[ModelSpec]:
     asr = settings.asr_model.strip()
     if asr.startswith(BUNDLED_PREFIX):
-        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):]) -> None:
+        def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):],
+                     data_dir: str = settings.bundled_data_dir) -> None:
             from services.whisper.bundled import assemble
 
-            assemble(short, dest)
+            assemble(short, dest, data_dir)
         return [ModelSpec("asr", asr, entry_names(asr)[0], _bundled)]
     if is_local(asr):
         return []

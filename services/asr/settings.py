@@ -5,33 +5,40 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from common.settings import ordered
 from services.whisper.settings import WhisperSettings
 
 
 class AsrSettings(WhisperSettings):
     languages: Annotated[list[str], NoDecode] = Field(
         ["ja", "en"], description="languages kept after language ID")
-    language_threshold: float = Field(0.5, description="min language probability to keep")
-    lid_windows: int = Field(3, description="clips spread over a file's head for language ID")
+    language_threshold: float = Field(
+        0.5, ge=0, le=1, description="min language probability to keep")
+    lid_windows: int = Field(
+        3, ge=1, le=100, description="clips spread over a file's head for language ID")
     lid_head_seconds: float = Field(
-        90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
+        90.0, gt=0, le=86400,
+        description="language ID looks at this head; the rest is VAD-ed only if kept")
     asr_device: str = Field("auto", description="auto, cuda, cpu")
-    asr_batch_size: int = Field(16, description="batched inference")
-    asr_chunk_seconds: float = Field(1800.0, description="long audio is transcribed in windows")
-    asr_beam_size: int = Field(1, description="beam size (1 = greedy, fastest)")
-    segment_min_seconds: float = Field(1.0, description="shortest kept segment")
-    segment_max_seconds: float = Field(30.0, description="longest kept segment")
-    max_compression_ratio: float = Field(2.4, description="above: repetition loop")
-    min_avg_logprob: float = Field(-1.0, description="below: low confidence")
-    max_no_speech_prob: float = Field(0.6, description="above (with low logprob): non-speech")
-    asr_vad_threshold: float = Field(0.5, description="Silero VAD speech probability threshold")
+    asr_batch_size: int = Field(16, ge=1, le=1024, description="batched inference")
+    asr_chunk_seconds: float = Field(
+        1800.0, ge=30, le=86400, description="long audio is transcribed in windows")
+    asr_beam_size: int = Field(1, ge=1, le=64, description="beam size (1 = greedy, fastest)")
+    segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
+    segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
+    max_compression_ratio: float = Field(2.4, gt=0, le=100, description="above: repetition loop")
+    min_avg_logprob: float = Field(-1.0, ge=-100, le=0, description="below: low confidence")
+    max_no_speech_prob: float = Field(
+        0.6, ge=0, le=1, description="above (with low logprob): non-speech")
+    asr_vad_threshold: float = Field(
+        0.5, ge=0, le=1, description="Silero VAD speech probability threshold")
     asr_vad_min_silence_ms: int = Field(
-        500, description="a pause at least this long may end a segment")
+        500, ge=0, le=60_000, description="a pause at least this long may end a segment")
     asr_merge_gap_seconds: float = Field(
-        3.0, description="pauses up to this stay inside one transcription clip")
+        3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 
     @field_validator("languages", mode="before")
     @classmethod
@@ -54,3 +61,9 @@ class AsrSettings(WhisperSettings):
                 raise ValueError(f"{code!r} is not a Whisper language code{hint}; valid codes: "
                                  f"{', '.join(WHISPER_LANGUAGES)}")
         return v
+
+    @model_validator(mode="after")
+    def _segment_range(self) -> AsrSettings:
+        ordered(self.segment_min_seconds, self.segment_max_seconds, "segment_min_seconds",
+                "segment_max_seconds")
+        return self

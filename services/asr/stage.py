@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from common.settings import Settings
 from common.stages.contract import Stage, StageResult
 from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
@@ -44,8 +43,8 @@ class AsrStage(Stage):
     name = "asr"
     settings: AsrSettings
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(AsrSettings.of(settings))  # its section, whatever settings it is given
+    def __init__(self, settings: AsrSettings) -> None:
+        super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._loaded = None  # services.whisper.model.LoadedModel, set by load()
         self._clip_transcriber = None  # services.asr.batched.ClipTranscriber
 

@@ -5,6 +5,6 @@ Its worker reads the ``enhance`` queue, is named ``enhance@host`` and imports it
 ``services.enhance.tasks`` (``include=``); nothing else of the stage is imported here.
 """
 
-from services.stages import make_app
+from services.stages import boot_settings, make_app
 
-app = make_app("services.enhance")
+app = make_app("services.enhance", boot_settings())  # checked before the worker starts

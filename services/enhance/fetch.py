@@ -6,15 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from common.models.fetch import ModelSpec, from_hub, is_local
-from common.settings import Settings
 from services.enhance.settings import EnhanceSettings
 
 SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extractor_cpu.pt",
                "decoder_cpu.pt"]
 
 
-def configured(settings: Settings) -> list[ModelSpec]:
-    settings = EnhanceSettings.of(settings)
+def configured(settings: EnhanceSettings) -> list[ModelSpec]:
     if settings.enhancer != "sidon" or is_local(settings.sidon_model):
         return []
 

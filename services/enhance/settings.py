@@ -10,27 +10,35 @@ from common.settings import one_of
 from services.whisper.settings import WhisperSettings
 
 ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
+FRONTENDS: tuple[str, ...] = ("torch", "transformers")
+# a finer DNSMOS hop multiplies windows without information: 1e-9 s asked for 167 GiB
+MIN_DNSMOS_HOP = 0.1
 
 
 class EnhanceSettings(WhisperSettings):
     enhancer: str = Field("sidon", description="sidon, rnnoise or none")
     sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
     enhance_device: str = Field("auto", description="auto, cuda, cpu")
-    enhance_chunk_seconds: float = Field(10.0, description="fixed chunk length for restoration")
-    enhance_context_seconds: float = Field(0.5, description="context each side of a chunk")
-    enhance_batch_size: int = Field(16, description="chunks per model call")
+    enhance_chunk_seconds: float = Field(
+        10.0, ge=1.0, le=3600, description="fixed chunk length for restoration")
+    enhance_context_seconds: float = Field(
+        0.5, ge=0, le=60, description="context each side of a chunk")
+    enhance_batch_size: int = Field(16, ge=1, le=4096, description="chunks per model call")
     enhance_crossfade_seconds: float = Field(
-        0.04, description="raised-cosine crossfade across chunk seams (<= 2 x context)")
+        0.04, ge=0, le=60,
+        description="raised-cosine crossfade across chunk seams (<= 2 x context)")
     enhance_frontend: str = Field(
         "torch", description="Sidon filterbank: torch (batched, on the device) or transformers")
     enhance_pack_rounds: int = Field(
-        4, description="batches' worth of chunks pooled before packing (more: less padding)")
+        4, ge=1, le=1000,
+        description="batches' worth of chunks pooled before packing (more: less padding)")
 
     # --- quality annotations of restored segments (docs/quality.md) ----------------------------
     quality_annotations: bool = Field(
         True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
     quality_dnsmos_hop_seconds: float = Field(
-        0.0, ge=0.0, description="DNSMOS window hop (0: the fewest 9.01 s windows covering the "
+        0.0, ge=0.0, le=9.01,
+        description="DNSMOS window hop (0: the fewest 9.01 s windows covering the "
         "segment, ~0.01 OVRL from the reference; 1.0: the reference's sliding windows)")
     quality_dnsmos_pieces: bool = Field(
         False, description="DNSMOS on the fewest equal pieces <= 9.01 s at their own length: "
@@ -41,12 +49,27 @@ class EnhanceSettings(WhisperSettings):
         0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
         "(0-1)")
     quality_fidelity_cer: float = Field(
-        0.3, description="re-transcription CER above this flags restoration_changed_text")
+        0.3, ge=0.0, le=100.0,
+        description="re-transcription CER above this flags restoration_changed_text")
     quality_fidelity_model: str = Field(
         "", description="Whisper model for the re-transcription (empty: ONSEI_ASR_MODEL)")
-    quality_batch_segments: int = Field(16, ge=1, description="segments annotated together")
+    quality_batch_segments: int = Field(
+        16, ge=1, le=4096, description="segments annotated together")
 
     @field_validator("enhancer")
     @classmethod
     def _known_enhancer(cls, v: str) -> str:
         return one_of(v, ENHANCERS, "enhancer")
+
+    @field_validator("enhance_frontend")
+    @classmethod
+    def _known_frontend(cls, v: str) -> str:
+        return one_of(v, FRONTENDS, "Sidon frontend")
+
+    @field_validator("quality_dnsmos_hop_seconds")
+    @classmethod
+    def _hop(cls, v: float) -> float:
+        if 0 < v < MIN_DNSMOS_HOP:
+            raise ValueError(f"{v:g} s is below the finest hop, {MIN_DNSMOS_HOP:g} s (0: the "
+                             f"fewest windows)")
+        return v

@@ -10,7 +10,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from common.settings import Settings
 from common.stages.contract import Stage, StageResult
 from services.enhance.backend import Backend
 from services.enhance.backends import make_backend
@@ -27,8 +26,8 @@ class EnhanceStage(Stage):
     name = "enhance"
     settings: EnhanceSettings
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(EnhanceSettings.of(settings))  # its section, whatever settings it is given
+    def __init__(self, settings: EnhanceSettings) -> None:
+        super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._backend: Backend | None = None
         self._annotator: Any = None
 

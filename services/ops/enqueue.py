@@ -9,6 +9,7 @@ was lost resumes at enhance. Dead-lettered shards are left alone unless ``--retr
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -18,7 +19,9 @@ from common.settings import Settings, one_of
 from common.stages.preflight import check_input_root
 from services.ops.errors import friendly
 from services.ops.status.recordcache import valid_done
-from services.stages import PIPELINE, STAGES, get_settings, open_ledger
+from services.stages import PIPELINE, STAGES, PipelineSettings, open_ledger
+
+_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?", re.ASCII)
 
 
 def parse_range(text: str, max_ids: int | None = None) -> range:
@@ -26,14 +29,15 @@ def parse_range(text: str, max_ids: int | None = None) -> range:
     a ``range``, never a set of its ids: only its size is checked against ``max_ids``
     (``ONSEI_MAX_RANGE``), so ``0-99999999999`` is refused at once instead of exhausting memory.
     """
+    # ASCII digits only: int() also reads "１２" or "٣" (what a shell shows is not what runs)
+    m = _RANGE.fullmatch(text.strip())
     try:
-        if "-" in text:
-            a, b = text.split("-", 1)
-            r = range(int(a), int(b) + 1)
-        else:
-            r = range(int(text), int(text) + 1)
+        if m is None:
+            raise ValueError(text)
+        a, b = m.group(1), m.group(2) or m.group(1)
+        r = range(int(a), int(b) + 1)
     except ValueError:
-        raise click.BadParameter(f"expected A-B or N, got {text!r}") from None
+        raise click.BadParameter(f"expected A-B or N (ASCII digits), got {text!r}") from None
     if len(r) == 0 or r.start < 0:
         raise click.BadParameter(f"empty or negative range {text!r}")
     if max_ids is not None and len(r) > max_ids:
@@ -129,7 +133,7 @@ def enqueue(settings: Settings, ids: range, stage: str, until: str, force: bool 
 def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: bool,
          dry_run: bool) -> None:
     """Enqueue the shards of a range whose stages are not done (and not already queued)."""
-    settings = get_settings()
+    settings = PipelineSettings()
     try:
         until = one_of(until or settings.until or PIPELINE.last, STAGES, "stage")
     except ValueError as e:

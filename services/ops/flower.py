@@ -13,11 +13,11 @@ import sys
 
 import click
 
-from services.stages import STAGES, make_app
+from services.stages import STAGES, boot_settings, make_app
 
 # ``celery -A services.ops.flower:app flower``: an app that knows all three queues (Flower's
 # broker page lists the app's queues when no worker has reported its own yet).
-app = make_app("onsei")
+app = make_app("onsei", boot_settings())
 DEFAULT_PASSWORDS = {"", "change-me"}
 
 

@@ -28,7 +28,7 @@ from common.models.cache import (
 from common.models.fetch import FetchError, ModelSpec
 from common.settings import Settings
 from common.storage import open_store, split_url
-from services.stages import PIPELINE, STAGES, get_settings
+from services.stages import PIPELINE, STAGES, PipelineSettings
 
 
 def configured_models(settings: Settings) -> list[ModelSpec]:
@@ -93,7 +93,7 @@ def models() -> None:
               help="only this stage's model (repeatable)")
 def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...]) -> None:
     """Download every configured model's weights into the model cache."""
-    settings = get_settings()
+    settings = PipelineSettings()
     to_url = to_url or settings.model_cache
     if from_dir:
         src = Path(from_dir)
@@ -119,7 +119,7 @@ def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...]) -> No
 @click.option("--no-checksums", is_flag=True, help="skip hashing local files without manifest")
 def list_(cache_url: str | None, no_checksums: bool) -> None:
     """Cached models with sizes and sha256 checksums."""
-    settings = get_settings()
+    settings = PipelineSettings()
     cache_url = cache_url or settings.model_cache
     entries = list_entries(cache_url, settings, checksums=not no_checksums)
     if not entries:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import click
 
-from common.settings import Settings, get_settings
+from common.settings import Settings
 from common.shards.audio import AUDIO_EXTENSIONS, AudioError, probe_seconds
 from common.shards.tar import ShardWriter
 from common.storage import open_store
@@ -253,7 +253,9 @@ def pack_audio(directory: Path, output_url: str, shard_size: str, start_id: int,
         size = parse_size(shard_size)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--shard-size") from e
-    summary = pack(directory, output_url, get_settings(), shard_size=size, start_id=start_id,
+    from services.stages import PipelineSettings
+
+    summary = pack(directory, output_url, PipelineSettings(), shard_size=size, start_id=start_id,
                    overwrite=overwrite, progress=not no_progress)
     print_summary(summary, output_url)
     if summary.files == 0:

@@ -5,6 +5,6 @@ Its worker reads the ``tokenize`` queue, is named ``tokenize@host`` and imports 
 ``services.tokenize.tasks`` (``include=``); nothing else of the stage is imported here.
 """
 
-from services.stages import make_app
+from services.stages import boot_settings, make_app
 
-app = make_app("services.tokenize")
+app = make_app("services.tokenize", boot_settings())  # checked before the worker starts

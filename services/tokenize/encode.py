@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from services.tokenize.settings import POLICIES
+
 HOP = 320  # 16 kHz samples per 50 Hz code
-POLICIES = ("exact", "stitched", "padded", "library")
 # The acoustic encoder's reach, measured structurally (float64, one-sample perturbation): a
 # sample changes the 17 frames up to it; a window of W frames is exact from its 15th frame on.
 TAIL_FRAMES = 18  # frames of a padded item that may differ from alone (one spare)

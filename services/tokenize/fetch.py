@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from common.models.fetch import ModelSpec, from_hub, is_local
-from common.settings import Settings
 from services.tokenize.settings import TokenizeSettings
 
 
-def configured(settings: Settings) -> list[ModelSpec]:
-    settings = TokenizeSettings.of(settings)
+def configured(settings: TokenizeSettings) -> list[ModelSpec]:
     if is_local(settings.neucodec_model):
         return []
 

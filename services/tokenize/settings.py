@@ -9,31 +9,38 @@ from pydantic import Field, field_validator
 from common.settings import Settings, one_of
 
 TOKENIZERS: tuple[str, ...] = ("neucodec", "distill-neucodec")
+# how segments are batched into model calls (services/tokenize/encode.py)
+POLICIES: tuple[str, ...] = ("exact", "stitched", "padded", "library")
 
 
 class TokenizeSettings(Settings):
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
     neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
     tokenize_device: str = Field("auto", description="auto, cuda, cpu")
-    tokenize_batch_seconds: float = Field(240.0, description="audio seconds per model call")
+    tokenize_batch_seconds: float = Field(
+        240.0, gt=0, le=86400, description="audio seconds per model call")
     tokenize_batching: str = Field(
         "auto", description="auto (stitched on GPU, exact on CPU), exact, stitched: codes as each "
         "segment alone; padded (tails may differ); library (one by one)"
     )
-    tokenize_max_batch: int = Field(64, description="segments per model call at most")
-    tokenize_max_padding: float = Field(0.03, description="padding waste allowed per batch")
+    tokenize_max_batch: int = Field(
+        64, ge=1, le=4096, description="segments per model call at most")
+    tokenize_max_padding: float = Field(
+        0.03, ge=0, le=1, description="padding waste allowed per batch")
     tokenize_window_seconds: float = Field(
-        1800.0, description="audio seconds read ahead and length-bucketed together"
+        1800.0, gt=0, le=86400, description="audio seconds read ahead and length-bucketed together"
     )
 
     # --- what the quality filter skips (docs/quality.md) ---------------------------------------
     filter_multi_speaker: bool = Field(
         True, description="segments flagged multi_speaker get no tokens")
     filter_min_ovrl: float = Field(
-        2.0, description="segments whose DNSMOS OVRL after restoration is below get no tokens "
+        2.0, ge=0, le=5,
+        description="segments whose DNSMOS OVRL after restoration is below get no tokens "
         "(0: off)")
     filter_min_ovrl_delta: float | None = Field(
-        None, description="segments whose OVRL after - before is below get no tokens (unset: off)")
+        None, ge=-5, le=5,
+        description="segments whose OVRL after - before is below get no tokens (unset: off)")
     filter_restoration_changed_text: bool = Field(
         False, description="segments flagged restoration_changed_text get no tokens")
 
@@ -41,3 +48,8 @@ class TokenizeSettings(Settings):
     @classmethod
     def _known_tokenizer(cls, v: str) -> str:
         return one_of(v, TOKENIZERS, "tokenizer")
+
+    @field_validator("tokenize_batching")
+    @classmethod
+    def _known_batching(cls, v: str) -> str:
+        return one_of(v, ("auto", *POLICIES), "batching")

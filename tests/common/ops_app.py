@@ -11,7 +11,7 @@ from typing import Any
 
 from common.queue.worker import register_stage_task
 from common.stages.contract import Stage, StageResult
-from services.stages import PIPELINE, make_app, output_key
+from services.stages import PIPELINE, boot_settings, make_app, output_key
 
 
 class SleepStage(Stage):
@@ -36,5 +36,5 @@ class SleepStage(Stage):
                            counts={"files": 1}, audio_seconds_in=10.0, audio_seconds_out=8.0)
 
 
-app = make_app("tests.common.ops_app")
+app = make_app("tests.common.ops_app", boot_settings())
 process_shard = register_stage_task(app, PIPELINE, "asr", SleepStage)

@@ -124,19 +124,47 @@ def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
     assert "missing.yaml: no such file" in r.stderr
 
 
-def test_a_section_is_made_once_per_settings_object(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A spec asks for its section per shard: made once, remade when a value changes."""
+def test_a_section_is_the_settings_given_or_refused() -> None:
+    """A stage's section is never built from the environment behind the entry point's back."""
+    from common.settings import section
 
     class Section(Settings):
         extra_knob: int = 1
 
-    monkeypatch.setenv("ONSEI_EXTRA_KNOB", "5")
-    g = Settings(max_range=3)
-    first = Section.of(g)
-    assert (first.max_range, first.extra_knob) == (3, 5)
-    assert Section.of(g) is first
-    assert Section.of(first) is first
-    copied = g.model_copy(update={"max_range": 4})
-    assert Section.of(copied).max_range == 4 and Section.of(g) is first
-    g.max_range = 6
-    assert Section.of(g).max_range == 6
+    whole = Section(max_range=3)
+    assert section(whole, Section) is whole and section(whole, Settings) is whole
+    with pytest.raises(TypeError, match="Section needed, got Settings: build the pipeline's"):
+        section(Settings(), Section)
+
+
+def test_nothing_caches_settings_for_the_process() -> None:
+    import common.settings
+
+    assert not hasattr(common.settings, "get_settings")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "-1e999"])
+def test_no_float_setting_takes_nan_or_infinity(value: str) -> None:
+    floats = [n for n, f in Settings.model_fields.items() if f.annotation in (float, float | None)]
+    assert "s3_read_timeout" in floats and len(floats) >= 7
+    msg = _errors(**dict.fromkeys(floats, value))
+    assert sorted(line.split(":", 1)[0] for line in msg.splitlines()) == sorted(
+        f"ONSEI_{n.upper()}" for n in floats), msg
+    assert all(line.endswith("finite number") for line in msg.splitlines()), msg
+
+
+@pytest.mark.parametrize("pattern, want", [
+    ("shard.tar", "gives every shard id the same name: it needs {id}"),
+    ("shard-{n}.tar", "is not a format with {id}"),
+    ("shard-{id:06q}.tar", "is not a format with {id}"),
+    ("shard-{id.real}{", "is not a format with {id}"),
+])
+def test_a_shard_pattern_names_each_id_apart(pattern: str, want: str) -> None:
+    msg = _errors(shard_pattern=pattern)
+    assert msg.startswith("ONSEI_SHARD_PATTERN: ") and want in msg and "\n" not in msg, msg
+    assert Settings(shard_pattern="x/{id}.tar").shard_name(7) == "x/7.tar"
+
+
+def test_ranges_between_two_settings_are_ordered() -> None:
+    assert _errors(min_member_seconds=5, max_member_seconds=2) == (
+        "ONSEI_MIN_MEMBER_SECONDS (5) must be below ONSEI_MAX_MEMBER_SECONDS (2)")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from common.queue.worker import register_stage_task
 from common.stages.contract import Stage
-from services.stages import PIPELINE, make_app
+from services.stages import PIPELINE, boot_settings, make_app
 
 
 def _hang_once(stage: str, shard_id: int) -> None:
@@ -66,6 +66,6 @@ def stage_classes(pipeline: str) -> list[type[Stage]]:
 
 
 KIND = os.environ.get("ONSEI_FAULT_PIPELINE", "dummy")
-app = make_app("tests.reliability.fault_app")
+app = make_app("tests.reliability.fault_app", boot_settings())
 tasks = {cls.name: register_stage_task(app, PIPELINE, cls.name, with_faults(cls))
          for cls in stage_classes(KIND)}

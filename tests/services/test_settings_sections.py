@@ -71,21 +71,33 @@ def test_env_and_yaml_reach_the_stage_setting(clean_env, tmp_path, section, fiel
         assert getattr(cls(), field) == want_env  # env over YAML
 
 
-def test_a_stage_takes_its_section_from_generic_settings(clean_env, tmp_path) -> None:
+def test_a_stage_gets_its_section_only_from_the_settings_given(clean_env, tmp_path) -> None:
+    """The entry point built the pipeline's settings; a stage never builds its section from the
+    environment (that would bypass what the entry point was given and checked)."""
+    from common.stages.engine import Engine
+
     clean_env.setenv("ONSEI_ASR_BEAM_SIZE", "5")
-    g = Settings(input_url=str(tmp_path), max_range=3)
-    a = AsrSettings.of(g)
-    assert (a.input_url, a.max_range, a.asr_beam_size) == (str(tmp_path), 3, 5)
-    p = PipelineSettings(asr_beam_size=2)
-    assert AsrSettings.of(p) is p and TokenizeSettings.of(p) is p
-
-
-def test_each_stage_takes_its_specs_section_from_generic_settings(tmp_path) -> None:
+    p = PipelineSettings(asr_beam_size=2, output_url=str(tmp_path))
+    for spec in PIPELINE.specs:
+        assert spec.section(p) is p
+        assert Engine(p, PIPELINE, spec.name).stage.settings is p  # beam size 2, not the env's 5
     g = Settings(output_url=str(tmp_path))
     for spec in PIPELINE.specs:
-        stage = spec.load_class()(g)
-        assert isinstance(stage.settings, spec.settings), spec.name
-        assert stage.settings.output_url == str(tmp_path)
+        with pytest.raises(TypeError, match=f"{spec.settings.__name__} needed, got Settings"):
+            _ = Engine(g, PIPELINE, spec.name).stage
+        with pytest.raises(TypeError, match=f"{spec.settings.__name__} needed"):
+            PIPELINE.output_key(spec.name, g, 1)
+
+
+def test_no_stage_builds_its_own_section() -> None:
+    """One way to a stage's section (StageSpec.section), not a line copied into each stage."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    offenders = [str(p.relative_to(root)) for d in ("common", "services")
+                 for p in (root / d).rglob("*.py") if "Settings.of(" in p.read_text()]
+    assert offenders == []
+    assert not hasattr(Settings, "of")
 
 
 def test_the_stage_reads_its_section(make_settings) -> None:
@@ -95,9 +107,56 @@ def test_the_stage_reads_its_section(make_settings) -> None:
     s = make_settings(asr_batch_size=3, tokenizer="distill-neucodec")
     assert AsrStage(s).settings.asr_batch_size == 3
     assert TokenizeStage(s).settings.tokenizer == "distill-neucodec"
-    g = Settings(output_url=s.output_url)
-    assert PIPELINE.output_key("tokenize", g, 1).startswith("tokens/neucodec/")
+    assert PIPELINE.output_key("tokenize", make_settings(), 1).startswith("tokens/neucodec/")
     assert PIPELINE.output_key("tokenize", s, 1) == "tokens/distill-neucodec/shard-000001.jsonl"
+
+
+def test_every_numeric_setting_has_bounds() -> None:
+    """A number without bounds is a value that breaks a run later (0 s chunks, a 1e-9 s hop)."""
+    import annotated_types as at
+
+    unbounded = []
+    for name, f in PipelineSettings.model_fields.items():
+        if f.annotation not in (int, float, int | None, float | None):
+            continue
+        low = any(isinstance(m, (at.Ge, at.Gt)) for m in f.metadata)
+        high = any(isinstance(m, (at.Le, at.Lt)) for m in f.metadata)
+        if not (low and high):
+            unbounded.append(name)
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e999"])
+def test_no_section_float_takes_nan_or_infinity(clean_env, value: str) -> None:
+    own = [n for n, f in PipelineSettings.model_fields.items()
+           if f.annotation in (float, float | None) and n not in Settings.model_fields]
+    assert {"filter_min_ovrl", "quality_fidelity_cer", "enhance_chunk_seconds"} <= set(own)
+    for n in own:
+        clean_env.setenv(f"ONSEI_{n.upper()}", value)
+    msg = _errors()
+    assert sorted(line.split(":", 1)[0] for line in msg.splitlines()) == sorted(
+        f"ONSEI_{n.upper()}" for n in own), msg
+
+
+@pytest.mark.parametrize("field, value, want", [
+    ("tokenize_batching", "fast",
+     "ONSEI_TOKENIZE_BATCHING: unknown batching 'fast': choose one of auto, exact, stitched, "),
+    ("until", "bogus", "ONSEI_UNTIL: unknown stage 'bogus': choose one of asr, enhance, tokenize"),
+    ("enhance_frontend", "jax", "ONSEI_ENHANCE_FRONTEND: unknown Sidon frontend 'jax'"),
+    ("quality_dnsmos_hop_seconds", 0.01,
+     "ONSEI_QUALITY_DNSMOS_HOP_SECONDS: 0.01 s is below the finest hop, 0.1 s"),
+    ("segment_min_seconds", 40,
+     "ONSEI_SEGMENT_MIN_SECONDS (40) must be below ONSEI_SEGMENT_MAX_SECONDS (30)"),
+])
+def test_section_values_checked_up_front(field: str, value, want: str) -> None:
+    msg = _errors(**{field: value})
+    assert msg.startswith(want) and "\n" not in msg, msg
+
+
+def test_the_tokenize_policies_are_the_settings_choices() -> None:
+    from services.tokenize import encode, settings
+
+    assert encode.POLICIES is settings.POLICIES
 
 
 def _errors(**kw) -> str:

@@ -34,9 +34,9 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
     if any(t.backlog for t in cfg.targets.values()):
         url = os.environ.get(cfg.broker_url_env)
         if not url:
-            from services.stages import get_settings
+            from services.stages import PipelineSettings
 
-            url = get_settings().broker_url.get_secret_value()
+            url = PipelineSettings().broker_url.get_secret_value()
         backlog = redis_backlog(url)
     try:
         client = SkyCliClient(sky_path)
@@ -64,14 +64,14 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
 
 def _suggest(cfg, total: int | None) -> None:
     from services.ops.fleet.sizing import balance, measured_rates, render
-    from services.stages import STAGES, get_settings
+    from services.stages import STAGES, PipelineSettings
 
     current: dict[str, int] = {}
     for name, t in cfg.targets.items():
         stage = t.backlog.queue if t.backlog else name
         if stage in STAGES:
             current[stage] = current.get(stage, 0) + (t.backlog.max if t.backlog else t.count)
-    rates = measured_rates(get_settings())
+    rates = measured_rates(PipelineSettings())
     nodes = balance(rates, total if total is not None else sum(current.values()))
     for line in render(rates, nodes, current):
         click.echo(line)

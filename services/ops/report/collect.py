@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from common.ledger.pack import Trimmed, trim
 from common.ledger.records import DoneRecord
-from common.settings import Settings
+from common.settings import Settings, section
 from common.storage import NotFound, Store, open_store
 from services.ops.report.quality import QualityData
 from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
@@ -160,7 +160,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
 
     store = open_store(output_url, settings)
     ledger = open_ledger(settings, store)
-    codec = TokenizeSettings.of(settings).tokenizer
+    codec = section(settings, TokenizeSettings).tokenizer
     data = ReportData(output_url=output_url, tokenizer=codec,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []

@@ -17,7 +17,7 @@ import click
 
 from common.ledger.pack import Trimmed
 from common.settings import Settings
-from services.stages import STAGES, get_settings, open_ledger
+from services.stages import STAGES, PipelineSettings, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def status(range_: str | None, as_json: bool) -> None:
     """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""
     from services.ops.enqueue import parse_range
 
-    settings = get_settings()
+    settings = PipelineSettings()
     data = collect(settings, parse_range(range_, settings.max_range) if range_ else None)
     if as_json:
         click.echo(json.dumps(data, indent=1))

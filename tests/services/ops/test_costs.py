@@ -97,7 +97,7 @@ def test_status_shows_cost_and_projection(make_settings, monkeypatch) -> None:
     d = collect(s, range(10))
     assert d["cost"]["total"]["cost_per_output_hour"] == 1.0
     assert d["cost"]["projection"]["stages"]["tokenize"]["shards_left"] == 6
-    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.status.command.PipelineSettings", lambda: s)
     res = CliRunner().invoke(status, ["--range", "0-9"])
     assert res.exit_code == 0, res.output
     assert "$/output-h" in res.output and "to finish 10 shards" in res.output

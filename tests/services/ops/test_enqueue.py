@@ -84,14 +84,14 @@ def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> Non
     s = make_settings(broker_url=private_redis_url)
     Path(s.input_url).mkdir(parents=True)
     _ledger(s).mark_done("asr", 1, {})
-    monkeypatch.setattr("services.ops.enqueue.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.enqueue.PipelineSettings", lambda: s)
     res = CliRunner().invoke(main, ["--range", "0-3", "--until", "asr"])
     assert res.exit_code == 0, res.output
     assert "enqueued 3 (asr=3); skipped 1 (done 1" in res.output
     res = CliRunner().invoke(main, ["--range", "0-3", "--until", "asr"])
     assert "enqueued 0" in res.output and "queued 3" in res.output
     bad = make_settings(broker_url="redis://127.0.0.1:1/0")
-    monkeypatch.setattr("services.ops.enqueue.get_settings", lambda: bad)
+    monkeypatch.setattr("services.ops.enqueue.PipelineSettings", lambda: bad)
     res = CliRunner().invoke(main, ["--range", "0-1"])
     assert res.exit_code != 0 and "unreachable" in res.output
 
@@ -99,7 +99,7 @@ def test_cli_prints_counts(make_settings, private_redis_url, monkeypatch) -> Non
 def test_cli_refuses_an_input_that_does_not_exist(make_settings, private_redis_url,
                                                   monkeypatch) -> None:
     s = make_settings(broker_url=private_redis_url, input_url="/nonexistent/raw")
-    monkeypatch.setattr("services.ops.enqueue.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.enqueue.PipelineSettings", lambda: s)
     res = CliRunner().invoke(main, ["--range", "0-3"])
     assert res.exit_code == 1 and res.output.strip() == \
         "Error: input /nonexistent/raw does not exist", res.output
@@ -107,9 +107,11 @@ def test_cli_refuses_an_input_that_does_not_exist(make_settings, private_redis_u
 
 
 def test_cli_refuses_an_unknown_until_stage(make_settings, private_redis_url, monkeypatch) -> None:
-    s = make_settings(broker_url=private_redis_url, until="tokenise")
+    s = make_settings(broker_url=private_redis_url)
     Path(s.input_url).mkdir(parents=True)
-    monkeypatch.setattr("services.ops.enqueue.get_settings", lambda: s)
+    for k, v in (("ONSEI_INPUT_URL", s.input_url), ("ONSEI_OUTPUT_URL", s.output_url),
+                 ("ONSEI_BROKER_URL", private_redis_url), ("ONSEI_UNTIL", "tokenise")):
+        monkeypatch.setenv(k, v)  # the settings check it as the command builds them
     res = CliRunner().invoke(main, ["--range", "0-3"])
     assert res.exit_code == 1 and res.output.strip() == (
         "Error: ONSEI_UNTIL: unknown stage 'tokenise': choose one of asr, enhance, tokenize")
@@ -129,9 +131,6 @@ def test_huge_range_is_refused_by_every_command(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("ONSEI_OUTPUT_URL", str(tmp_path / "out"))
     monkeypatch.setenv("ONSEI_INPUT_URL", str(tmp_path / "raw"))
     monkeypatch.setenv("ONSEI_BROKER_URL", "redis://127.0.0.1:1/0")  # never reached
-    from common.settings import get_settings
-
-    getattr(get_settings, "cache_clear", lambda: None)()
     for cmd, args in ((main, ["--range", HUGE, "--dry-run"]), (run, ["--range", HUGE]),
                       (status, ["--range", HUGE])):
         res = CliRunner().invoke(cmd, args)

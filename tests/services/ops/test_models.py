@@ -15,21 +15,14 @@ from services.ops.cli import cli
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    from common.settings import get_settings
-    from services.stages import get_settings as get_pipeline_settings
-
     def _set(**kv: str) -> None:
         for k, v in kv.items():
             monkeypatch.setenv(f"ONSEI_{k.upper()}", v)
-        get_settings.cache_clear()
-        get_pipeline_settings.cache_clear()
 
     monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
     (tmp_path / "scratch").mkdir()
     monkeypatch.delenv("ONSEI_CONFIG", raising=False)
     yield _set
-    get_settings.cache_clear()
-    get_pipeline_settings.cache_clear()
 
 
 def _fake_sidon(root: Path) -> Path:
@@ -92,7 +85,7 @@ def test_upload_to_s3_list_and_resolve(env, tmp_path: Path, s3_bucket: str) -> N
     want = hashlib.sha256((sidon / "decoder_cpu.pt").read_bytes()).hexdigest()
     assert f"sha256:{want}" in res.output and ".lock" not in res.output
     # a worker resolves the entry from the s3 cache into its scratch, once
-    from common.settings import get_settings
+    from services.stages import PipelineSettings as get_settings  # as the command builds them
 
     d = resolve_model_dir("sarulab-speech/sidon-v0.1", get_settings())
     assert d is not None and d.is_relative_to(tmp_path / "scratch")
@@ -109,7 +102,7 @@ def test_list_groups_the_stage_layouts(env, tmp_path: Path) -> None:
     (codec / "semantic_model" / "model.safetensors").write_bytes(b"y" * 5)
     (cache / "neuphonic" / ".neucodec.lock").write_text("")
     env(model_cache=str(cache))
-    from common.settings import get_settings
+    from services.stages import PipelineSettings as get_settings  # as the command builds them
 
     entries = {e.entry: e for e in list_entries(str(cache), get_settings())}
     assert set(entries) == {"sarulab-speech--sidon-v0.1", "neuphonic/neucodec"}

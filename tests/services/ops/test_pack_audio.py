@@ -97,9 +97,6 @@ def test_pack_to_s3(tree: Path, tmp_path: Path, make_settings, s3_bucket: str) -
 
 def test_cli_refuses_to_overwrite(tree: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
-    from common.settings import get_settings
-
-    get_settings.cache_clear()
     out = tmp_path / "o"
     runner = CliRunner()
     r = runner.invoke(pack_audio, [str(tree), "--output", str(out), "--no-progress"])
@@ -117,7 +114,6 @@ def test_cli_refuses_to_overwrite(tree: Path, tmp_path: Path, monkeypatch) -> No
     empty.mkdir()
     r = runner.invoke(pack_audio, [str(empty), "-o", str(tmp_path / "o2"), "--no-progress"])
     assert r.exit_code == 1 and "no audio files" in r.output
-    get_settings.cache_clear()
 
 
 def test_keys_and_sizes() -> None:

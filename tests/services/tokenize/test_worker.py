@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 from common.queue.config import send_stage_task
-from services.stages import make_app, output_key
-from services.tokenize.settings import TokenizeSettings
+from services.stages import PipelineSettings, make_app, output_key
 from tests.conftest import REPO
 from tests.harness import stop_process
 from tests.services.tokenize.conftest import write_enhanced_tar
@@ -27,7 +26,7 @@ def test_import_does_not_load_other_stacks() -> None:
 def test_worker_answers_ping_and_tokenizes_a_shard(isolated_redis_url: str, tmp_path: Path,
                                                    neucodec_dir: Path) -> None:
     out = tmp_path / "out"
-    s = TokenizeSettings(broker_url=isolated_redis_url, output_url=str(out),
+    s = PipelineSettings(broker_url=isolated_redis_url, output_url=str(out),
                  scratch_dir=str(tmp_path / "scratch"), neucodec_model=str(neucodec_dir),
                  tokenize_device="cpu")
     write_enhanced_tar(out / output_key("enhance", s, 3),

@@ -30,23 +30,21 @@ def _fake_data(d: Path) -> None:
 def test_bundled_assembly_is_atomic_readable_and_idempotent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_data(tmp_path / "data")
-    monkeypatch.setenv("ONSEI_BUNDLED_DATA_DIR", str(tmp_path / "data"))
-    out = bundled.ensure_bundled("whisper-base", tmp_path / "cache")
+    out = bundled.ensure_bundled("whisper-base", tmp_path / "cache", str(tmp_path / "data"))
     assert out == tmp_path / "cache" / "bundled" / "whisper-base"
     assert (out / "model.bin").read_bytes() == b"A" * 1000 + b"B" * 500
     for f in ("model.bin", *bundled.SIDE_FILES):
         assert stat.S_IMODE((out / f).stat().st_mode) & 0o044 == 0o044  # group/other readable
     assert not [p for p in out.iterdir() if ".part" in p.name]
     mtime = (out / "model.bin").stat().st_mtime_ns
-    assert bundled.ensure_bundled("whisper-base", tmp_path / "cache") == out
+    assert bundled.ensure_bundled("whisper-base", tmp_path / "cache", str(tmp_path / "data")) == out
     assert (out / "model.bin").stat().st_mtime_ns == mtime  # not rebuilt
 
 
 def test_bundled_missing_files_say_what_to_install(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ONSEI_BUNDLED_DATA_DIR", str(tmp_path / "nothing"))
     with pytest.raises(bundled.BundledModelMissing, match="missing"):
-        bundled.ensure_bundled("whisper-base", tmp_path / "cache")
+        bundled.ensure_bundled("whisper-base", tmp_path / "cache", str(tmp_path / "nothing"))
     with pytest.raises(bundled.BundledModelMissing, match="no bundled model"):
         bundled.ensure_bundled("whisper-huge", tmp_path / "cache")
 

@@ -62,7 +62,7 @@ def test_cli_suggests_without_touching_skypilot(make_settings, tmp_path, monkeyp
 
     s = make_settings()
     _fill(s, {"asr": 100.0, "enhance": 40.0, "tokenize": 20.0})  # 50 : 20 : 10 node-s
-    monkeypatch.setattr("services.stages.get_settings", lambda: s)
+    monkeypatch.setattr("services.stages.PipelineSettings", lambda: s)
     sky = FakeSky()
     monkeypatch.setattr("services.ops.fleet.sky.SkyCliClient", lambda *a, **k: sky)
     cfg = tmp_path / "fleet.yaml"

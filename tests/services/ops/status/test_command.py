@@ -43,7 +43,7 @@ def test_queue_state_from_redis(make_settings, private_redis_url, monkeypatch) -
     Tracker(s).start("asr", 7, 60)
     d = collect(s)
     assert d["stages"]["enhance"]["queued"] == 2 and d["stages"]["asr"]["running"] == 1
-    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.status.command.PipelineSettings", lambda: s)
     res = CliRunner().invoke(status, ["--json"])
     assert json.loads(res.output)["stages"]["enhance"]["queued"] == 2
     res = CliRunner().invoke(status, ["--range", "0-3"])
@@ -86,7 +86,7 @@ def test_corrupt_records_are_reported_never_counted(make_settings, monkeypatch) 
     assert [c["shard_id"] for c in asr["corrupt"]] == [3, 4, 5]
     assert enh["failed"] == 1 and len(enh["corrupt"]) == 1
     assert "_failed" in enh["corrupt"][0]["key"]
-    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.status.command.PipelineSettings", lambda: s)
     res = CliRunner().invoke(status, ["--range", "0-9"])
     assert res.exit_code == 0, res.output
     assert "asr shard 3: corrupt record, not counted" in res.output
