@@ -135,3 +135,14 @@ def test_worker_logs_mask_the_apps_secret_settings():
     _on_celery_logging(logger)
     logger.error("auth failed for %s", json.dumps({"password": f"{A} {B}"}))
     assert A not in buf.getvalue() and B not in buf.getvalue(), buf.getvalue()
+
+
+@pytest.mark.parametrize("url", [f"redis://:{A}@{B}@h:6379/0", f"redis://:{A}://{B}@h/0",
+                                 f"amqp://u:{A}@{B}@mq//"], ids=["at", "scheme-like", "amqp"])
+def test_free_text_masks_up_to_the_last_at(url):
+    """Error messages and log lines (no settings at hand): the password runs to the last ``@``
+    of its word, as the broker reads it."""
+    from common.redact import redact_text
+
+    out = redact_text(f"cannot connect to {url}: refused")
+    assert A not in out and B not in out and out.endswith(": refused"), out
