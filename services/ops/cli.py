@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str] = {
     "models": "services.ops.models:models",
     "fleet": "services.ops.fleet.cli:fleet",
     "report": "services.ops.report.cli:report",
+    "export": "services.ops.export.cli:export",
     "flower": "services.ops.flower:flower",
     "bench": "bench.__main__:bench",
 }

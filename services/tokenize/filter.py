@@ -82,8 +82,8 @@ class FilterPolicy:
         dedup result existed, else its ``duplicates_sha256`` and whether it ``applied`` (it
         covered the shard and ``duplicates`` is on)."""
         return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
-                "min_ovrl_delta": self.min_ovrl_delta, "restoration_changed_text": self.changed_text,
-                "duplicates": self.duplicates,
+                "min_ovrl_delta": self.min_ovrl_delta,
+                "restoration_changed_text": self.changed_text, "duplicates": self.duplicates,
                 "dedup": None if self.dedup_seen is None else {
                     "duplicates_sha256": self.dedup_seen, "applied": self.dedup is not None}}
 
