@@ -56,9 +56,9 @@ def text_lines(d: DedupData) -> list[str]:
         return ["  dedup     not run"]
     if d.error:
         return [f"  dedup     result unreadable: {d.error}"]
-    out = [f"  dedup     {d.duplicate_segments} duplicate segments "
+    out = [(f"  dedup     {d.duplicate_segments} duplicate segments "
            f"({d.duplicate_seconds / 3600:.3f} h) in {d.clusters} clusters, "
-           f"{d.shards} shards indexed"]
+           f"{d.shards} shards indexed")]
     out += [f"    {c.size:>5} copies  {c.seconds / 3600:8.3f} h  {c.text[:60]!r}"
             for c in d.largest]
     if d.bad_signatures:
