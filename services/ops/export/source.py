@@ -30,6 +30,10 @@ from services.tokenize.filter import FilterPolicy, reason_kind
 
 # what the card reports of each stage's done records: the model and its version
 MODEL_KEYS = ("model", "version", "tokenizer")
+# Candidates per shard for the writer's schema witnesses: one of several files is on the train
+# side unless all are in validation (and then the writer moves one's group to train); memory
+# stays per shard and path set, not per file.
+FIRST_PER_PATHSET = 4
 
 
 @dataclass
@@ -46,7 +50,9 @@ class ShardRead:
     before_seconds: Counter = field(default_factory=Counter)
     edges: set[tuple[str, str]] = field(default_factory=set)  # (file, speaker) nodes
     pathsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    first: dict[str, dict[str, int]] = field(default_factory=dict)  # path set -> node -> line
+    # path set -> its first lines, up to FIRST_PER_PATHSET of distinct source files
+    first: dict[str, dict[str, int]] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)  # the source files with a kept line
     models: dict[str, str] = field(default_factory=dict)  # stage -> JSON of its MODEL_KEYS
     policy: str = ""  # JSON of the tokenize done record's filter policy
     dedup_applied: bool = False
@@ -166,7 +172,10 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                     read.edges.add((node, speaker_node(line.speaker_id)))
                 body = line.to_json()
                 ps = _pathset(read, _shallow(line))
-                first[ps].setdefault(node, read.lines)
+                if len(first[ps]) < FIRST_PER_PATHSET:
+                    first[ps].setdefault(node, read.lines)
+                if not read.nodes or read.nodes[-1] != node:
+                    read.nodes.append(node)
                 out.write(f"{node}\t{ps}\t{line.language or 'unknown'}\t{seconds}\t{body}\n")
                 read.lines += 1
                 read.seconds += seconds

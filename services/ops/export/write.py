@@ -114,16 +114,15 @@ def _sides(reads: list[ShardRead], seed: int, fraction: float) -> tuple[Groups, 
     for r in reads:
         for a, b in sorted(r.edges):
             groups.union(a, b)
-        for nodes in r.first.values():
-            for node in nodes:
-                groups.add(node)
+        for node in r.nodes:
+            groups.add(node)
     side_of: dict[str, str] = {}
     for r in reads:
-        for nodes in r.first.values():
-            for node in nodes:
-                root = groups.find(node)
-                if root not in side_of:
-                    side_of[root] = side(root, seed, fraction)
+        for node in r.nodes:
+            root = groups.find(node)
+            if root not in side_of:
+                side_of[root] = side(root, seed, fraction)
+        r.nodes = []  # in the groups now: memory grows with the files, once
     return groups, side_of
 
 
