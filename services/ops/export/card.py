@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _removed(reads: list[ShardRead]) -> list[list[str]]:
-    n, sec = Counter(), Counter()
+    n: Counter[tuple[str, str]] = Counter()
+    sec: dict[tuple[str, str], float] = defaultdict(float)
     for r in reads:
         for where, counts, seconds in (("tokenize", r.before, r.before_seconds),
                                        ("export", r.removed, r.removed_seconds)):
@@ -51,7 +52,7 @@ def _removed(reads: list[ShardRead]) -> list[list[str]]:
 
 
 def _models(reads: list[ShardRead]) -> list[list[str]]:
-    seen: Counter = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
     for r in reads:
         for stage, info in r.models.items():
             seen[(stage, info)] += 1

@@ -44,10 +44,10 @@ class ShardRead:
     lines: int = 0
     seconds: float = 0.0
     bad_lines: int = 0
-    removed: Counter = field(default_factory=Counter)  # reason kind -> segments (at export)
-    removed_seconds: Counter = field(default_factory=Counter)
-    before: Counter = field(default_factory=Counter)  # reason kind -> segments (by tokenize)
-    before_seconds: Counter = field(default_factory=Counter)
+    removed: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (export)
+    removed_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    before: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (tokenize)
+    before_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     edges: set[tuple[str, str]] = field(default_factory=set)  # (file, speaker) nodes
     pathsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # path set -> its first lines, up to FIRST_PER_PATHSET of distinct source files

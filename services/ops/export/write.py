@@ -35,10 +35,11 @@ PART_BYTES = 256 * 1024 * 1024  # a part file is closed past this size
 @dataclass
 class Written:
     files: dict[str, list[str]] = field(default_factory=lambda: {TRAIN: [], VALIDATION: []})
-    lines: Counter = field(default_factory=Counter)  # split -> lines
-    seconds: Counter = field(default_factory=Counter)  # split -> seconds
-    languages: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    groups: Counter = field(default_factory=Counter)  # split -> groups
+    lines: Counter[str] = field(default_factory=Counter)  # split -> lines
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # per split
+    languages: dict[str, dict[str, float]] = field(  # split -> language -> seconds
+        default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    groups: Counter[str] = field(default_factory=Counter)  # split -> groups
     moved_to_train: list[str] = field(default_factory=list)  # groups moved for a witness
 
 
