@@ -16,7 +16,8 @@ from tests.services.tokenize.conftest import codec, neucodec_dir, write_enhanced
 FILES = {"spk1file": "en", "spk2file": "ja", "spk3file": "en", "spk4file": "en"}
 
 
-def test_tokenized_shards_export_and_load(make_settings, codec, tmp_path: Path) -> None:  # noqa: F811
+def test_tokenized_shards_export_and_load(make_settings, codec,  # noqa: F811
+                                          tmp_path: Path) -> None:
     import datasets
 
     from services.ops.export.run import export
