@@ -63,9 +63,22 @@ class ShardRead:
             self.removed_seconds[kind] += seconds
 
 
+def done_fields(rec: Any) -> dict[str, Any]:
+    """A done record's fields as one mapping: a typed record's ``model_info`` and ``stats``
+    blocks with its top level, or a plain record's keys."""
+    if rec is None:
+        return {}
+    d = rec if isinstance(rec, dict) else rec.to_dict()
+    return {**(d.get("model_info") or {}), **(d.get("stats") or {}),
+            **{k: v for k, v in d.items() if k not in ("model_info", "stats")}}
+
+
 def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
     for stage in stages:
-        rec = ledger.read_done(stage, read.shard_id) or {}
+        try:
+            rec = done_fields(ledger.read_done(stage, read.shard_id))
+        except ValueError:  # a corrupt record: the card shows no model for this shard
+            rec = {}
         read.models[stage] = json.dumps({k: rec[k] for k in MODEL_KEYS if k in rec},
                                         sort_keys=True)
         if stage == "tokenize":
