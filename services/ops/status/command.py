@@ -29,17 +29,18 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     tracker = Tracker(settings)
     redis_ok = tracker.available()
     now = time.time()
+    done_sets: dict[str, Collection[int]] = {}  # per stage: its done shards in the range
     out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
                            [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
     records: dict[str, list[dict[str, Any]]] = {}
-    done_sets: dict[str, Collection[int]] = {}
     for stage in STAGES:
         # one listing (the done count); record bodies from the local cache, the store's
         # rollups, and a GET only for what neither has (services/ops/status/recordcache.py)
         loaded = load_done(ledger, stage, ids)
+        done_sets[stage] = loaded.done
         recs = records[stage] = loaded.records
-        done_ids = done_sets[stage] = loaded.done
+        done_ids = loaded.done
         fails = [f for f in ledger.failures(stage) if in_range(f.get("shard_id", -1))
                  and f.get("shard_id") not in done_ids]
         recent = [r for r in recs if (r.get("finished_at") or 0) >= now - 3600]
