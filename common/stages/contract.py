@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from common.models.clock import ModelClock
 from common.settings import Settings
+from common.storage import Store
 
 Root = Literal["input", "output", "stage"]
 
@@ -56,6 +57,14 @@ class Stage(abc.ABC):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.clock = ModelClock()
+        # the engine's stores, bound before each :meth:`process` (:meth:`bind_stores`)
+        self.input_store: Store | None = None
+        self.output_store: Store | None = None
+
+    def bind_stores(self, input_store: Store, output_store: Store) -> None:
+        """The stores the engine reads and writes: a stage that reads more than its declared
+        inputs (tokenize: the dedup result) reads it through these, never opens its own."""
+        self.input_store, self.output_store = input_store, output_store
 
     @abc.abstractmethod
     def load(self) -> None:

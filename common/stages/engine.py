@@ -157,6 +157,7 @@ class Engine:
             self.load()
             t_loaded = time.monotonic()
             self.stage.clock.reset()  # model_seconds: this shard's model calls only
+            self.stage.bind_stores(self.input, self.output)
             result = self.stage.process(shard_id, inputs, workdir)
             model_seconds = self.stage.clock.seconds
             t_processed = time.monotonic()

@@ -18,6 +18,8 @@ SUBCOMMANDS: dict[str, str] = {
     "fleet": "services.ops.fleet.cli:fleet",
     "report": "services.ops.report.cli:report",
     "dedup": "services.ops.dedup:dedup",
+
+    "export": "services.ops.export.cli:export",
     "flower": "services.ops.flower:flower",
     "bench": "bench.__main__:bench",
 }

@@ -6,14 +6,24 @@ One reason string per rule a segment fails; an empty list keeps it. A segment wi
 annotations (made before they existed, or with ``ONSEI_QUALITY_ANNOTATIONS=false``) is kept, and
 a rule whose field was not computed (too short to judge speakers, not in the fidelity sample)
 does not apply.
+
+A segment that ``onsei dedup`` judged a copy of another is skipped as ``duplicate_of:<id>``
+(the id of the copy kept), but only when the dedup result covers the segment's shard: a shard
+enhanced after the last ``onsei dedup`` has not been matched against the corpus yet, and its
+copies are left for the next run (tokenize again, or ``onsei export``, which applies the list).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from services.records import Quality
+
+if TYPE_CHECKING:
+    from services.dedup.result import DedupResult
+
+DUPLICATE_OF = "duplicate_of:"  # the reason's prefix; the kept copy's id follows
 
 
 @dataclass(frozen=True)
@@ -22,20 +32,38 @@ class FilterPolicy:
     min_ovrl: float = 2.0  # skip when DNSMOS OVRL after restoration is below (0: off)
     min_ovrl_delta: float | None = None  # skip when OVRL after - before is below (None: off)
     changed_text: bool = False  # skip segments flagged restoration_changed_text
+    duplicates: bool = True  # skip segments the dedup result lists, where it covers the shard
+    # the dedup result in force for one shard (:meth:`for_shard`); None: not applied
+    dedup: DedupResult | None = field(default=None, compare=False)
+    dedup_seen: str | None = field(default=None, compare=False)  # the result's sha, applied or not
 
     @classmethod
     def from_settings(cls, s: Any) -> FilterPolicy:
         return cls(multi_speaker=s.filter_multi_speaker, min_ovrl=s.filter_min_ovrl,
                    min_ovrl_delta=s.filter_min_ovrl_delta,
-                   changed_text=s.filter_restoration_changed_text)
+                   changed_text=s.filter_restoration_changed_text,
+                   duplicates=s.filter_duplicates)
 
-    def reasons(self, quality: Quality | dict[str, Any] | None) -> list[str]:
+    def for_shard(self, result: DedupResult | None, shard_id: int) -> FilterPolicy:
+        """This policy for one shard: the dedup result applies only if it covers the shard."""
+        seen = result.summary.duplicates_sha256 if result is not None else None
+        use = result if (self.duplicates and result is not None
+                         and result.covers(shard_id)) else None
+        return replace(self, dedup=use, dedup_seen=seen)
+
+    def reasons(self, quality: Quality | dict[str, Any] | None,
+                segment: str | None = None) -> list[str]:
         """``quality``: a sidecar's block (or its JSON object; a malformed one raises
-        ``services.records.RecordError``)."""
+        ``services.records.RecordError``); ``segment``: its id, for the duplicate list."""
         if isinstance(quality, dict):
             quality = Quality.from_dict(quality)
-        if quality is None:
-            return []
+        out = self._quality_reasons(quality) if quality is not None else []
+        dup = self.dedup.duplicate_of(segment) if self.dedup and segment is not None else None
+        if dup is not None:
+            out.append(f"{DUPLICATE_OF}{dup.duplicate_of}")
+        return out
+
+    def _quality_reasons(self, quality: Quality) -> list[str]:
         out = []
         if self.multi_speaker and quality.multi_speaker:
             out.append("multi_speaker")
@@ -50,6 +78,17 @@ class FilterPolicy:
         return out
 
     def describe(self) -> dict[str, Any]:
+        """The policy in force (a done record's ``quality_filter``). ``dedup``: None when no
+        dedup result existed, else its ``duplicates_sha256`` and whether it ``applied`` (it
+        covered the shard and ``duplicates`` is on)."""
         return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
                 "min_ovrl_delta": self.min_ovrl_delta,
-                "restoration_changed_text": self.changed_text}
+                "restoration_changed_text": self.changed_text, "duplicates": self.duplicates,
+                "dedup": None if self.dedup_seen is None else {
+                    "duplicates_sha256": self.dedup_seen, "applied": self.dedup is not None}}
+
+
+def reason_kind(reason: str) -> str:
+    """A reason without its argument (``duplicate_of:<id>`` -> ``duplicate_of``): what counts
+    per reason add up under (one key per rule, not per kept copy)."""
+    return DUPLICATE_OF[:-1] if reason.startswith(DUPLICATE_OF) else reason

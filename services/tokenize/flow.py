@@ -27,7 +27,7 @@ from common.shards.writebehind import WriteBehind
 from services.records import NEU_TOKENS, Quality, Sidecar, SkippedSegment, TokenLine
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
-from services.tokenize.filter import FilterPolicy
+from services.tokenize.filter import FilterPolicy, reason_kind
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second
@@ -67,7 +67,8 @@ class RunStats:
                                            quality=seg.quality).to_dict())
         self.skipped_seconds += seg.duration
         for r in seg.skipped:
-            self.skipped_by_reason[r] = self.skipped_by_reason.get(r, 0) + 1
+            kind = reason_kind(r)  # duplicate_of:<id> counts under duplicate_of
+            self.skipped_by_reason[kind] = self.skipped_by_reason.get(kind, 0) + 1
 
     def add_error(self, key: str | None, reason: str) -> None:
         self.errors += 1
@@ -92,7 +93,8 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             meta = Sidecar.from_json(item.files["json"])  # RecordError: bad_json:<why>
             seg.text = meta.text
             seg.quality = None if meta.quality is None else meta.quality.filterable()
-            if quality_filter is not None and (reasons := quality_filter.reasons(meta.quality)):
+            if quality_filter is not None and (
+                    reasons := quality_filter.reasons(meta.quality, item.key)):
                 seg.skipped = reasons
                 seg.duration = float(meta.duration_seconds or 0.0)
                 yield seg

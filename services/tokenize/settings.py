@@ -43,6 +43,9 @@ class TokenizeSettings(Settings):
         description="segments whose OVRL after - before is below get no tokens (unset: off)")
     filter_restoration_changed_text: bool = Field(
         False, description="segments flagged restoration_changed_text get no tokens")
+    filter_duplicates: bool = Field(
+        True, description="segments `onsei dedup` lists as copies get no tokens (only in shards "
+        "its result covers)")
 
     @field_validator("tokenizer")
     @classmethod

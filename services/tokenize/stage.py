@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common.stages.contract import Stage, StageResult
+from services.tokenize.dedup import DedupReader
 from services.tokenize.loader import LoadedCodec
 from services.tokenize.settings import TokenizeSettings
 from services.tokenize.spec import SPEC
@@ -28,6 +29,7 @@ class TokenizeStage(Stage):
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
+        self._dedup = DedupReader()
 
     def load(self) -> None:
         if self.codec is not None:
@@ -77,11 +79,13 @@ class TokenizeStage(Stage):
         s = self.settings
         key = SPEC.output_key(s, shard_id)
         out = workdir / "out" / Path(key).name
+        policy = FilterPolicy.from_settings(s)
+        if policy.duplicates and self.output_store is not None:
+            policy = policy.for_shard(self._dedup.load(self.output_store), shard_id)
         cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
                              max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,
                              window_seconds=s.tokenize_window_seconds,
-                             max_member_bytes=s.max_member_bytes,
-                             quality_filter=FilterPolicy.from_settings(s))
+                             max_member_bytes=s.max_member_bytes, quality_filter=policy)
         st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
                           partial(prepare, self.codec.model, self.codec.variant), self.clock)
         waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
@@ -96,7 +100,7 @@ class TokenizeStage(Stage):
                    "padding_waste": round(waste, 4),
                    "load_seconds": round(self.load_seconds, 2),
                    "errors_sample": st.error_samples,
-                   "quality_filter": {**FilterPolicy.from_settings(s).describe(),
+                   "quality_filter": {**policy.describe(),
                                       "skipped_seconds": round(st.skipped_seconds, 2),
                                       "by_reason": st.skipped_by_reason},
                    "skipped": st.skipped},

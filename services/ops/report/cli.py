@@ -42,6 +42,10 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
 
         for line in render_lines(data.cost):
             click.echo(line)
+        from services.ops.report.dedup import text_lines
+
+        for line in text_lines(data.dedup):
+            click.echo(line)
     if html_path is not None:
         from services.ops.report.render import render_html
 

@@ -18,6 +18,7 @@ from common.ledger.pack import Trimmed, trim
 from common.ledger.records import DoneRecord
 from common.settings import Settings, section
 from common.storage import NotFound, Store, open_store
+from services.ops.report.dedup import DedupData, collect_dedup
 from services.ops.report.quality import QualityData
 from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
 from services.stages import PIPELINE, STAGES, open_ledger
@@ -78,6 +79,7 @@ class ReportData:
     failed: list[dict[str, Any]] = field(default_factory=list)
     cost: dict[str, Any] = field(default_factory=dict)  # services.ops.costs.summary
     quality: QualityData = field(default_factory=QualityData)
+    dedup: DedupData = field(default_factory=DedupData)
 
 
 def _jsonl(store: Store, key: str, record: type[R]) -> tuple[list[R], int]:
@@ -193,6 +195,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
                                 "reason": fail.reason[:300], "attempts": fail.attempts,
                                 "dead_lettered": fail.dead_lettered})
     data.cost = summary(records, settings, total_shards, data.generated_at)
+    data.dedup = collect_dedup(store)
     data.slowest = sorted(slow, key=lambda r: r["wall_seconds"], reverse=True)[:TOP_N]
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
 
@@ -245,4 +248,5 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "unreadable": data.unreadable,
         "cost": data.cost,
         "quality": data.quality.as_dict(),
+        "dedup": data.dedup.as_dict(),
     }

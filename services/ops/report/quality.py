@@ -10,6 +10,7 @@ from typing import Any
 
 from services.ops.report.charts import barh, chart
 from services.records import Quality, SkippedSegment, TokenLine
+from services.tokenize.filter import reason_kind
 
 
 @dataclass
@@ -46,8 +47,8 @@ class QualityData:
         seconds = float(entry.seconds)
         self._add(entry.quality, seconds)
         self.skipped_seconds += seconds
-        for reason in entry.reasons:
-            self.skipped_by_reason[reason] += seconds
+        for reason in dict.fromkeys(reason_kind(r) for r in entry.reasons):
+            self.skipped_by_reason[reason] += seconds  # duplicate_of:<id> under duplicate_of
 
     def as_dict(self) -> dict[str, Any]:
         def mean(xs: list[float]) -> float | None:

@@ -168,6 +168,9 @@ def render_html(data: ReportData) -> str:
                      for r in data.failed], left=2) if data.failed else "<p>none</p>"
     unreadable = ("<h2 class=bad>Unreadable outputs</h2><ul>" + "".join(
         f"<li>{escape(u)}</li>" for u in data.unreadable) + "</ul>") if data.unreadable else ""
+    from services.ops.report.dedup import html_section
+
+    dedup = html_section(data.dedup, _table)
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data.generated_at))
     kept_pct = 100 * data.seconds_kept / data.seconds_asr_in if data.seconds_asr_in else 0.0
     return f"""<!DOCTYPE html>
@@ -181,6 +184,7 @@ def render_html(data: ReportData) -> str:
  segments; {data.token_lines} tokenized utterances ({data.token_seconds / 3600:.3g} h).</p>
 <h2>Stages</h2>{stages}
 <h2>Cost</h2>{cost}
+<h2>Duplicates</h2>{dedup}
 <h2>Charts</h2><div class="charts">{figs}</div>
 <h2>Slowest shards</h2>{slow}
 <h2>Failed shards</h2>{failed}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import json
 import time
+from collections.abc import Collection
 from typing import Any
 
 import click
@@ -29,6 +30,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     tracker = Tracker(settings)
     redis_ok = tracker.available()
     now = time.time()
+    done_sets: dict[str, Collection[int]] = {}  # per stage: its done shards in the range
     out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
                            [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
@@ -37,6 +39,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
         # one listing (the done count); record bodies from the local cache, the store's
         # rollups, and a GET only for what neither has (services/ops/status/recordcache.py)
         loaded = load_done(ledger, stage, ids)
+        done_sets[stage] = loaded.done
         recs = records[stage] = loaded.records
         done_ids = loaded.done
         failures = ledger.failures(stage)
@@ -74,6 +77,9 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
                                     for i, v in sorted(running.items())[:top]]
         out["stages"][stage] = st
     out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
+    from services.ops.status.dedup import index_progress
+
+    out["dedup"] = index_progress(ledger.store, done_sets.get("enhance", ()))
     if redis_ok:
         out["redis_empty"] = all(not (s["queued"] or s["reserved"] or s["running"])
                                  for s in out["stages"].values())
@@ -106,6 +112,10 @@ def render(data: dict[str, Any]) -> None:
 
     for line in render_lines(data["cost"]):
         con.print(line, highlight=False, markup=False)
+    if "dedup" in data:
+        from services.ops.status.dedup import render_line
+
+        con.print(render_line(data["dedup"]), highlight=False, markup=False)
     if not data["redis"]:
         con.print("[yellow]Redis unreachable: queued/running unknown; done and failed are from "
                   "the ledger alone.[/]")

@@ -1,0 +1,123 @@
+"""The dataset card (README.md) of an export: what is in it, what was removed and why, and
+what produced it. Its YAML header names the splits' files, so ``load_dataset(DIR)`` (the Hub
+way) finds them as ``load_dataset("json", data_dir=DIR)`` does."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.ops.export.source import ShardRead
+from services.ops.export.split import TRAIN, VALIDATION
+from services.ops.export.write import Written
+
+
+@dataclass
+class CardInfo:
+    source: str  # the output root exported (redacted)
+    tokens: bool
+    seed: int
+    validation_fraction: float
+    policy: dict[str, Any]
+    dedup: dict[str, Any] | None  # the dedup result's summary fields used, None: never ran
+    reads: list[ShardRead]
+    written: Written
+    created_at: float = field(default_factory=time.time)
+
+
+def _h(seconds: float) -> str:
+    return f"{seconds / 3600:.3f}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out if rows else ["(none)"]
+
+
+def _removed(reads: list[ShardRead]) -> list[list[str]]:
+    n: Counter[tuple[str, str]] = Counter()
+    sec: dict[tuple[str, str], float] = defaultdict(float)
+    for r in reads:
+        for where, counts, seconds in (("tokenize", r.before, r.before_seconds),
+                                       ("export", r.removed, r.removed_seconds)):
+            for k, v in counts.items():
+                n[(where, k)] += v
+                sec[(where, k)] += seconds[k]
+    return [[k, where, str(n[(where, k)]), _h(sec[(where, k)])]
+            for where, k in sorted(n, key=lambda wk: (-sec[wk], wk))]
+
+
+def _models(reads: list[ShardRead]) -> list[list[str]]:
+    seen: Counter[tuple[str, str]] = Counter()
+    for r in reads:
+        for stage, info in r.models.items():
+            seen[(stage, info)] += 1
+    return [[stage, f"`{info}`", str(n)] for (stage, info), n in sorted(seen.items())]
+
+
+def render(info: CardInfo) -> str:
+    w, reads = info.written, info.reads
+    ok = [r for r in reads if r.error is None]
+    left_out = [r for r in reads if r.error is not None]
+    dups = sum(r.before["duplicate_of"] + r.removed["duplicate_of"] for r in ok)
+    dup_s = sum(r.before_seconds["duplicate_of"] + r.removed_seconds["duplicate_of"] for r in ok)
+    files = {s: w.files[s] for s in (TRAIN, VALIDATION) if w.files[s]}
+    header = ["---", "configs:", "- config_name: default", "  data_files:"]
+    for s in files:
+        header += [f"  - split: {s}", f"    path: {s}/*.jsonl"]
+    header.append("---")
+    languages = sorted({lang for s in w.languages for lang in w.languages[s]},
+                       key=lambda lang: -sum(w.languages[s][lang] for s in w.languages))
+    ids = [r.shard_id for r in ok]
+    body = [
+        "# onsei export", "",
+        f"Speech from `{info.source}`, restored and "
+        + ("tokenized (NeuCodec, 50 codes per second)" if info.tokens else
+           "not tokenized (`--no-tokens`: each line names its FLAC in the enhanced tar)")
+        + f"; exported {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(info.created_at))}.",
+        "", "Load it with `datasets.load_dataset(\"json\", data_dir=...)`. One line per segment: "
+        "`id`, `text`, " + ("`codes.neu_tokens`, " if info.tokens else "`audio_tar`, "
+                            "`audio_member`, ")
+        + "`duration_seconds`, `language`, `speaker_id` (where labelled), `quality` "
+        "(docs/quality.md).", "", "## Splits", "",
+        *_table(["split", "lines", "hours", "groups", "files"],
+                [[s, str(w.lines[s]), _h(w.seconds[s]), str(w.groups[s]), str(len(w.files[s]))]
+                 for s in (TRAIN, VALIDATION)]),
+        "", (f"Split by the hash of each group (seed {info.seed}, validation fraction "
+             f"{info.validation_fraction:g}); a group is every source file and speaker label "
+             "that share a line, so neither is ever on both sides."), "",
+        "## Hours per language", "",
+        *_table(["language", *(s for s in (TRAIN, VALIDATION))],
+                [[lang, *(_h(w.languages[s][lang]) for s in (TRAIN, VALIDATION))]
+                 for lang in languages]),
+        "", "## Removed", "",
+        f"Duplicates removed: {dups} segments, {_h(dup_s)} hours"
+        + ("" if info.dedup is not None else " (`onsei dedup` has not run on this output root)")
+        + ".", "",
+        *_table(["reason", "removed by", "segments", "hours"], _removed(ok)),
+        "", "## Source", "",
+        f"Shards exported: {len(ok)}" + (f" ({min(ids)}-{max(ids)})" if ids else "")
+        + f"; lines unreadable in the source: {sum(r.bad_lines for r in ok)}.",
+    ]
+    if info.dedup is not None:
+        not_covered = sum(1 for r in ok if not r.dedup_applied)
+        body += ["", (f"Dedup result `{info.dedup['duplicates_sha256'][:16]}`: "
+                      f"{info.dedup['clusters']} clusters over {len(info.dedup['shards'])} "
+                      f"shards; {not_covered} exported shards not yet matched by it.")]
+    if left_out:
+        body += ["", "Shards left out:", ""] + [f"- {r.shard_id}: {r.error}" for r in left_out]
+    if w.moved_to_train:
+        body += ["", (f"{len(w.moved_to_train)} group(s) moved to train: they held a field no "
+                      "train line had, and a loader infers the schema from train's first lines.")]
+    body += ["", "## Settings and models", "",
+             "Filter policy applied at export: `" + json.dumps(info.policy, sort_keys=True) + "`",
+             "", *_table(["stage", "model (from the done records)", "shards"], _models(ok)), ""]
+    policies = Counter(r.policy for r in ok if r.policy)
+    if policies:
+        body += ["Tokenize's filter policy (shards): "
+                 + "; ".join(f"`{p}` ({n})" for p, n in sorted(policies.items())), ""]
+    return "\n".join(header + body)

@@ -1,0 +1,42 @@
+"""``onsei export --output ROOT --to DIR``: the training set of a finished run."""
+
+from __future__ import annotations
+
+import click
+
+from common.redact import redact_text
+
+
+@click.command()
+@click.option("--output", "output_url", default=None,
+              help="output root of the run (default: ONSEI_OUTPUT_URL)")
+@click.option("--to", "to", required=True, help="directory (or s3:// prefix) to write it to")
+@click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
+@click.option("--no-tokens", "no_tokens", is_flag=True,
+              help="from the enhanced sidecars (lines name their FLAC), not the tokens")
+@click.option("--validation-fraction", default=0.01, show_default=True, type=float,
+              help="share of groups (source files, speakers) in validation")
+@click.option("--seed", default=0, show_default=True, type=int, help="seed of the split hash")
+def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
+           validation_fraction: float, seed: int) -> None:
+    """Filtered, deduplicated JSONL (train/, validation/) and a dataset card (README.md)."""
+    from services.ops.enqueue import parse_range
+    from services.ops.export.run import ExportError
+    from services.ops.export.run import export as run_export
+    from services.stages import get_settings
+
+    settings = get_settings()
+    ids = parse_range(range_, settings.max_range) if range_ else None
+    try:
+        res = run_export(settings, output_url or settings.output_url, to, ids,
+                         tokens=not no_tokens, validation_fraction=validation_fraction,
+                         seed=seed)
+    except ExportError as e:
+        raise click.ClickException(str(e)) from None
+    w = res.written
+    for r in res.reads:
+        if r.error is not None:
+            click.echo(f"shard {r.shard_id} left out: {r.error}", err=True)
+    click.echo(f"{redact_text(to)}: train {w.lines['train']} lines "
+               f"({w.seconds['train'] / 3600:.3f} h), validation {w.lines['validation']} lines "
+               f"({w.seconds['validation'] / 3600:.3f} h); card {redact_text(to)}/README.md")

@@ -1,0 +1,98 @@
+"""One export: which shards, read them (threads: a remote store's GETs are latency-bound),
+split, write, card, publish. Settings arrive as an argument; nothing here reads the
+environment."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.redact import redact_text
+from common.settings import Settings
+from common.storage import open_store
+from services.dedup.result import SUMMARY_KEY, DedupResult
+from services.ops.export.card import CardInfo, render
+from services.ops.export.source import ShardRead, read_shard
+from services.ops.export.write import (
+    CARD,
+    PART_BYTES,
+    Written,
+    check_local_target,
+    local_path,
+    publish_local,
+    publish_store,
+    staging_dir,
+    write_parts,
+)
+from services.records import RecordError
+from services.stages import open_ledger
+from services.tokenize.filter import FilterPolicy
+
+
+class ExportError(ValueError):
+    """The export cannot be made as asked (one line, nothing written to ``--to``)."""
+
+
+@dataclass
+class ExportResult:
+    to: str
+    reads: list[ShardRead]
+    written: Written
+
+
+def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
+           tokens: bool = True, validation_fraction: float = 0.01, seed: int = 0,
+           workers: int = 8, part_bytes: int = PART_BYTES) -> ExportResult:
+    if not 0 <= validation_fraction < 1:
+        raise ExportError(f"--validation-fraction {validation_fraction}: between 0 and 1 "
+                          "(1 excluded: the train split cannot be empty)")
+    dest = local_path(to)
+    if dest is not None:
+        check_local_target(dest)
+    store = open_store(output_url, settings)
+    ledger = open_ledger(settings, store)
+    stage = "tokenize" if tokens else "enhance"
+    shards = sorted(ledger.done_ids(stage, ids) if ids is None else
+                    (i for i in ledger.done_ids(stage, ids) if i in ids))
+    if not shards:
+        raise ExportError(f"no shard of {redact_text(output_url)} has a {stage} done record"
+                          + ("" if ids is None else f" in {ids.start}-{ids.stop - 1}")
+                          + ("; --no-tokens exports the enhanced shards" if tokens else ""))
+    try:
+        dedup = DedupResult.load(store)
+    except RecordError as e:
+        raise ExportError(f"dedup result {store.child_url(SUMMARY_KEY)} unusable: {e}") from None
+    policy = FilterPolicy.from_settings(settings)
+    built = staging_dir(to, settings.scratch_dir)
+    work = Path(tempfile.mkdtemp(prefix="onsei-export-", dir=_mkdir(settings.scratch_dir)))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            reads = list(pool.map(
+                lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
+                                     tokens, work), shards))
+        built.mkdir(parents=True)
+        written = write_parts(reads, built, seed, validation_fraction, part_bytes)
+        described = policy.describe()
+        described.pop("dedup", None)
+        card = CardInfo(source=redact_text(output_url), tokens=tokens, seed=seed,
+                        validation_fraction=validation_fraction, policy=described,
+                        dedup=None if dedup is None else dedup.summary.to_dict(), reads=reads,
+                        written=written)
+        (built / CARD).write_text(render(card), encoding="utf-8")
+        if dest is not None:
+            publish_local(built, dest)
+        else:
+            publish_store(built, open_store(to, settings),
+                          [f for s in written.files.values() for f in s])
+        return ExportResult(to, reads, written)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(built, ignore_errors=True)  # gone already when published locally
+
+
+def _mkdir(path: str) -> str:
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,211 @@
+"""One shard of a finished run -> its kept lines, staged locally, with what was removed.
+
+From the tokens (``tokens/<tokenizer>/<shard>.jsonl``) or, with ``--no-tokens``, the enhanced
+sidecars (``enhanced/<shard>.tar``, audio not decoded). Every line goes through the filter
+policy and the duplicate list (services/tokenize/filter.py) again: tokenize applied the policy
+in force then, and the dedup result may have grown since. A staged line is
+``<file node>\\t<path set>\\t<language>\\t<seconds>\\t<JSON line>`` (JSON escapes tabs), so the
+writer routes lines without parsing them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.ledger.store import Ledger
+from common.settings import Settings
+from common.shards.members import iter_keys
+from common.storage import NotFound, Store
+from services.ops.export.line import ExportLine, leaf_paths
+from services.ops.export.split import file_node, speaker_node
+from services.records import AsrLine, RecordError, Sidecar, SkippedSegment, TokenLine
+from services.stages import PIPELINE
+from services.tokenize.filter import FilterPolicy, reason_kind
+
+# what the card reports of each stage's done records: the model and its version
+# Candidates per shard for the writer's schema witnesses: one of several files is on the train
+# side unless all are in validation (and then the writer moves one's group to train); memory
+# stays per shard and path set, not per file.
+FIRST_PER_PATHSET = 4
+
+
+@dataclass
+class ShardRead:
+    shard_id: int
+    staged: Path
+    error: str | None = None  # the shard was left out, and why
+    lines: int = 0
+    seconds: float = 0.0
+    bad_lines: int = 0
+    removed: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (export)
+    removed_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    before: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (tokenize)
+    before_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    edges: set[tuple[str, str]] = field(default_factory=set)  # (file, speaker) nodes
+    pathsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # path set -> its first lines, up to FIRST_PER_PATHSET of distinct source files
+    first: dict[str, dict[str, int]] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)  # the source files with a kept line
+    # stage -> JSON of its model, version and tokenizer
+    models: dict[str, str] = field(default_factory=dict)
+    policy: str = ""  # JSON of the tokenize done record's filter policy
+    dedup_applied: bool = False
+
+    def remove(self, reasons: list[str], seconds: float) -> None:
+        for kind in dict.fromkeys(reason_kind(r) for r in reasons):
+            self.removed[kind] += 1
+            self.removed_seconds[kind] += seconds
+
+
+def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
+    for stage in stages:
+        try:
+            rec = ledger.read_done(stage, read.shard_id)
+        except RecordError:  # a corrupt record: the card shows no model for this shard
+            rec = None
+        if rec is None:
+            read.models[stage] = "{}"
+            continue
+        heads = {"model": rec.model, "version": rec.version,
+                 "tokenizer": rec.model_info.get("tokenizer")}
+        read.models[stage] = json.dumps({k: v for k, v in heads.items() if v is not None},
+                                        sort_keys=True)
+        if stage == "tokenize":
+            policy = dict(rec.stat("quality_filter") or {})
+            for k in ("skipped_seconds", "by_reason", "dedup"):
+                policy.pop(k, None)
+            read.policy = json.dumps(policy, sort_keys=True)
+            for entry in rec.stat("skipped") or []:
+                try:
+                    e = SkippedSegment.from_dict(entry)
+                except RecordError:
+                    continue
+                for kind in dict.fromkeys(reason_kind(r) for r in e.reasons):
+                    read.before[kind] += 1
+                    read.before_seconds[kind] += float(e.seconds)
+
+
+def _languages(store: Store, settings: Settings, shard_id: int) -> dict[str, str | None]:
+    """Source key -> language, from the asr lines (a tokens line has no language)."""
+    try:
+        raw = store.read_bytes(PIPELINE.output_key("asr", settings, shard_id))
+    except NotFound:
+        return {}
+    out: dict[str, str | None] = {}
+    for line in raw.splitlines():
+        try:
+            row = AsrLine.from_json(line)
+        except RecordError:
+            continue
+        out[row.key] = row.language
+    return out
+
+
+def _token_lines(path: Path, read: ShardRead,
+                 languages: dict[str, str | None]) -> Iterator[tuple[ExportLine, str]]:
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.strip():
+                continue
+            try:
+                row = TokenLine.from_json(raw)
+            except RecordError:
+                read.bad_lines += 1
+                continue
+            source = row.id.rsplit("_", 1)[0]
+            extra = {k: v for k, v in row.extra.items() if k not in ExportLine.model_fields}
+            yield ExportLine(id=row.id, text=row.text, codes=row.codes,
+                             duration_seconds=row.duration_seconds,
+                             language=languages.get(source),
+                             speaker_id=getattr(row, "speaker_id", None),
+                             quality=row.quality, **extra), source
+
+
+def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: int | None,
+                   languages: dict[str, str | None]) -> Iterator[tuple[ExportLine, str]]:
+    for item in iter_keys(path, max_member_bytes):
+        if item.key is None or item.error is not None or "json" not in item.files:
+            read.bad_lines += 1
+            continue
+        try:
+            meta = Sidecar.from_json(item.files["json"])
+        except RecordError:
+            read.bad_lines += 1
+            continue
+        source = meta.source_key or item.key.rsplit("_", 1)[0]
+        quality = meta.quality.filterable() if meta.quality is not None else None
+        yield ExportLine(id=item.key, text=meta.text,
+                         duration_seconds=round(float(meta.duration_seconds or 0.0), 2),
+                         language=meta.language or languages.get(source),
+                         speaker_id=getattr(meta, "speaker_id", None), quality=quality,
+                         audio_tar=tar_url, audio_member=item.name), source
+
+
+def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
+               policy: FilterPolicy, tokens: bool, workdir: Path) -> ShardRead:
+    """Stage the kept lines of one shard under ``workdir``; a shard whose source cannot be
+    read is left out with its reason (``error``), never half staged."""
+    read = ShardRead(shard_id, workdir / f"{shard_id}.staged")
+    stage = "tokenize" if tokens else "enhance"
+    key = PIPELINE.output_key(stage, settings, shard_id)
+    local = workdir / f"{shard_id}.source"
+    try:
+        store.get_file(key, local)
+    except NotFound:
+        read.error = f"{key} missing (its {stage} done record exists)"
+        return read
+    _done_info(read, ledger, ["asr", "enhance", "tokenize"] if tokens else ["asr", "enhance"])
+    languages = _languages(store, settings, shard_id)
+    rows = (_token_lines(local, read, languages) if tokens else
+            _sidecar_lines(local, store.child_url(key), read, settings.max_member_bytes,
+                           languages))
+    first: dict[str, dict[str, int]] = defaultdict(dict)
+    read.dedup_applied = policy.dedup is not None
+    try:
+        with open(read.staged, "w", encoding="utf-8") as out:
+            for line, source in rows:
+                seconds = float(line.duration_seconds)
+                reasons = policy.reasons(line.quality, line.id)
+                if reasons:
+                    read.remove(reasons, seconds)
+                    continue
+                node = file_node(shard_id, source)
+                if line.speaker_id:
+                    read.edges.add((node, speaker_node(line.speaker_id)))
+                body = line.to_json()
+                ps = _pathset(read, _shallow(line))
+                if len(first[ps]) < FIRST_PER_PATHSET:
+                    first[ps].setdefault(node, read.lines)
+                if not read.nodes or read.nodes[-1] != node:
+                    read.nodes.append(node)
+                out.write(f"{node}\t{ps}\t{line.language or 'unknown'}\t{seconds}\t{body}\n")
+                read.lines += 1
+                read.seconds += seconds
+    except Exception as e:  # noqa: BLE001 - a damaged source leaves its shard out, named
+        read.error = f"{key} unreadable: {type(e).__name__}: {e}"[:300]
+        read.staged.unlink(missing_ok=True)
+    finally:
+        local.unlink(missing_ok=True)
+    read.first = dict(first)
+    return read
+
+
+def _shallow(line: ExportLine) -> dict[str, Any]:
+    """The line as JSON data (extra keys too) without walking its codes (thousands of ints)."""
+    d = line.model_dump(mode="json", exclude={"codes"})
+    if line.codes:
+        d["codes"] = {k: v[:1] for k, v in line.codes.items()}
+    return d
+
+
+def _pathset(read: ShardRead, data: dict[str, Any]) -> str:
+    paths = tuple(sorted(leaf_paths(data)))
+    ps = hashlib.sha256("\n".join(paths).encode()).hexdigest()[:16]
+    read.pathsets.setdefault(ps, paths)
+    return ps

@@ -1,0 +1,216 @@
+"""Staged lines -> ``train/part-NNNNN.jsonl`` and ``validation/part-NNNNN.jsonl``, then
+published whole.
+
+A JSON loader that infers the schema from the first lines it reads (``datasets``' json
+builder reads the first block of the first train file) fails on a later line whose field was
+null or absent in all of those first lines. So the first train part starts with *witness*
+lines: few train lines that together hold a value at every path any line of the export has.
+They are real lines, moved (not copied) to the front; the rest keep shard order. A path only
+validation lines have moves one group to train (the card counts them).
+
+Publishing: a local ``--to`` is built in a sibling directory and renamed into place, so the
+path holds the previous export or the new one, never a part; on an object store, whose objects
+are each whole but not together, the card (README.md) is removed first and written last, so a
+prefix without its card is an export in progress (docs/operations.md, "Export").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from common.storage import Store, split_url
+from services.ops.export.source import ShardRead
+from services.ops.export.split import TRAIN, VALIDATION, Groups, side
+
+CARD = "README.md"
+PART_BYTES = 256 * 1024 * 1024  # a part file is closed past this size
+
+
+@dataclass
+class Written:
+    files: dict[str, list[str]] = field(default_factory=lambda: {TRAIN: [], VALIDATION: []})
+    lines: Counter[str] = field(default_factory=Counter)  # split -> lines
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # per split
+    languages: dict[str, dict[str, float]] = field(  # split -> language -> seconds
+        default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    groups: Counter[str] = field(default_factory=Counter)  # split -> groups
+    moved_to_train: list[str] = field(default_factory=list)  # groups moved for a witness
+
+
+class Parts:
+    """One split's part files, each closed past ``max_bytes``."""
+
+    def __init__(self, root: Path, split: str, max_bytes: int, written: Written) -> None:
+        self.root, self.split, self.max_bytes, self.written = root, split, max_bytes, written
+        self._fh: IO[str] | None = None
+        self._bytes = 0
+
+    def write(self, body: str) -> None:
+        if self._fh is None:
+            name = f"{self.split}/part-{len(self.written.files[self.split]):05d}.jsonl"
+            (self.root / self.split).mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.root / name, "w", encoding="utf-8")  # noqa: SIM115
+            self.written.files[self.split].append(name)
+            self._bytes = 0
+        self._fh.write(body)
+        self._bytes += len(body)
+        if self._bytes >= self.max_bytes:
+            self.close()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _occurrences(reads: list[ShardRead], side_of: dict[str, str], groups: Groups,
+                 split: str) -> dict[str, tuple[int, int, str]]:
+    """Path set -> its first line on ``split``: (read index, line index, group root)."""
+    at: dict[str, tuple[int, int, str]] = {}
+    for k, r in enumerate(reads):
+        for ps, nodes in r.first.items():
+            for node, line in nodes.items():
+                root = groups.find(node)
+                if side_of[root] == split and (k, line) < at.get(ps, (len(reads), 0, ""))[:2]:
+                    at[ps] = (k, line, root)
+    return at
+
+
+def _witnesses(reads: list[ShardRead], side_of: dict[str, str], groups: Groups,
+               written: Written) -> set[tuple[int, int]]:
+    """(read index, line index) of the witness lines, chosen greedily. A path that only
+    validation lines hold moves the group of its first such line to train (recorded in
+    ``written.moved_to_train``): still one side per group, and still decided by the data."""
+    while True:
+        train_at = _occurrences(reads, side_of, groups, TRAIN)
+        in_train = {p for ps, (k, _, _) in train_at.items() for p in reads[k].pathsets[ps]}
+        val_at = _occurrences(reads, side_of, groups, VALIDATION)
+        lacking = [(at, ps) for ps, at in val_at.items()
+                   if not set(reads[at[0]].pathsets[ps]) <= in_train]
+        if not lacking:
+            break
+        (_, _, root), _ = min(lacking)
+        side_of[root] = TRAIN
+        written.moved_to_train.append(root)
+    pathsets = {ps: set(reads[k].pathsets[ps]) for ps, (k, _, _) in train_at.items()}
+    covered: set[str] = set()
+    chosen: set[tuple[int, int]] = set()
+    while True:
+        best = max(sorted(pathsets, key=lambda p: train_at[p]),
+                   key=lambda p: len(pathsets[p] - covered), default=None)
+        if best is None or not pathsets[best] - covered:
+            return chosen
+        covered |= pathsets[best]
+        chosen.add(train_at[best][:2])
+
+
+def _sides(reads: list[ShardRead], seed: int, fraction: float) -> tuple[Groups, dict[str, str]]:
+    groups = Groups()
+    for r in reads:
+        for a, b in sorted(r.edges):
+            groups.union(a, b)
+        for node in r.nodes:
+            groups.add(node)
+    side_of: dict[str, str] = {}
+    for r in reads:
+        for node in r.nodes:
+            root = groups.find(node)
+            if root not in side_of:
+                side_of[root] = side(root, seed, fraction)
+        r.nodes = []  # in the groups now: memory grows with the files, once
+    return groups, side_of
+
+
+def write_parts(reads: list[ShardRead], root: Path, seed: int, fraction: float,
+                max_bytes: int = PART_BYTES) -> Written:
+    """Route every staged line of ``reads`` (in their order) into part files under ``root``."""
+    written = Written()
+    groups, side_of = _sides(reads, seed, fraction)
+    witnesses = _witnesses(reads, side_of, groups, written)
+    for s in side_of.values():
+        written.groups[s] += 1
+    parts = {s: Parts(root, s, max_bytes, written) for s in (TRAIN, VALIDATION)}
+    try:
+        for k, i in sorted(witnesses):
+            with open(reads[k].staged, encoding="utf-8") as f:
+                for n, raw in enumerate(f):
+                    if n == i:
+                        _route(raw, parts, written, side_of.__getitem__, groups)  # train
+                        break
+        for k, r in enumerate(reads):
+            if r.error is not None:
+                continue
+            with open(r.staged, encoding="utf-8") as f:
+                for n, raw in enumerate(f):
+                    if (k, n) not in witnesses:
+                        _route(raw, parts, written, side_of.__getitem__, groups)
+    finally:
+        for p in parts.values():
+            p.close()
+    return written
+
+
+def _route(raw: str, parts: dict[str, Parts], written: Written, side_of, groups: Groups) -> None:
+    node, _ps, language, seconds, body = raw.split("\t", 4)
+    s = side_of(groups.find(node))
+    parts[s].write(body)
+    written.lines[s] += 1
+    written.seconds[s] += float(seconds)
+    written.languages[s][language] += float(seconds)
+
+
+# --- publishing --------------------------------------------------------------------------------
+def local_path(to: str) -> Path | None:
+    """``--to`` as a local directory, or None for an object store URL."""
+    scheme, _, path = split_url(to)
+    return Path(path).resolve() if scheme == "file" else None
+
+
+def staging_dir(to: str, scratch: str) -> Path:
+    """Where the export is built: beside a local ``--to`` (one rename publishes it), else in
+    scratch."""
+    dest = local_path(to)
+    if dest is not None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        return dest.parent / f".{dest.name}.partial-{uuid.uuid4().hex[:8]}"
+    return Path(scratch) / f"export-{uuid.uuid4().hex[:8]}"
+
+
+def check_local_target(dest: Path) -> None:
+    """A local ``--to`` must be absent, empty, or an earlier export (it is replaced)."""
+    if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
+                                                and not (dest / CARD).is_file())):
+        raise ExportTargetError(f"--to {dest} exists and is not an export (no {CARD}): choose "
+                                "another directory")
+
+
+def publish_local(built: Path, dest: Path) -> None:
+    check_local_target(dest)
+    old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
+    if dest.exists():
+        os.rename(dest, old)
+    os.rename(built, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def publish_store(built: Path, store: Store, files: list[str]) -> None:
+    """Card off first, the parts, stale parts of an earlier export removed, the card last."""
+    store.delete(CARD)
+    for name in files:
+        store.put_file(built / name, name)
+    keep = set(files)
+    for split in (TRAIN, VALIDATION):
+        for key in list(store.list(f"{split}/")):
+            if key not in keep:
+                store.delete(key)
+    store.put_file(built / CARD, CARD)
+
+
+class ExportTargetError(ValueError):
+    """``--to`` cannot receive an export."""
