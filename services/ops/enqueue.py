@@ -20,8 +20,6 @@ from common.stages.preflight import check_input_root
 from services.ops.errors import friendly
 from services.stages import PIPELINE, STAGES, PipelineSettings, open_ledger
 
-_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?", re.ASCII)
-
 
 def parse_range(text: str, max_ids: int | None = None) -> range:
     """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard. A range is
@@ -29,7 +27,7 @@ def parse_range(text: str, max_ids: int | None = None) -> range:
     (``ONSEI_MAX_RANGE``), so ``0-99999999999`` is refused at once instead of exhausting memory.
     """
     # ASCII digits only: int() also reads "１２" or "٣" (what a shell shows is not what runs)
-    m = _RANGE.fullmatch(text.strip())
+    m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text.strip(), re.ASCII)
     try:
         if m is None:
             raise ValueError(text)

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from common.settings import Settings, section
+from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.ops.report.quality import QualityData
 from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
@@ -146,6 +146,7 @@ def _add_done(summary: StageSummary, rec: dict[str, Any]) -> None:
 def collect(output_url: str, settings: Settings, workers: int = 8,
             total_shards: int | None = None) -> ReportData:
     """``total_shards``: the run's size, for the projection of hours and cost to finish."""
+    from common.settings import section
     from services.ops.costs import summary
 
     store = open_store(output_url, settings)
