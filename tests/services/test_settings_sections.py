@@ -222,3 +222,21 @@ def test_no_library_module_reads_a_setting_from_the_environment() -> None:
                     found.setdefault(rel, set()).update(
                         re.findall(r"[\"']([A-Z][A-Z0-9_]+)[\"']", line) or {"?"})
     assert found == allowed
+
+
+def test_a_worker_boot_stops_with_one_line_per_bad_value(clean_env, tmp_path) -> None:
+    """What ``services/<stage>/celery.py`` calls: SystemExit with the lines, never a traceback
+    of a failed import."""
+    from services.stages import boot_settings
+
+    assert boot_settings(max_range=5).max_range == 5
+    clean_env.setenv("ONSEI_MAX_TASK_FAILURES", "0")
+    clean_env.setenv("ONSEI_FILTER_MIN_OVRL", "nan")
+    with pytest.raises(SystemExit) as e:
+        boot_settings()
+    lines = str(e.value.code).splitlines()
+    assert lines[0].startswith("Error: ONSEI_MAX_TASK_FAILURES: ") and len(lines) == 2, lines
+    assert lines[1].startswith("ONSEI_FILTER_MIN_OVRL: "), lines
+    clean_env.setenv("ONSEI_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(SystemExit, match="missing.yaml: no such file"):
+        boot_settings()
