@@ -53,7 +53,7 @@ def ordered(low: float, high: float, low_name: str, high_name: str) -> None:
 
 class Settings(BaseSettings):
     # hide_input_in_errors: a rejected value may be a URL with a password in it;
-    # allow_inf_nan: NaN passes every comparison (a filter at NaN is off) and 1e999 is infinity
+    # allow_inf_nan: NaN fails every comparison (a filter at NaN is off); 1e999 reads as infinity
     model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="forbid", validate_default=True,
                                       hide_input_in_errors=True, allow_inf_nan=False)
 

@@ -21,8 +21,6 @@ from services.ops.errors import friendly
 from services.ops.status.recordcache import valid_done
 from services.stages import PIPELINE, STAGES, PipelineSettings, open_ledger
 
-_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?", re.ASCII)
-
 
 def parse_range(text: str, max_ids: int | None = None) -> range:
     """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard. A range is
@@ -30,7 +28,7 @@ def parse_range(text: str, max_ids: int | None = None) -> range:
     (``ONSEI_MAX_RANGE``), so ``0-99999999999`` is refused at once instead of exhausting memory.
     """
     # ASCII digits only: int() also reads "１２" or "٣" (what a shell shows is not what runs)
-    m = _RANGE.fullmatch(text.strip())
+    m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text.strip(), re.ASCII)
     try:
         if m is None:
             raise ValueError(text)

@@ -63,9 +63,9 @@ def flower_env(auth: str, base: dict[str, str] | None = None) -> dict[str, str]:
 @click.option("--port", type=int, default=None, help="port [settings.flower_port]")
 def flower(host: str | None, port: int | None) -> None:
     """Start Flower on the broker, behind basic auth, bound to loopback unless configured."""
-    from common.settings import Settings
+    from services.stages import PipelineSettings
 
-    s = Settings()
+    s = PipelineSettings()  # this command's own (the app above is the exec'd Flower's)
     auth = s.flower_basic_auth.get_secret_value()
     user, _, password = auth.partition(":")
     if not user or password in DEFAULT_PASSWORDS:

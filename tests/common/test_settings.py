@@ -137,10 +137,21 @@ def test_a_section_is_the_settings_given_or_refused() -> None:
         section(Settings(), Section)
 
 
-def test_nothing_caches_settings_for_the_process() -> None:
+def test_nothing_falls_back_to_settings_of_its_own() -> None:
+    """Settings are handed down from the entry point; no module builds or caches a set."""
+    from celery import Celery
+
     import common.settings
+    from common.queue.config import app_settings, make_app
+    from common.storage import open_store
 
     assert not hasattr(common.settings, "get_settings")
+    with pytest.raises(TypeError, match="an s3 store needs the settings"):
+        open_store("s3://bucket/prefix")
+    with pytest.raises(TypeError, match="not made by make_app"):
+        app_settings(Celery("bare"))
+    s = Settings(broker_url="redis://127.0.0.1:1/0")
+    assert app_settings(make_app("probe", s)) is s
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "-1e999"])

@@ -25,7 +25,7 @@ BAD = [
     ("ONSEI_ENHANCE_CHUNK_SECONDS", "0", "greater than or equal to 1"),
     # a 167 GiB allocation, and the shard marked done without quality
     ("ONSEI_QUALITY_DNSMOS_HOP_SECONDS", "1e-9", "below the finest hop, 0.1 s"),
-    ("ONSEI_FILTER_MIN_OVRL", "nan", "finite number"),  # NaN < x is False: the filter was off
+    ("ONSEI_FILTER_MIN_OVRL", "nan", "finite number"),  # x < NaN is False: the filter was off
     ("ONSEI_FILTER_MIN_OVRL", "inf", "finite number"),  # every segment filtered out
     ("ONSEI_RETRY_BACKOFF_MAX_SECONDS", "1e999", "finite number"),  # parsed as infinity
     ("ONSEI_QUALITY_FIDELITY_CER", "-1", "greater than or equal to 0"),  # every segment flagged

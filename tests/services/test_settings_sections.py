@@ -196,3 +196,47 @@ def test_every_bad_setting_of_every_section_is_one_line() -> None:
     names = [line.split(":", 1)[0] for line in msg.splitlines()]
     assert sorted(names) == ["ONSEI_BROKER_URL", "ONSEI_ENHANCER", "ONSEI_LANGUAGES",
                              "ONSEI_TOKENIZER"]
+
+
+def test_no_library_module_reads_a_setting_from_the_environment() -> None:
+    """Entry points (services/ops: the commands) build the settings; below them, only other
+    libraries' own variables are read, each named here with its reason."""
+    import re
+    from pathlib import Path
+
+    allowed = {
+        "common/settings.py": {"ONSEI_CONFIG"},  # the settings' own source, read as they are built
+        "common/queue/metrics.py": {"PROMETHEUS_MULTIPROC_DIR"},  # prometheus_client's switch
+        "common/models/hub.py": {"HF_HUB_OFFLINE", "HF_ENDPOINT"},  # huggingface_hub's
+        "common/storage/s3.py": {"AWS_ENDPOINT_URL"},  # botocore's
+    }
+    root = Path(__file__).resolve().parents[2]
+    found: dict[str, set[str]] = {}
+    for d in ("common", "services"):
+        for p in (root / d).rglob("*.py"):
+            rel = str(p.relative_to(root))
+            if rel.startswith("services/ops/"):
+                continue
+            for line in p.read_text().splitlines():
+                if re.search(r"os\.environ|os\.getenv|environ\.get", line):
+                    found.setdefault(rel, set()).update(
+                        re.findall(r"[\"']([A-Z][A-Z0-9_]+)[\"']", line) or {"?"})
+    assert found == allowed
+
+
+def test_a_worker_boot_stops_with_one_line_per_bad_value(clean_env, tmp_path) -> None:
+    """What ``services/<stage>/celery.py`` calls: SystemExit with the lines, never a traceback
+    of a failed import."""
+    from services.stages import boot_settings
+
+    assert boot_settings(max_range=5).max_range == 5
+    clean_env.setenv("ONSEI_MAX_TASK_FAILURES", "0")
+    clean_env.setenv("ONSEI_FILTER_MIN_OVRL", "nan")
+    with pytest.raises(SystemExit) as e:
+        boot_settings()
+    lines = str(e.value.code).splitlines()
+    assert lines[0].startswith("Error: ONSEI_MAX_TASK_FAILURES: ") and len(lines) == 2, lines
+    assert lines[1].startswith("ONSEI_FILTER_MIN_OVRL: "), lines
+    clean_env.setenv("ONSEI_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(SystemExit, match="missing.yaml: no such file"):
+        boot_settings()

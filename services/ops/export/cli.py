@@ -23,9 +23,9 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     from services.ops.enqueue import parse_range
     from services.ops.export.run import ExportError
     from services.ops.export.run import export as run_export
-    from services.stages import get_settings
+    from services.stages import PipelineSettings
 
-    settings = get_settings()
+    settings = PipelineSettings()
     ids = parse_range(range_, settings.max_range) if range_ else None
     try:
         res = run_export(settings, output_url or settings.output_url, to, ids,

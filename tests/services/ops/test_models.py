@@ -85,12 +85,12 @@ def test_upload_to_s3_list_and_resolve(env, tmp_path: Path, s3_bucket: str) -> N
     want = hashlib.sha256((sidon / "decoder_cpu.pt").read_bytes()).hexdigest()
     assert f"sha256:{want}" in res.output and ".lock" not in res.output
     # a worker resolves the entry from the s3 cache into its scratch, once
-    from services.stages import PipelineSettings as get_settings  # as the command builds them
+    from services.stages import PipelineSettings  # as the command builds them
 
-    d = resolve_model_dir("sarulab-speech/sidon-v0.1", get_settings())
+    d = resolve_model_dir("sarulab-speech/sidon-v0.1", PipelineSettings())
     assert d is not None and d.is_relative_to(tmp_path / "scratch")
     assert (d / "decoder_cpu.pt").read_bytes() == (sidon / "decoder_cpu.pt").read_bytes()
-    assert resolve_model_dir("neuphonic/neucodec", get_settings()) is None
+    assert resolve_model_dir("neuphonic/neucodec", PipelineSettings()) is None
 
 
 def test_list_groups_the_stage_layouts(env, tmp_path: Path) -> None:
@@ -102,12 +102,12 @@ def test_list_groups_the_stage_layouts(env, tmp_path: Path) -> None:
     (codec / "semantic_model" / "model.safetensors").write_bytes(b"y" * 5)
     (cache / "neuphonic" / ".neucodec.lock").write_text("")
     env(model_cache=str(cache))
-    from services.stages import PipelineSettings as get_settings  # as the command builds them
+    from services.stages import PipelineSettings  # as the command builds them
 
-    entries = {e.entry: e for e in list_entries(str(cache), get_settings())}
+    entries = {e.entry: e for e in list_entries(str(cache), PipelineSettings())}
     assert set(entries) == {"sarulab-speech--sidon-v0.1", "neuphonic/neucodec"}
     assert entries["neuphonic/neucodec"].size == 15
     assert entries["neuphonic/neucodec"].verified is None  # no manifest: checksums computed
     assert entries["neuphonic/neucodec"].files["pytorch_model.bin"]["sha256"] == \
         hashlib.sha256(b"x" * 10).hexdigest()
-    assert resolve_model_dir("neuphonic/neucodec", get_settings()) == codec
+    assert resolve_model_dir("neuphonic/neucodec", PipelineSettings()) == codec

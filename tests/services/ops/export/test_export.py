@@ -183,7 +183,7 @@ def test_cli_one_line_results_and_errors(make_settings, tmp_path: Path, monkeypa
     from services.ops.cli import cli
 
     s = make_settings()
-    monkeypatch.setattr("services.stages.get_settings", lambda: s)
+    monkeypatch.setattr("services.stages.PipelineSettings", lambda: s)
     to = str(tmp_path / "set")
     res = CliRunner().invoke(cli, ["export", "--to", to])
     assert res.exit_code == 1

@@ -25,7 +25,7 @@ def _settings(make_settings, enhanced: int):
 
 def test_index_progress_text_and_json(make_settings, monkeypatch) -> None:
     s, store = _settings(make_settings, 4)
-    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.status.command.PipelineSettings", lambda: s)
     d = collect(s)["dedup"]
     assert d["ran"] is False and d["enhanced"] == 4 and d["behind"] == 4
     res = CliRunner().invoke(status, [])
@@ -51,6 +51,6 @@ def test_unreadable_summary_is_said_not_fatal(make_settings, monkeypatch) -> Non
     store.write_bytes(SUMMARY_KEY, b'{"shards": "all"}')
     d = collect(s)["dedup"]
     assert d["ran"] is True and d["behind"] is None and SUMMARY_KEY in d["error"]
-    monkeypatch.setattr("services.ops.status.command.get_settings", lambda: s)
+    monkeypatch.setattr("services.ops.status.command.PipelineSettings", lambda: s)
     res = CliRunner().invoke(status, [])
     assert res.exit_code == 0 and "dedup: result unreadable (dedup/summary.json" in res.output
