@@ -18,7 +18,7 @@ class AsrSettings(WhisperSettings):
     lid_windows: int = Field(3, description="clips spread over a file's head for language ID")
     lid_head_seconds: float = Field(
         90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
-    asr_device: str = Field("auto", description="auto, cuda, cpu")
+    asr_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     asr_batch_size: int = Field(16, description="batched inference")
     asr_chunk_seconds: float = Field(1800.0, description="long audio is transcribed in windows")
     asr_beam_size: int = Field(1, description="beam size (1 = greedy, fastest)")

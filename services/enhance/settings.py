@@ -15,7 +15,7 @@ ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
 class EnhanceSettings(WhisperSettings):
     enhancer: str = Field("sidon", description="sidon, rnnoise or none")
     sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
-    enhance_device: str = Field("auto", description="auto, cuda, cpu")
+    enhance_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     enhance_chunk_seconds: float = Field(10.0, description="fixed chunk length for restoration")
     enhance_context_seconds: float = Field(0.5, description="context each side of a chunk")
     enhance_batch_size: int = Field(16, description="chunks per model call")

@@ -14,7 +14,7 @@ TOKENIZERS: tuple[str, ...] = ("neucodec", "distill-neucodec")
 class TokenizeSettings(Settings):
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
     neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
-    tokenize_device: str = Field("auto", description="auto, cuda, cpu")
+    tokenize_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     tokenize_batch_seconds: float = Field(240.0, description="audio seconds per model call")
     tokenize_batching: str = Field(
         "auto", description="auto (stitched on GPU, exact on CPU), exact, stitched: codes as each "
