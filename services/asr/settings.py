@@ -22,7 +22,7 @@ class AsrSettings(WhisperSettings):
     lid_head_seconds: float = Field(
         90.0, gt=0, le=86400,
         description="language ID looks at this head; the rest is VAD-ed only if kept")
-    asr_device: str = Field("auto", description="auto, cuda, cpu")
+    asr_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     asr_batch_size: int = Field(16, ge=1, le=1024, description="batched inference")
     asr_chunk_seconds: float = Field(
         1800.0, ge=30, le=86400, description="long audio is transcribed in windows")

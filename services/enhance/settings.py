@@ -18,7 +18,7 @@ MIN_DNSMOS_HOP = 0.1
 class EnhanceSettings(WhisperSettings):
     enhancer: str = Field("sidon", description="sidon, rnnoise or none")
     sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
-    enhance_device: str = Field("auto", description="auto, cuda, cpu")
+    enhance_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     enhance_chunk_seconds: float = Field(
         10.0, ge=1.0, le=3600, description="fixed chunk length for restoration")
     enhance_context_seconds: float = Field(

@@ -16,7 +16,7 @@ POLICIES: tuple[str, ...] = ("exact", "stitched", "padded", "library")
 class TokenizeSettings(Settings):
     tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
     neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
-    tokenize_device: str = Field("auto", description="auto, cuda, cpu")
+    tokenize_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     tokenize_batch_seconds: float = Field(
         240.0, gt=0, le=86400, description="audio seconds per model call")
     tokenize_batching: str = Field(

@@ -44,6 +44,14 @@ def test_collect_counts_match_outputs(make_settings):
     assert data.slowest[0]["wall_seconds"] == max(r["wall_seconds"] for r in data.slowest)
 
 
+def test_tokens_are_read_where_the_tokenizers_spec_puts_them(make_settings):
+    s = make_settings(tokenizer="neucodec")
+    totals = write_run(s, shards=2)
+    assert collect(s.output_url, s).token_lines == totals["token_lines"] > 0
+    other = make_settings(output_url=s.output_url, tokenizer="distill-neucodec")
+    assert collect(s.output_url, other).token_lines == 0  # another codec's run: not there yet
+
+
 def test_superseded_failure_not_counted(make_settings):
     from common.ledger.store import Ledger
     from common.storage import open_store
