@@ -139,9 +139,18 @@ class Mos(Record):
     ovrl: float | None = _omitted()
 
 
+class Pitch(Record):
+    """f0 over the voiced frames of the restored segment, in Hz."""
+
+    mean: float
+    std: float
+
+
 class Quality(Record):
     """A restored segment's annotations. ``None``: not computed (too short to judge speakers,
-    not in the fidelity sample). The sidecar has them all; a tokens line :meth:`filterable`."""
+    not in the fidelity sample). The sidecar has them all; a tokens line :meth:`filterable`.
+    The prosody fields (``speech_fraction`` .. ``snr``, docs/quality.md) are not written when
+    absent (annotations made before they existed)."""
 
     dnsmos_before: Mos | None = None
     dnsmos_after: Mos | None = None
@@ -153,6 +162,11 @@ class Quality(Record):
     restoration_changed_text: bool | None = None
     speaker_embedding: list[float] | None = _omitted()
     fidelity_text: str | None = _omitted()
+    speech_fraction: float | None = _omitted()  # share of the restored audio that is speech
+    pitch: Pitch | None = _omitted()  # None: no voiced frame
+    speaking_rate: float | None = _omitted()  # in speaking_rate_unit, per second of speech
+    speaking_rate_unit: str | None = _omitted()  # chars/s or mora/s
+    snr: float | None = _omitted()  # dB, on the input before restoration
 
     def filterable(self) -> Quality:
         """What a tokens line and a skipped entry carry: all but the sidecar-only fields (and
@@ -176,6 +190,7 @@ class Sidecar(Record):
     end: float | None = None
     duration_seconds: float | None = None
     quality: Quality | None = _omitted()
+    speaker_id: str | None = _omitted()  # "<source_key>#s<n>": the voice within its source file
 
 
 # --- tokens/<tokenizer>/<shard>.jsonl and the tokenize done record --------------------------------
@@ -188,6 +203,7 @@ class TokenLine(Record):
     codes: dict[str, list[int]] = Field(default_factory=dict)
     duration_seconds: float = 0.0
     quality: Quality | None = _omitted()
+    speaker_id: str | None = _omitted()  # the sidecar's
 
     @property
     def neu_tokens(self) -> list[int]:

@@ -84,7 +84,8 @@ class EnhanceStage(Stage):
         out_path = workdir / "out" / key
         ann = self._annotator
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
-                                batch=s.quality_batch_segments)
+                                batch=s.quality_batch_segments,
+                               speaker_threshold=s.quality_speaker_label_threshold)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio, for the annotations
 

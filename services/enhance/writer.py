@@ -4,6 +4,8 @@ With an annotator (docs/quality.md), segments are gathered ``batch`` at a time o
 thread and annotated together (input and output audio, both already in memory) before they are
 written; their sidecar gets a ``quality`` object. A batch whose annotation fails is written
 without it and each of its segments gets an entry in ``errors``: the audio is never lost.
+With annotations, a source file's encoded segments are held until the file is complete, to
+label its speakers (``speakers.py``: ``speaker_id`` in each sidecar), then written in order.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from common.shards.audio import flac_bytes, resample
 from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.enhance.segments import CutSegment, SegmentSpec
+from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
 from services.records import Sidecar, segment_id
 
 log = logging.getLogger(__name__)
@@ -29,7 +32,8 @@ class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
     def __init__(self, path: Path, rate: int, ahead: int = 32, annotator: Any = None,
-                 in_rate: int = 0, batch: int = 16) -> None:
+                 in_rate: int = 0, batch: int = 16,
+                 speaker_threshold: float = DEFAULT_THRESHOLD) -> None:
         self.rate = rate
         self._writer = ShardWriter(path)
         self.written = 0
@@ -41,9 +45,11 @@ class EnhancedWriter:
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
-        # the last partial batch is annotated and written at the end
+        self._held = HeldSegments()
+        self.labeller = SpeakerLabeller(self._emit, speaker_threshold)
+        # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
-            WriteBehind(self._take, ahead, name="enhance-write", finish=self._flush)
+            WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish)
 
     def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
         """``before``: the segment's input at ``in_rate`` (for the annotations), if any."""
@@ -56,6 +62,12 @@ class EnhancedWriter:
         self._pending.append(item)
         if len(self._pending) >= self.batch:
             self._flush()
+
+    def _finish(self) -> None:
+        self._flush()
+        self.labeller.flush()
+        self.quality.speaker_files = self.labeller.files
+        self.quality.speakers = self.labeller.speakers
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -90,13 +102,22 @@ class EnhancedWriter:
                        quality=None if quality is None else quality.to_record())
         if quality is not None:
             self.quality.add(quality)
-        self._writer.write(_seg_id(seg), {
-            "flac": flac_bytes(out, OUT_RATE),
-            "json": meta.to_json().encode("utf-8"),
-        })
-        self.written += 1
+        flac = flac_bytes(out, OUT_RATE)
         self.seconds_out += out.size / OUT_RATE
-        self.durations.append((s, meta.duration_seconds))
+        if self.annotator is None:
+            self._emit((seg, flac, meta), None)
+            return
+        embedding = None if quality is None else quality.speaker_embedding
+        self.labeller.put(s.key, embedding, self._held.hold(seg, flac, meta),
+                          None if quality is None else quality.speaker_parts)
+
+    def _emit(self, item: Any, speaker_id: str | None) -> None:
+        seg, flac, meta = self._held.take(item) if isinstance(item, int) else item
+        if speaker_id is not None:
+            meta = meta.model_copy(update={"speaker_id": speaker_id})
+        self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
+        self.written += 1
+        self.durations.append((seg.spec, meta.duration_seconds))
 
     def close(self) -> None:
         try:
@@ -104,11 +125,14 @@ class EnhancedWriter:
         except BaseException:
             self._writer.abort()
             raise
+        finally:
+            self._held.close()
         self._writer.close()
 
     def abort(self) -> None:
         self._behind.abort()  # what is pending is dropped
         self._writer.abort()
+        self._held.close()
 
 
 def _seg_id(seg: CutSegment) -> str:
@@ -125,6 +149,8 @@ class QualityTally:
         self.changed_text = 0
         self.ovrl_before = 0.0
         self.ovrl_after = 0.0
+        self.speaker_files = 0  # source files whose segments were labelled
+        self.speakers = 0  # labels given, all files together
 
     def add(self, rec: Any) -> None:
         self.annotated += 1
@@ -140,4 +166,5 @@ class QualityTally:
                 "fidelity_checked": self.fidelity_checked,
                 "restoration_changed_text": self.changed_text,
                 "mean_ovrl_before": round(self.ovrl_before / n, 3),
-                "mean_ovrl_after": round(self.ovrl_after / n, 3)}
+                "mean_ovrl_after": round(self.ovrl_after / n, 3),
+                "speaker_files": self.speaker_files, "speakers": self.speakers}

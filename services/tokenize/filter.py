@@ -22,12 +22,14 @@ class FilterPolicy:
     min_ovrl: float = 2.0  # skip when DNSMOS OVRL after restoration is below (0: off)
     min_ovrl_delta: float | None = None  # skip when OVRL after - before is below (None: off)
     changed_text: bool = False  # skip segments flagged restoration_changed_text
+    min_speech_fraction: float = 0.0  # skip when less of the restored audio is speech (0: off)
 
     @classmethod
     def from_settings(cls, s: Any) -> FilterPolicy:
         return cls(multi_speaker=s.filter_multi_speaker, min_ovrl=s.filter_min_ovrl,
                    min_ovrl_delta=s.filter_min_ovrl_delta,
-                   changed_text=s.filter_restoration_changed_text)
+                   changed_text=s.filter_restoration_changed_text,
+                   min_speech_fraction=s.filter_min_speech_fraction)
 
     def reasons(self, quality: Quality | dict[str, Any] | None) -> list[str]:
         """``quality``: a sidecar's block (or its JSON object; a malformed one raises
@@ -47,8 +49,12 @@ class FilterPolicy:
             out.append(f"dnsmos_delta<{self.min_ovrl_delta:g}")
         if self.changed_text and quality.restoration_changed_text:
             out.append("restoration_changed_text")
+        speech = quality.speech_fraction
+        if self.min_speech_fraction > 0 and speech is not None and speech < self.min_speech_fraction:
+            out.append(f"speech_fraction<{self.min_speech_fraction:g}")
         return out
 
     def describe(self) -> dict[str, Any]:
         return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
-                "min_ovrl_delta": self.min_ovrl_delta, "restoration_changed_text": self.changed_text}
+                "min_ovrl_delta": self.min_ovrl_delta, "restoration_changed_text": self.changed_text,
+                "min_speech_fraction": self.min_speech_fraction}

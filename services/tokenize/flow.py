@@ -42,6 +42,7 @@ class Segment:
     prepared: Prepared | None = None
     error: str | None = None
     quality: Quality | None = None  # the sidecar's filterable annotations
+    speaker_id: str | None = None  # the sidecar's (its voice within the source file)
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
@@ -92,6 +93,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             meta = Sidecar.from_json(item.files["json"])  # RecordError: bad_json:<why>
             seg.text = meta.text
             seg.quality = None if meta.quality is None else meta.quality.filterable()
+            seg.speaker_id = meta.speaker_id
             if quality_filter is not None and (reasons := quality_filter.reasons(meta.quality)):
                 seg.skipped = reasons
                 seg.duration = float(meta.duration_seconds or 0.0)
@@ -141,7 +143,7 @@ class JsonlWriter:
 def token_line(seg: Segment, codes: np.ndarray) -> str:
     return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
                      duration_seconds=round(float(seg.duration), 2),
-                     quality=seg.quality).to_json() + "\n"
+                     quality=seg.quality, speaker_id=seg.speaker_id).to_json() + "\n"
 
 
 @dataclass
