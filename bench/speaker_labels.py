@@ -107,7 +107,16 @@ def all_files() -> list[File]:
     return pyannote_file() + sphinx_files() + fillets_files() + espeak_files()
 
 
-def embed(files: list[File], snr: float | None = None) -> list[tuple[np.ndarray, list[int]]]:
+def _restore(x: np.ndarray) -> np.ndarray:
+    """RNNoise, as the enhance stage's rnnoise backend runs it (48 kHz), back to 16 kHz."""
+    from common.shards.audio import resample
+    from services.enhance.denoise import rnnoise_denoise
+
+    return resample(rnnoise_denoise(resample(x, SR, 48000)), 48000, SR)
+
+
+def embed(files: list[File], snr: float | None = None,
+          restore: bool = False) -> list[tuple[np.ndarray, list[int]]]:
     from bench.speechgen import add_noise
     from services.enhance.quality.speaker import SpeakerEncoder
 
@@ -116,6 +125,8 @@ def embed(files: list[File], snr: float | None = None) -> list[tuple[np.ndarray,
     for i, f in enumerate(files):
         clips = [s if snr is None else add_noise(s, snr, i * 100 + j)
                  for j, s in enumerate(f.segments)]
+        if restore:
+            clips = [_restore(c) for c in clips]
         sc = enc.score(clips)
         out.append((np.stack([s.embedding for s in sc]), [s.parts for s in sc]))
     return out
@@ -145,13 +156,14 @@ GROUPS = {"natural": ("pyannote", "pocketsphinx"), "fillets": ("fillets",),
 
 
 def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], thresholds: list[float],
-          min_parts: int = 2) -> list[dict]:
+          min_parts: int = 2, join_margin: float = 0.05) -> list[dict]:
     """One row per threshold and group of files (GROUPS), pairs pooled over the group."""
     from services.enhance.speakers import cluster
 
     rows = []
     for t in thresholds:
-        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts), f.speakers)
+        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, t - join_margin),
+                             f.speakers)
                for f, e in zip(files, embs)}
         for group, prefixes in GROUPS.items():
             mine = [v for k, v in per.items() if k.startswith(prefixes)]
@@ -173,13 +185,16 @@ def main() -> None:
     ap.add_argument("--thresholds", default="0.6,0.65,0.7,0.75,0.8,0.85")
     ap.add_argument("--per-file", action="store_true")
     ap.add_argument("--min-parts", type=int, default=2)
+    ap.add_argument("--join-margin", default="0.05")
+    ap.add_argument("--restore", action="store_true", help="RNNoise before embedding")
     a = ap.parse_args()
     files = all_files()
-    embs = embed(files, a.snr)
-    for r in sweep(files, embs, [float(x) for x in a.thresholds.split(",")], a.min_parts):
-        if not a.per_file:
-            r = {k: v for k, v in r.items() if k != "per_file"}
-        print(json.dumps(r))
+    embs = embed(files, a.snr, a.restore)
+    for m in [float(x) for x in a.join_margin.split(",")]:
+        for r in sweep(files, embs, [float(x) for x in a.thresholds.split(",")], a.min_parts, m):
+            if not a.per_file:
+                r = {k: v for k, v in r.items() if k != "per_file"}
+            print(json.dumps({"join_margin": m, **r}))
 
 
 if __name__ == "__main__":

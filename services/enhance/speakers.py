@@ -23,17 +23,21 @@ from typing import Any
 import numpy as np
 
 DEFAULT_THRESHOLD = 0.8  # cosine similarity; docs/quality.md has how it was chosen
+JOIN_MARGIN = 0.05  # a short segment joins a cluster this much below the threshold
 MIN_PARTS = 2  # voiced 1.6 s partials for a segment to take part in the clustering itself
 
 
 def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
-            parts: list[int] | None = None, min_parts: int = MIN_PARTS) -> list[int]:
+            parts: list[int] | None = None, min_parts: int = MIN_PARTS,
+            join: float | None = None) -> list[int]:
     """Cluster numbers (0, 1, ... by first appearance) for ``embeddings``.
 
     ``parts``: voiced partials behind each embedding. Segments with at least ``min_parts`` are
-    clustered; the shorter ones (a 1.6 s partial or less: noisy embeddings) then join the
-    cluster whose centroid is nearest, so a short interjection neither founds a speaker of its
-    own nor chains two speakers together. With no long segment, all are clustered alike."""
+    clustered first; a shorter one (a 1.6 s partial or less: a noisy embedding) then joins the
+    cluster whose centroid is nearest if their cosine is at least ``join`` (default
+    ``threshold - JOIN_MARGIN``: one short embedding is noisier than a mean), so a short interjection
+    neither founds a speaker of its own nor chains two speakers together; the short ones left
+    over are clustered among themselves. With no long segment, all are clustered alike."""
     n = len(embeddings)
     if n == 0:
         return []
@@ -44,11 +48,19 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
         long[:] = True
     raw = np.zeros(n, int)
     raw[long] = _agglomerate(x[long], threshold)
-    if not long.all():
+    short = np.flatnonzero(~long)
+    if short.size:
         ids = np.unique(raw[long])
         cents = np.stack([x[long][raw[long] == c].mean(axis=0) for c in ids])
         cents /= np.maximum(np.linalg.norm(cents, axis=1, keepdims=True), 1e-9)
-        raw[~long] = ids[np.argmax(x[~long] @ cents.T, axis=1)]
+        sims = x[short] @ cents.T
+        near = sims.argmax(axis=1)
+        joins = sims[np.arange(short.size), near] >= (threshold - JOIN_MARGIN
+                                                      if join is None else join)
+        raw[short[joins]] = ids[near[joins]]
+        rest = short[~joins]
+        if rest.size:
+            raw[rest] = _agglomerate(x[rest], threshold) + ids.max()
     first: dict[int, int] = {}
     return [first.setdefault(int(c), len(first)) for c in raw]
 

@@ -22,7 +22,7 @@ class FilterPolicy:
     min_ovrl: float = 2.0  # skip when DNSMOS OVRL after restoration is below (0: off)
     min_ovrl_delta: float | None = None  # skip when OVRL after - before is below (None: off)
     changed_text: bool = False  # skip segments flagged restoration_changed_text
-    min_speech_fraction: float = 0.0  # skip when less of the restored audio is speech (0: off)
+    min_speech_fraction: float = 0.1  # skip when less of the restored audio is speech (0: off)
 
     @classmethod
     def from_settings(cls, s: Any) -> FilterPolicy:

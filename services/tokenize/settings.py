@@ -37,7 +37,7 @@ class TokenizeSettings(Settings):
     filter_restoration_changed_text: bool = Field(
         False, description="segments flagged restoration_changed_text get no tokens")
     filter_min_speech_fraction: float = Field(
-        0.3, ge=0.0, le=1.0, description="segments whose restored audio is less speech than "
+        0.1, ge=0.0, le=1.0, description="segments whose restored audio is less speech than "
         "this (Silero VAD share) get no tokens: silence, tones (0: off)")
 
     @field_validator("tokenizer")
