@@ -94,8 +94,19 @@ class Record(BaseModel):
 
 
 # --- asr/<shard>.jsonl ---------------------------------------------------------------------------
+class Word(Record):
+    """One word of a segment, times in seconds in its raw member (Whisper's cross-attention
+    alignment); ``probability``: the word's token probability."""
+
+    word: str
+    start: float
+    end: float
+    probability: float
+
+
 class AsrSegment(Record):
-    """One TTS-sized segment of a member; ``reason`` (comma-joined flags) is None when kept."""
+    """One TTS-sized segment of a member; ``reason`` (comma-joined flags) is None when kept.
+    ``words`` and ``min_word_probability`` (the lowest of them) when word timestamps are on."""
 
     idx: int
     start: float
@@ -106,6 +117,8 @@ class AsrSegment(Record):
     compression_ratio: float | None = None
     kept: bool = False
     reason: str | None = None
+    words: list[Word] | None = _omitted()
+    min_word_probability: float | None = _omitted()
 
 
 class AsrLine(Record):
@@ -191,6 +204,7 @@ class Sidecar(Record):
     duration_seconds: float | None = None
     quality: Quality | None = _omitted()
     speaker_id: str | None = _omitted()  # "<source_key>#s<n>": the voice within its source file
+    min_word_probability: float | None = _omitted()  # the asr segment's
 
 
 # --- tokens/<tokenizer>/<shard>.jsonl and the tokenize done record --------------------------------
@@ -204,6 +218,7 @@ class TokenLine(Record):
     duration_seconds: float = 0.0
     quality: Quality | None = _omitted()
     speaker_id: str | None = _omitted()  # the sidecar's
+    min_word_probability: float | None = _omitted()  # the sidecar's
 
     @property
     def neu_tokens(self) -> list[int]:

@@ -30,6 +30,10 @@ class AsrSettings(WhisperSettings):
     asr_vad_threshold: float = Field(0.5, description="Silero VAD speech probability threshold")
     asr_vad_min_silence_ms: int = Field(
         500, description="a pause at least this long may end a segment")
+    asr_word_timestamps: bool = Field(
+        True, description="word times and probabilities per segment; segments trimmed to them")
+    asr_word_margin_seconds: float = Field(
+        0.2, ge=0.0, description="kept before the first word and after the last when trimming")
     asr_merge_gap_seconds: float = Field(
         3.0, description="pauses up to this stay inside one transcription clip")
 
