@@ -4,9 +4,10 @@ segment's bounds trimmed to them (docs/asr.md, word timestamps).
 
 Whisper's alignment has no gaps: a word starts where the previous one ended, so a pause before
 a word is counted in it (measured: starts 0.26 s early, median, on words with pauses between
-them). :func:`place` therefore moves a word's start past the quiet frames it begins with, and
-its end back before the quiet frames it ends with (10 ms frames more than ``QUIET_DB`` below
-the clip's loud frames); in connected speech there are none and nothing moves.
+them). :func:`place` therefore moves a word's start to the end of the last pause (80 ms or more
+of 10 ms frames ``QUIET_DB`` below the clip's loud frames) in its first half, and its end to
+the start of the first pause in its second half; in connected speech there are none and
+nothing moves.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ WordTimes = list[tuple[str, float, float, float]]  # (word, start, end, probabil
 SAMPLE_RATE = 16000
 FRAME = 160  # 10 ms
 QUIET_DB = 30.0  # a frame this far below the clip's loud frames (95th percentile) is quiet
+FLOOR_DB = 6.0  # or within this of the quietest frames (10th percentile): background noise
+MIN_PAUSE_FRAMES = 8  # 80 ms: longer than a stop's closure in connected speech
 
 
 def place(clips: list[Clip], texts: list[ClipText], audio: np.ndarray | None = None
@@ -48,19 +51,42 @@ def snapped(words: WordTimes, audio: np.ndarray, clip: Clip) -> WordTimes:
     if n < 3:
         return words
     db = 10 * np.log10(np.mean(x[:n * FRAME].reshape(n, FRAME) ** 2, axis=1) + 1e-12)
-    loud = db >= np.percentile(db, 95) - QUIET_DB
+    # quiet: far below the loud frames, or (in noise) near the floor of the quietest frames
+    loud = db >= max(np.percentile(db, 95) - QUIET_DB, np.percentile(db, 10) + FLOOR_DB)
     out = []
     for w, a, b, p in words:
         i, j = _frame(a, clip, n), _frame(b, clip, n)
+        if j - i >= 2:
+            mid = (i + j) // 2
+            # the last pause in the word's first half ends where the word starts; the first
+            # pause in its second half starts where it ends
+            runs = _quiet_runs(loud, i, mid)
+            i = runs[-1][1] if runs else i
+            runs = _quiet_runs(loud, mid, j)
+            j = runs[0][0] if runs else j
         while i < j and not loud[i]:
             i += 1
         while j > i and not loud[j - 1]:
             j -= 1
         if i < j:  # a word with no loud frame at all keeps Whisper's times
-            a, b = max(a, clip.start + i * FRAME / SAMPLE_RATE), \
-                min(b, clip.start + j * FRAME / SAMPLE_RATE)
+            a = max(a, clip.start + i * FRAME / SAMPLE_RATE)
+            b = min(b, clip.start + j * FRAME / SAMPLE_RATE)
         out.append((w, a, b, p))
     return out
+
+
+def _quiet_runs(loud: np.ndarray, i: int, j: int) -> list[tuple[int, int]]:
+    """Runs of at least ``MIN_PAUSE_FRAMES`` quiet frames in ``[i, j)``, as (first, end)."""
+    runs, start = [], None
+    for k in range(i, j + 1):
+        q = k < j and not loud[k]
+        if q and start is None:
+            start = k
+        elif not q and start is not None:
+            if k - start >= MIN_PAUSE_FRAMES:
+                runs.append((start, k))
+            start = None
+    return runs
 
 
 def _frame(t: float, clip: Clip, n: int) -> int:
