@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from common.settings import Settings
 from common.storage import NotFound, Store, open_store
 from services.ops.report.quality import QualityData
+from services.ops.report.trainers import TrainerData
 from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
 from services.stages import STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
@@ -75,6 +76,7 @@ class ReportData:
     failed: list[dict[str, Any]] = field(default_factory=list)
     cost: dict[str, Any] = field(default_factory=dict)  # services.ops.costs.summary
     quality: QualityData = field(default_factory=QualityData)
+    trainers: TrainerData = field(default_factory=TrainerData)
 
 
 def _jsonl(store: Store, key: str, record: type[R]) -> tuple[list[R], int]:
@@ -199,6 +201,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
             data.token_seconds += sum(float(r.duration_seconds) for r in tokens)
             for r in tokens:
                 data.quality.add_line(r)
+                data.trainers.add_line(r)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
     return data
@@ -234,4 +237,5 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "unreadable": data.unreadable,
         "cost": data.cost,
         "quality": data.quality.as_dict(),
+        "trainers": data.trainers.as_dict(),
     }

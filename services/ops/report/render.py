@@ -205,8 +205,10 @@ def render_html(data: ReportData) -> str:
         ("walltimes", "Shard wall times", chart_walltimes(data)),
     ]
     from services.ops.report.quality import charts as quality_charts
+    from services.ops.report.trainers import charts as trainer_charts
 
     charts += quality_charts(data.quality)
+    charts += trainer_charts(data.trainers)
     figs = "".join(
         f'<figure><img id="chart-{cid}" class="chart" alt="{escape(cap)}" '
         f'src="data:image/png;base64,{b64}"><figcaption>{escape(cap)}</figcaption></figure>'
