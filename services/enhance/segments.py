@@ -33,6 +33,7 @@ class SegmentSpec:
     end: float
     text: str
     language: str | None
+    min_word_probability: float | None = None  # the asr segment's, passed to the sidecar
 
 
 @dataclass
@@ -67,7 +68,7 @@ def read_plan(asr_jsonl: Path) -> Plan:
             seen: set[int] = set()
             for s in line.kept:
                 spec = SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
-                                   line.language)
+                                   line.language, s.min_word_probability)
                 if spec.idx in seen or spec.end <= spec.start:
                     plan.errors.append({"key": line.key,
                                         "reason": f"asr_segment_invalid:{spec.idx}"})

@@ -43,6 +43,7 @@ class Segment:
     error: str | None = None
     quality: Quality | None = None  # the sidecar's filterable annotations
     speaker_id: str | None = None  # the sidecar's (its voice within the source file)
+    min_word_probability: float | None = None  # the sidecar's
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
@@ -94,6 +95,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             seg.text = meta.text
             seg.quality = None if meta.quality is None else meta.quality.filterable()
             seg.speaker_id = meta.speaker_id
+            seg.min_word_probability = meta.min_word_probability
             if quality_filter is not None and (reasons := quality_filter.reasons(meta.quality)):
                 seg.skipped = reasons
                 seg.duration = float(meta.duration_seconds or 0.0)
@@ -143,7 +145,8 @@ class JsonlWriter:
 def token_line(seg: Segment, codes: np.ndarray) -> str:
     return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
                      duration_seconds=round(float(seg.duration), 2),
-                     quality=seg.quality, speaker_id=seg.speaker_id).to_json() + "\n"
+                     quality=seg.quality, speaker_id=seg.speaker_id,
+                     min_word_probability=seg.min_word_probability).to_json() + "\n"
 
 
 @dataclass

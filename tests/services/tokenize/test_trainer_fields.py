@@ -1,6 +1,7 @@
-"""Tokenize keeps what trainers select on: ``speaker_id`` and the prosody fields reach the
-tokens line; a segment that is not speech (silence, a tone: speech_fraction below the policy's
-minimum) is skipped with its reason, whatever DNSMOS said (docs/quality.md)."""
+"""Tokenize keeps what trainers select on: ``speaker_id``, ``min_word_probability`` and the
+prosody fields reach the tokens line; a segment that is not speech (silence, a tone:
+speech_fraction below the policy's minimum) is skipped with its reason, whatever DNSMOS said
+(docs/quality.md)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
                     "quality": _quality(speech)}
             if sid is not None:
                 meta["speaker_id"] = sid
+                meta["min_word_probability"] = 0.42
             w.write(key, {"json": json.dumps(meta).encode(),
                           "flac": flac_bytes(tone(0.6, 24_000, seed=i), 24_000)})
     stage = TokenizeStage(s)
@@ -52,6 +54,7 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["id"] for x in lines] == ["f_0000", "f_0001", "g_0000"]
     assert [x.get("speaker_id") for x in lines] == ["f#s0", "f#s1", None]
+    assert [x.get("min_word_probability") for x in lines] == [0.42, 0.42, None]
     q = lines[0]["quality"]
     assert q["pitch"] == {"mean": 121.5, "std": 18.2} and q["snr"] == 23.4
     assert q["speaking_rate"] == 14.1 and q["speaking_rate_unit"] == "chars/s"

@@ -28,7 +28,8 @@ def voices():
 
 
 def _line(key: str, spans: list[tuple[float, float]], texts: list[str]) -> str:
-    segs = [{"idx": i, "start": a, "end": b, "text": t, "kept": True}
+    segs = [{"idx": i, "start": a, "end": b, "text": t, "kept": True,
+             "min_word_probability": 0.25 + i / 10}
             for i, ((a, b), t) in enumerate(zip(spans, texts))]
     return json.dumps({"key": key, "language": "en", "status": "ok",
                        "duration": spans[-1][1], "segments": segs}) + "\n"
@@ -76,6 +77,7 @@ def test_speaker_ids_and_prosody_in_the_sidecars(make_settings, tmp_path, voices
     assert ids["talk_0000"] == ids["talk_0002"] == "talk#s0"
     assert ids["talk_0001"] == ids["talk_0003"] == "talk#s1"
     assert ids["solo_0000"] == ids["solo_0001"] == "solo#s0"
+    assert metas["talk_0001"]["min_word_probability"] == 0.35  # the asr segment's, carried
     for k in ("talk_0000", "talk_0001", "solo_0000"):
         q = metas[k]["quality"]
         assert q["speech_fraction"] > 0.5 and 60 < q["pitch"]["mean"] < 400
