@@ -7,8 +7,8 @@ rate, SNR, and how much of the segment is speech at all.
 - ``pitch``: f0 mean and standard deviation in Hz over voiced frames, from WORLD's DIO +
   StoneMask (``pyworld``, 10 ms frames, DIO's speed 4), on the restored audio.
 - ``speaking_rate``: letters and digits of the transcript per second of speech (VAD seconds);
-  Japanese in morae per second when its reading can be had (``pykakasi``), else characters. The
-  unit is written beside it.
+  Japanese in morae per second, from the reading ``pykakasi`` gives (kanji included; without
+  the package, characters). The unit is written beside it.
 - ``snr``: dB, on the input (before restoration): the segment's mean power over a noise floor
   taken as the mean power of its quietest 20 ms frames (the 10th percentile and below). Speech
   has pauses between words even inside an ASR segment; the noise is there in them too.
