@@ -7,7 +7,12 @@ alternate between utterances). The real asr stage (``transcribe_file``: VAD, cli
 batched Whisper) transcribes each; recognised words are matched to the known ones by text
 (difflib on normalised words), and each match's start and end compared.
 
-    python -m bench.word_times [--utterances 12] [--model bundled:whisper-base]
+``--librivox``: connected speech instead, pocketsphinx-testdata's five LibriVox lines, the
+reference times from pocketsphinx's own en-us forced alignment of their transcripts
+(``pip install pocketsphinx``). ``--no-snap``: Whisper's times as they are, without moving
+word edges off pauses (services/asr/words.py).
+
+    python -m bench.word_times [--utterances 12] [--snr 20] [--librivox] [--no-snap] [--no-cost]
 """
 
 from __future__ import annotations
@@ -67,6 +72,26 @@ def utterances(n: int, seed: int = 0, snr: float | None = None
     return out
 
 
+def librivox() -> list[tuple[np.ndarray, list[tuple[str, float, float]]]]:
+    """The LibriVox lines with pocketsphinx's forced alignment of their transcripts."""
+    from pocketsphinx import Decoder
+
+    from bench.known_speakers import sphinx_lines, sphinx_texts
+
+    lines, texts = sphinx_lines()["librivox"], sphinx_texts()["librivox"]
+    out = []
+    for x, text in zip(lines, texts):
+        dec = Decoder(samprate=SR)
+        dec.set_align_text(text.lower())
+        dec.start_utt()
+        dec.process_raw((np.clip(x, -1, 1) * 32767).astype(np.int16).tobytes(), full_utt=True)
+        dec.end_utt()
+        truth = [(_norm(s.word.split("(")[0]), s.start_frame / 100, (s.end_frame + 1) / 100)
+                 for s in dec.seg() if not s.word.startswith(("<", "["))]
+        out.append((x, truth))
+    return out
+
+
 def _stage(model: str, words: bool):
     from services.asr.settings import AsrSettings
     from services.asr.stage import AsrStage
@@ -97,8 +122,14 @@ def main() -> None:
     ap.add_argument("--model", default="bundled:whisper-base")
     ap.add_argument("--snr", type=float, default=None, help="white noise at this SNR (dB)")
     ap.add_argument("--no-cost", action="store_true", help="accuracy only (word times on)")
+    ap.add_argument("--librivox", action="store_true")
+    ap.add_argument("--no-snap", action="store_true")
     a = ap.parse_args()
-    utts = utterances(a.utterances, snr=a.snr)
+    if a.no_snap:
+        import services.asr.words as w
+
+        w.snapped = lambda words, audio, clip: words
+    utts = librivox() if a.librivox else utterances(a.utterances, snr=a.snr)
     audio_s = sum(x.size for x, _ in utts) / SR
     cpu = {}
     lines = {}
@@ -127,7 +158,8 @@ def main() -> None:
             [abs(errors(li, t)[0][0]) for li, (_, t) in zip(lines[True], utts)
              if errors(li, t)])), 3),
         "segments": len(trims),
-        "snr": a.snr,
+        "snr": a.snr, "data": "librivox" if a.librivox else "espeak words",
+        "snap": not a.no_snap,
         **({} if a.no_cost else {
             "cpu_s_off": [round(x, 2) for x in cpu[False]],
             "cpu_s_on": [round(x, 2) for x in cpu[True]],
