@@ -27,6 +27,11 @@ def _quality(speech: float) -> dict:
             "speaking_rate_unit": "chars/s", "snr": 23.4}
 
 
+def _stat(rec, name: str):
+    """A figure of the done record, whether it is a dict or a typed record with ``stat``."""
+    return rec.stat(name) if hasattr(rec, "stat") else rec[name]
+
+
 SEGS = {  # key -> (speaker_id, speech fraction)
     "f_0000": ("f#s0", 0.86),
     "f_0001": ("f#s1", 0.72),
@@ -58,9 +63,9 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
     q = lines[0]["quality"]
     assert q["pitch"] == {"mean": 121.5, "std": 18.2} and q["snr"] == 23.4
     assert q["speaking_rate"] == 14.1 and q["speaking_rate_unit"] == "chars/s"
-    assert [(x["key"], x["reasons"]) for x in rec["skipped"]] == [
+    assert [(x["key"], x["reasons"]) for x in _stat(rec, "skipped")] == [
         ("f_0002", ["speech_fraction<0.1"])]
-    assert rec["quality_filter"]["min_speech_fraction"] == 0.1
+    assert _stat(rec, "quality_filter")["min_speech_fraction"] == 0.1
 
 
 def test_the_speech_rule_off_and_unannotated_fields() -> None:
