@@ -155,8 +155,9 @@ class ClipTranscriber:
     def _words(self, tokenizer: Any, encoder_output: Any, outputs: list[dict],
                frames: list[int], options: Any) -> list[list[tuple[str, float, float, float]]]:
         """faster-whisper's word alignment (cross-attention + DTW) over the batch's rows."""
-        segs = [[{"tokens": list(o["tokens"]), "start": 0.0, "end": f / 100.0, "seek": 0}]
-                for o, f in zip(outputs, frames)]
+        segs: list[list[dict[str, Any]]] = [
+            [{"tokens": list(o["tokens"]), "start": 0.0, "end": f / 100.0, "seek": 0}]
+            for o, f in zip(outputs, frames)]
         self.model.add_word_timestamps(segs, tokenizer, encoder_output, frames,
                                        options.prepend_punctuations,
                                        options.append_punctuations, 0.0)

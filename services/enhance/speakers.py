@@ -106,12 +106,11 @@ class SpeakerLabeller:
         held, key, self._held = self._held, self._key, []
         if not held or key is None:
             return
-        have = [i for i, (e, _, _) in enumerate(held) if e is not None]
+        have = [(i, e, parts) for i, (e, parts, _) in enumerate(held) if e is not None]
         labels: dict[int, str] = {}
         if have:
-            nums = cluster([held[i][0] for i in have], self.threshold,  # type: ignore[misc]
-                           [held[i][1] for i in have])
-            labels = {i: speaker_label(key, c) for i, c in zip(have, nums)}
+            nums = cluster([e for _, e, _ in have], self.threshold, [p for _, _, p in have])
+            labels = {i: speaker_label(key, c) for (i, _, _), c in zip(have, nums)}
             self.files += 1
             self.speakers += max(nums) + 1
         for i, (_, _, item) in enumerate(held):
