@@ -44,12 +44,15 @@ def test_one_voice_gets_one_label_and_edge_cases() -> None:
 
 def test_short_segments_join_the_nearest_long_one() -> None:
     embs, who = _voices(2, 4, 0.3)
-    # a short segment between the two voices (noisy) would chain them; it joins the nearest
-    mid = embs[0] + embs[1] * 0.9
-    embs.append(mid / np.linalg.norm(mid))
-    parts = [6] * 8 + [1]
+    near = embs[1] + 0.3 * np.random.default_rng(5).standard_normal(256) / 16
+    mid = embs[0] + embs[1] * 0.9  # between the two voices: it would chain them
+    embs += [near / np.linalg.norm(near), mid / np.linalg.norm(mid)]
+    parts = [6] * 8 + [1, 1]
     labels = cluster(embs, DEFAULT_THRESHOLD, parts)
-    assert labels[:8] == who and labels[8] == 0
+    assert labels[:8] == who
+    assert labels[8] == 1  # near voice 1: joins it
+    assert labels[9] == 2  # near neither (0.73 to voice 0's centroid): a label of its own
+    assert cluster(embs, DEFAULT_THRESHOLD, parts, join=0.7)[9] == 0  # a looser join takes it
     assert cluster(embs[-1:], parts=[1]) == [0]  # no long segment: clustered as they are
 
 
