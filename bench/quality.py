@@ -95,6 +95,7 @@ def cost(quick: bool) -> list[dict]:
     from common.shards.audio import resample
     from services.enhance.quality.dnsmos import Dnsmos
     from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
+    from services.enhance.quality.prosody import measure
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.settings import EnhanceSettings
 
@@ -116,7 +117,9 @@ def cost(quick: bool) -> list[dict]:
     parts = {}
     dnsmos, speaker = Dnsmos(), SpeakerEncoder()
     for name, score in (("DNSMOS before + after", lambda c: dnsmos.score(c + c)),
-                        ("speaker encoder", speaker.score)):
+                        ("speaker encoder", speaker.score),
+                        ("prosody (speech fraction, pitch, rate, SNR)",
+                         lambda c: [measure(x, x, t, "en") for x, t in zip(c, texts)])):
         score(ins16[:1])  # load + warm-up
         t0 = time.process_time()
         score(ins16)

@@ -5,6 +5,6 @@ A row dict: ``{"name", "ours", "baseline", "ratio", "goal", "unit"}``.
 
 MODULES: list[str] = [
     "shards", "storage", "enhance", "orchestration", "tokenize", "asr", "quality", "dedup",
-    "export",
+    "export", "trainers",
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000
 ]

@@ -42,8 +42,19 @@ def segment_id(key: str, idx: int) -> str:
 
 
 # --- asr/<shard>.jsonl ---------------------------------------------------------------------------
+class Word(Record):
+    """One word of a segment, times in seconds in its raw member (Whisper's cross-attention
+    alignment); ``probability``: the word's token probability."""
+
+    word: str
+    start: float
+    end: float
+    probability: float
+
+
 class AsrSegment(Record):
-    """One TTS-sized segment of a member; ``reason`` (comma-joined flags) is None when kept."""
+    """One TTS-sized segment of a member; ``reason`` (comma-joined flags) is None when kept.
+    ``words`` and ``min_word_probability`` (the lowest of them) when word timestamps are on."""
 
     idx: int
     start: float
@@ -54,6 +65,8 @@ class AsrSegment(Record):
     compression_ratio: float | None = None
     kept: bool = False
     reason: str | None = None
+    words: list[Word] | None = omitted()
+    min_word_probability: float | None = omitted()
 
 
 class AsrLine(Record):
@@ -117,9 +130,18 @@ class Mos(Record):
     ovrl: float | None = omitted()
 
 
+class Pitch(Record):
+    """f0 over the voiced frames of the restored segment, in Hz."""
+
+    mean: float
+    std: float
+
+
 class Quality(Record):
     """A restored segment's annotations. ``None``: not computed (too short to judge speakers,
-    not in the fidelity sample). The sidecar has them all; a tokens line :meth:`filterable`."""
+    not in the fidelity sample). The sidecar has them all; a tokens line :meth:`filterable`.
+    The prosody fields (``speech_fraction`` .. ``snr``, docs/quality.md) are not written when
+    absent (annotations made before they existed)."""
 
     dnsmos_before: Mos | None = None
     dnsmos_after: Mos | None = None
@@ -131,6 +153,11 @@ class Quality(Record):
     restoration_changed_text: bool | None = None
     speaker_embedding: list[float] | None = omitted()
     fidelity_text: str | None = omitted()
+    speech_fraction: float | None = omitted()  # share of the restored audio that is speech
+    pitch: Pitch | None = omitted()  # None: no voiced frame
+    speaking_rate: float | None = omitted()  # in speaking_rate_unit, per second of speech
+    speaking_rate_unit: str | None = omitted()  # chars/s or mora/s
+    snr: float | None = omitted()  # dB, on the input before restoration
 
     def filterable(self) -> Quality:
         """What a tokens line and a skipped entry carry: all but the sidecar-only fields (and
@@ -154,6 +181,8 @@ class Sidecar(Record):
     end: float | None = None
     duration_seconds: float | None = None
     quality: Quality | None = omitted()
+    speaker_id: str | None = omitted()  # "<source_key>#s<n>": the voice within its source file
+    min_word_probability: float | None = omitted()  # the asr segment's
 
 
 # --- tokens/<tokenizer>/<shard>.jsonl and the tokenize done record --------------------------------
@@ -166,6 +195,8 @@ class TokenLine(Record):
     codes: dict[str, list[int]] = Field(default_factory=dict)
     duration_seconds: float = 0.0
     quality: Quality | None = omitted()
+    speaker_id: str | None = omitted()  # the sidecar's
+    min_word_probability: float | None = omitted()  # the sidecar's
 
     @property
     def neu_tokens(self) -> list[int]:

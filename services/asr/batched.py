@@ -27,25 +27,44 @@ class ClipText:
     text: str
     avg_logprob: float
     no_speech_prob: float
+    # (word, start, end, probability): seconds of the clip's window as decoded, of the file
+    # once the stage has placed them (words.place)
+    words: list[tuple[str, float, float, float]] | None = None
 
 
+N_FRAMES = 3000  # mel frames in Whisper's 30 s window
 MAX_PAUSE_SECONDS = 0.8  # longer pauses inside a clip are shortened to this in its window
 
 
-def window_audio(audio: np.ndarray, clip: Clip) -> np.ndarray:
-    """The clip's speech with its pauses capped at ``MAX_PAUSE_SECONDS``, as the peer's windows
-    hold speech with VAD padding only: long silences inside a window cost Whisper words (issue
-    11, measured in docs/asr.md). The text still belongs to the whole clip."""
+def window_pieces(clip: Clip) -> list[tuple[int, int]]:
+    """The file's sample ranges that make up the clip's window, in order: its speech with its
+    pauses capped at ``MAX_PAUSE_SECONDS``, as the peer's windows hold speech with VAD padding
+    only: long silences inside a window cost Whisper words (docs/asr.md). The text still
+    belongs to the whole clip."""
     half = int(MAX_PAUSE_SECONDS * SAMPLE_RATE) // 2
-    out: list[np.ndarray] = []
+    out: list[tuple[int, int]] = []
     for i, p in enumerate(clip.parts()):
         a, b = int(p.start * SAMPLE_RATE), int(p.end * SAMPLE_RATE)
         if i:  # the pause's own edges (its background, not digital silence), middle left out
             gap_start = int(clip.pauses[i - 1][0] * SAMPLE_RATE)
-            out.append(audio[gap_start:min(a, gap_start + half)])
-            out.append(audio[max(gap_start + half, a - half):a])
-        out.append(audio[a:b])
-    return np.concatenate(out)
+            out.append((gap_start, min(a, gap_start + half)))
+            out.append((max(gap_start + half, a - half), a))
+        out.append((a, b))
+    return out
+
+
+def window_audio(audio: np.ndarray, clip: Clip) -> np.ndarray:
+    return np.concatenate([audio[a:b] for a, b in window_pieces(clip)])
+
+
+def file_time(pieces: list[tuple[int, int]], t: float) -> float:
+    """A time in seconds of a clip's window (its ``pieces``), in seconds of the file."""
+    pos = max(0.0, t) * SAMPLE_RATE
+    for a, b in pieces:
+        if pos <= b - a:
+            return (a + pos) / SAMPLE_RATE
+        pos -= b - a
+    return pieces[-1][1] / SAMPLE_RATE
 
 
 class _CachingModel:
@@ -100,14 +119,22 @@ class ClipTranscriber:
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
             temperatures=[0.0], initial_prompt=None, prefix=None, suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=True,
-            max_initial_timestamp=0.0, word_timestamps=False,
+            max_initial_timestamp=0.0, word_timestamps=False,  # aligned apart: _words
             prepend_punctuations="\"'“¿([{-", append_punctuations="\"'.。,，!！?？:：”)]}、",
             multilingual=False, max_new_tokens=None, clip_timestamps="0",
             hallucination_silence_threshold=None, hotwords=None)
 
+    def frames(self, clips: list[Clip]) -> list[int]:
+        """Each clip's window length in mel frames (what word alignment looks at)."""
+        hop = self.model.feature_extractor.hop_length
+        return [min(N_FRAMES, max(1, -(-sum(b - a for a, b in window_pieces(c)) // hop)))
+                for c in clips]
+
     def transcribe(self, features: np.ndarray, language: str, encoded: Any = None,
-                   beam_size: int | None = None) -> list[ClipText]:
-        """One batched decode over ``features`` (one row per clip): one text per row."""
+                   beam_size: int | None = None,
+                   frames: list[int] | None = None) -> list[ClipText]:
+        """One batched decode over ``features`` (one row per clip): one text per row; with
+        ``frames`` (:meth:`frames`) and word timestamps on, each text's words too."""
         from faster_whisper.tokenizer import Tokenizer
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
@@ -115,6 +142,24 @@ class ClipTranscriber:
         if encoded is not None:
             self._proxy.prime(features, encoded)
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size)
-        _, outputs = self.pipeline.generate_segment_batched(features, tokenizer, options)
-        return [ClipText(tokenizer.decode(o["tokens"]).strip(), float(o["avg_logprob"]),
-                         float(o["no_speech_prob"])) for o in outputs]
+        encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
+                                                                         options)
+        out = [ClipText(tokenizer.decode(o["tokens"]).strip(), float(o["avg_logprob"]),
+                        float(o["no_speech_prob"])) for o in outputs]
+        if frames is not None and self.settings.asr_word_timestamps:
+            for t, words in zip(out, self._words(tokenizer, encoder_output, outputs, frames,
+                                                 options)):
+                t.words = words
+        return out
+
+    def _words(self, tokenizer: Any, encoder_output: Any, outputs: list[dict],
+               frames: list[int], options: Any) -> list[list[tuple[str, float, float, float]]]:
+        """faster-whisper's word alignment (cross-attention + DTW) over the batch's rows."""
+        segs: list[list[dict[str, Any]]] = [
+            [{"tokens": list(o["tokens"]), "start": 0.0, "end": f / 100.0, "seek": 0}]
+            for o, f in zip(outputs, frames)]
+        self.model.add_word_timestamps(segs, tokenizer, encoder_output, frames,
+                                       options.prepend_punctuations,
+                                       options.append_punctuations, 0.0)
+        return [[(w["word"], float(w["start"]), float(w["end"]), float(w["probability"]))
+                 for w in s[0].get("words", [])] for s in segs]

@@ -94,8 +94,10 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
         pos += len(ps)
         text = joiner(language).join(g.text for g in got if g.text)
         if _better(text, texts[i].text, looped):
+            words = None if any(g.words is None for g in got) else \
+                [w for g in got for w in g.words or ()]  # file seconds: parts in order
             texts[i] = ClipText(text, statistics.fmean(g.avg_logprob for g in got),
-                                min(g.no_speech_prob for g in got))
+                                min(g.no_speech_prob for g in got), words)
     still = {i for i in retry if not looped(texts[i].text)
              and is_short(texts[i].text, clips[i].speech_seconds, rate)}
     return Coverage(rate, len(retry), still)

@@ -5,6 +5,11 @@ A clip is speech joined across short pauses up to the segment max (clips.py) and
 is mapped back by timestamps and no cut can fall inside a word. Flags come from quality.py,
 with ``text_coverage`` from coverage.py and ``truncated`` for the segment that ends where a
 truncated file was cut (its last words are cut).
+
+With word timestamps (``words.py``), a segment's words are mapped from its clip's window to
+file time and the segment is trimmed to its first and last word plus a margin, never beyond
+the clip (the VAD's own padding): a breath or the next speaker's onset at the clip's edge is
+left out, and no first syllable is cut.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from services.asr import records
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
 from services.asr.settings import AsrSettings
+from services.asr.words import segment_words, trimmed
 from services.records import AsrSegment
 
 CUT_EDGE_SECONDS = 0.5  # a segment ending this close to a truncated file's end ends at the cut
@@ -39,10 +45,12 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
     for i, (clip, t) in enumerate(zip(clips, texts)):
         cr = get_compression_ratio(t.text) if t.text else 0.0
         cut = cut_at is not None and clip.end >= cut_at - CUT_EDGE_SECONDS
-        reasons = flag_segment(t.text, clip.start, clip.end, t.avg_logprob, t.no_speech_prob, cr,
+        words = segment_words(clip, t.words)
+        start, end = trimmed(clip, words, settings.asr_word_margin_seconds, keep_end=cut)
+        reasons = flag_segment(t.text, start, end, t.avg_logprob, t.no_speech_prob, cr,
                                settings, covered=i not in short, cut=cut)
-        lines.append(records.segment(i, clip.start, clip.end, t.text, t.avg_logprob,
-                                     t.no_speech_prob, cr, reasons))
+        lines.append(records.segment(i, start, end, t.text, t.avg_logprob,
+                                     t.no_speech_prob, cr, reasons, words))
         if not reasons:
-            kept_seconds += clip.duration
+            kept_seconds += end - start
     return Segments(lines, sum(1 for x in lines if x.kept), kept_seconds)

@@ -3,7 +3,7 @@ formats): the values rounded as the format has them (times to the ms, scores to 
 
 from __future__ import annotations
 
-from services.records import AsrLine, AsrSegment, written_keys
+from services.records import AsrLine, AsrSegment, Word, written_keys
 
 # the keys every line and segment has, in order (a line may add ``notes``)
 LINE_FIELDS = written_keys(AsrLine)
@@ -25,7 +25,8 @@ def line(key: str, status: str, *, language: str | None = None,
 
 
 def segment(idx: int, start: float, end: float, text: str, avg_logprob: float,
-            no_speech_prob: float, compression_ratio: float, reasons: list[str]) -> AsrSegment:
+            no_speech_prob: float, compression_ratio: float, reasons: list[str],
+            words: list[Word] | None = None) -> AsrSegment:
     return AsrSegment(
         idx=idx,
         start=round(start, 3),
@@ -36,4 +37,6 @@ def segment(idx: int, start: float, end: float, text: str, avg_logprob: float,
         compression_ratio=round(compression_ratio, 3),
         kept=not reasons,
         reason=",".join(reasons) or None,
+        words=words,
+        min_word_probability=min((w.probability for w in words), default=None) if words else None,
     )

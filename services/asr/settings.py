@@ -37,6 +37,11 @@ class AsrSettings(WhisperSettings):
         0.5, ge=0, le=1, description="Silero VAD speech probability threshold")
     asr_vad_min_silence_ms: int = Field(
         500, ge=0, le=60_000, description="a pause at least this long may end a segment")
+    asr_word_timestamps: bool = Field(
+        True, description="word times and probabilities per segment; segments trimmed to them")
+    asr_word_margin_seconds: float = Field(
+        0.2, ge=0.0, le=10.0,
+        description="kept before the first word and after the last when trimming")
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 

@@ -123,6 +123,7 @@ class AsrStage(Stage):
         from services.asr.langid import aggregate, pick_clips
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
+        from services.asr.words import place
 
         s = self.settings
         tr = self._transcriber()
@@ -153,12 +154,15 @@ class AsrStage(Stage):
             out = []
             for b in range(0, len(batch), s.asr_batch_size):
                 part = batch[b:b + s.asr_batch_size]
-                out += tr.transcribe(tr.features(audio, part), language, beam_size=beam)
+                out += place(part, tr.transcribe(tr.features(audio, part), language,
+                                                 beam_size=beam, frames=tr.frames(part)), audio)
             return out
 
         texts: list = [None] * len(clips)
         with self.clock.model():
-            lid_texts = tr.transcribe(lid_feats, language, lid_encoded)
+            lid_clips = [clips[i] for i in lid_idx]
+            lid_texts = place(lid_clips, tr.transcribe(lid_feats, language, lid_encoded,
+                                                       frames=tr.frames(lid_clips)), audio)
         for i, t in zip(lid_idx, lid_texts):
             texts[i] = t
         rest = [i for i in range(len(clips)) if texts[i] is None]

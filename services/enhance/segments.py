@@ -30,6 +30,7 @@ class SegmentSpec:
     end: float
     text: str
     language: str | None
+    min_word_probability: float | None = None  # the asr segment's, passed to the sidecar
 
 
 @dataclass
@@ -79,7 +80,7 @@ def read_plan(asr_jsonl: Path, max_seconds: float | None = None, name: str | Non
             if problem is not None:
                 raise AsrInputError(f"{where}: {problem}"[:300])
             kept = [SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
-                                line.language) for s in line.kept]
+                                line.language, s.min_word_probability) for s in line.kept]
             if kept:
                 plan.by_key[line.key] = sorted(kept, key=lambda s: s.start)
             else:

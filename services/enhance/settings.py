@@ -45,6 +45,9 @@ class EnhanceSettings(WhisperSettings):
         "1.8x cheaper, ~0.12 OVRL below the reference (docs/quality.md)")
     quality_speaker_threshold: float = Field(
         0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
+    quality_speaker_label_threshold: float = Field(
+        0.8, ge=-1.0, le=1.0, description="cosine similarity that joins a source file's "
+        "segments under one speaker_id (average-linkage clustering of their embeddings)")
     quality_fidelity_fraction: float = Field(
         0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
         "(0-1)")

@@ -92,7 +92,8 @@ class EnhanceStage(Stage):
         sig_key = signature_key(s.shard_stem(shard_id))
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
                                 batch=s.quality_batch_segments,
-                                signature_path=workdir / "out" / sig_key)
+                                signature_path=workdir / "out" / sig_key,
+                                speaker_threshold=s.quality_speaker_label_threshold)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures
 

@@ -4,10 +4,12 @@ With an annotator (docs/quality.md), segments are gathered ``batch`` at a time o
 thread and annotated together (input and output audio, both already in memory) before they are
 written; their sidecar gets a ``quality`` object. A batch whose annotation fails is written
 without it and each of its segments gets an entry in ``errors``: the audio is never lost.
-
 With ``signature_path``, each written segment also gets a duplicate-detection signature
 (services/dedup/signature.py) from its input audio: the recording itself, so signatures stay
 comparable whichever enhancer restored it. ``close()`` writes the file after the tar.
+
+With annotations, a source file's encoded segments are held until the file is complete, to
+label its speakers (``speakers.py``: ``speaker_id`` in each sidecar), then written in order.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.dedup.signature import SignatureWriter
 from services.enhance.segments import CutSegment, SegmentSpec
+from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
 from services.records import Sidecar, segment_id
 
 log = logging.getLogger(__name__)
@@ -34,7 +37,8 @@ class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
     def __init__(self, path: Path, rate: int, ahead: int = 32, annotator: Any = None,
-                 in_rate: int = 0, batch: int = 16, signature_path: Path | None = None) -> None:
+                 in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
+                 speaker_threshold: float = DEFAULT_THRESHOLD) -> None:
         self.rate = rate
         self.signature_path = signature_path
         self.signatures = SignatureWriter()
@@ -48,9 +52,11 @@ class EnhancedWriter:
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
-        # the last partial batch is annotated and written at the end
+        self._held = HeldSegments()
+        self.labeller = SpeakerLabeller(self._emit, speaker_threshold)
+        # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
-            WriteBehind(self._take, ahead, name="enhance-write", finish=self._flush)
+            WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish)
 
     def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
         """``before``: the segment's input at ``in_rate`` (for the annotations), if any."""
@@ -63,6 +69,12 @@ class EnhancedWriter:
         self._pending.append(item)
         if len(self._pending) >= self.batch:
             self._flush()
+
+    def _finish(self) -> None:
+        self._flush()
+        self.labeller.flush()
+        self.quality.speaker_files = self.labeller.files
+        self.quality.speakers = self.labeller.speakers
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -95,22 +107,32 @@ class EnhancedWriter:
         meta = Sidecar(text=s.text, language=s.language, source_key=s.key,
                        start=round(s.start, 3), end=round(s.end, 3),
                        duration_seconds=round(out.size / OUT_RATE, 3),
-                       quality=None if quality is None else quality.to_record())
+                       quality=None if quality is None else quality.to_record(),
+                       min_word_probability=s.min_word_probability)
         if quality is not None:
             self.quality.add(quality)
-        self._writer.write(_seg_id(seg), {
-            "flac": flac_bytes(out, OUT_RATE),
-            "json": meta.to_json().encode("utf-8"),
-        })
-        self.written += 1
+        flac = flac_bytes(out, OUT_RATE)
         self.seconds_out += out.size / OUT_RATE
-        self.durations.append((s, meta.duration_seconds))
         if self.signature_path is not None:
             src, rate = (before, self.in_rate) if before is not None and self.in_rate else (
                 out, OUT_RATE)
             self.signatures.add(_seg_id(seg), s.key, s.idx, meta.duration_seconds, s.text,
                                 s.language, None if quality is None else
                                 round(float(quality.dnsmos_after.ovrl), 4), src, rate)
+        if self.annotator is None:
+            self._emit((seg, flac, meta), None)
+            return
+        embedding = None if quality is None else quality.speaker_embedding
+        self.labeller.put(s.key, embedding, self._held.hold(seg, flac, meta),
+                          None if quality is None else quality.speaker_parts)
+
+    def _emit(self, item: Any, speaker_id: str | None) -> None:
+        seg, flac, meta = self._held.take(item) if isinstance(item, int) else item
+        if speaker_id is not None:
+            meta = meta.model_copy(update={"speaker_id": speaker_id})
+        self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
+        self.written += 1
+        self.durations.append((seg.spec, meta.duration_seconds))
 
     def close(self) -> None:
         try:
@@ -118,6 +140,8 @@ class EnhancedWriter:
         except BaseException:
             self._writer.abort()
             raise
+        finally:
+            self._held.close()
         self._writer.close()
         if self.signature_path is not None:
             self.signatures.write(self.signature_path)
@@ -125,6 +149,7 @@ class EnhancedWriter:
     def abort(self) -> None:
         self._behind.abort()  # what is pending is dropped
         self._writer.abort()
+        self._held.close()
 
 
 def _seg_id(seg: CutSegment) -> str:
@@ -141,6 +166,8 @@ class QualityTally:
         self.changed_text = 0
         self.ovrl_before = 0.0
         self.ovrl_after = 0.0
+        self.speaker_files = 0  # source files whose segments were labelled
+        self.speakers = 0  # labels given, all files together
 
     def add(self, rec: Any) -> None:
         self.annotated += 1
@@ -156,4 +183,5 @@ class QualityTally:
                 "fidelity_checked": self.fidelity_checked,
                 "restoration_changed_text": self.changed_text,
                 "mean_ovrl_before": round(self.ovrl_before / n, 3),
-                "mean_ovrl_after": round(self.ovrl_after / n, 3)}
+                "mean_ovrl_after": round(self.ovrl_after / n, 3),
+                "speaker_files": self.speaker_files, "speakers": self.speakers}

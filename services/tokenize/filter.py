@@ -37,12 +37,15 @@ class FilterPolicy:
     dedup: DedupResult | None = field(default=None, compare=False)
     dedup_seen: str | None = field(default=None, compare=False)  # the result's sha, applied or not
 
+    min_speech_fraction: float = 0.1  # skip when less of the restored audio is speech (0: off)
+
     @classmethod
     def from_settings(cls, s: Any) -> FilterPolicy:
         return cls(multi_speaker=s.filter_multi_speaker, min_ovrl=s.filter_min_ovrl,
                    min_ovrl_delta=s.filter_min_ovrl_delta,
                    changed_text=s.filter_restoration_changed_text,
-                   duplicates=s.filter_duplicates)
+                   duplicates=s.filter_duplicates,
+                   min_speech_fraction=s.filter_min_speech_fraction)
 
     def for_shard(self, result: DedupResult | None, shard_id: int) -> FilterPolicy:
         """This policy for one shard: the dedup result applies only if it covers the shard."""
@@ -75,6 +78,10 @@ class FilterPolicy:
             out.append(f"dnsmos_delta<{self.min_ovrl_delta:g}")
         if self.changed_text and quality.restoration_changed_text:
             out.append("restoration_changed_text")
+        speech = quality.speech_fraction
+        low = self.min_speech_fraction
+        if low > 0 and speech is not None and speech < low:
+            out.append(f"speech_fraction<{self.min_speech_fraction:g}")
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -84,6 +91,7 @@ class FilterPolicy:
         return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
                 "min_ovrl_delta": self.min_ovrl_delta,
                 "restoration_changed_text": self.changed_text, "duplicates": self.duplicates,
+                "min_speech_fraction": self.min_speech_fraction,
                 "dedup": None if self.dedup_seen is None else {
                     "duplicates_sha256": self.dedup_seen, "applied": self.dedup is not None}}
 

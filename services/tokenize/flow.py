@@ -42,6 +42,8 @@ class Segment:
     prepared: Prepared | None = None
     error: str | None = None
     quality: Quality | None = None  # the sidecar's filterable annotations
+    speaker_id: str | None = None  # the sidecar's (its voice within the source file)
+    min_word_probability: float | None = None  # the sidecar's
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
@@ -93,6 +95,8 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             meta = Sidecar.from_json(item.files["json"])  # RecordError: bad_json:<why>
             seg.text = meta.text
             seg.quality = None if meta.quality is None else meta.quality.filterable()
+            seg.speaker_id = meta.speaker_id
+            seg.min_word_probability = meta.min_word_probability
             if quality_filter is not None and (
                     reasons := quality_filter.reasons(meta.quality, item.key)):
                 seg.skipped = reasons
@@ -143,7 +147,8 @@ class JsonlWriter:
 def token_line(seg: Segment, codes: np.ndarray) -> str:
     return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
                      duration_seconds=round(float(seg.duration), 2),
-                     quality=seg.quality).to_json() + "\n"
+                     quality=seg.quality, speaker_id=seg.speaker_id,
+                     min_word_probability=seg.min_word_probability).to_json() + "\n"
 
 
 @dataclass

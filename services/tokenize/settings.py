@@ -47,6 +47,10 @@ class TokenizeSettings(Settings):
         True, description="segments `onsei dedup` lists as copies get no tokens (only in shards "
         "its result covers)")
 
+    filter_min_speech_fraction: float = Field(
+        0.1, ge=0.0, le=1.0, description="segments whose restored audio is less speech than "
+        "this (Silero VAD share) get no tokens: silence, tones (0: off)")
+
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, v: str) -> str:

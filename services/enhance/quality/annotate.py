@@ -2,8 +2,10 @@
 
 ``Annotator.annotate(items)`` takes each segment's input (before restoration) and output (after)
 at their own rates, resamples both to 16 kHz once, and runs DNSMOS on both, the speaker encoder
-on the restored audio, and the fidelity re-transcription on the sampled ones; every model runs
-batched over the items. ``seconds`` accumulates the time spent (the stage reports it).
+on the restored audio, the prosody measures (speech fraction, pitch, speaking rate, SNR:
+``prosody.py``), and the fidelity re-transcription on the sampled ones; DNSMOS, the speaker
+encoder and Whisper run batched over the items. ``seconds`` accumulates the time spent (the
+stage reports it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from common.shards.audio import resample
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
+from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
 from services.enhance.settings import EnhanceSettings
@@ -52,6 +55,7 @@ class Annotator:
     def load(self) -> None:
         self.dnsmos.load()
         self.speaker.load()
+        load_prosody()
 
     def info(self) -> dict:
         return {"dnsmos": "speechmos sig_bak_ovr.onnx (P.835)",
@@ -74,7 +78,8 @@ class Annotator:
                 dnsmos_before=mos[i], dnsmos_after=mos[len(items) + i],
                 speaker_embedding=spk[i].embedding, speaker_consistency=c,
                 speaker_parts=spk[i].parts,
-                multi_speaker=c is not None and c < self.speaker_threshold))
+                multi_speaker=c is not None and c < self.speaker_threshold,
+                prosody=measure(after[i], before[i], it.text, it.language)))
         picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
         if picked:
             scores = self.fidelity.check([(after[i], items[i].text, items[i].language)

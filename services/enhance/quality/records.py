@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from services.enhance.quality.dnsmos import MosScore
-from services.records import Mos, Quality
+from services.enhance.quality.prosody import Prosody
+from services.records import Mos, Pitch, Quality
 
 
 @dataclass
@@ -23,6 +24,7 @@ class QualityRecord:
     fidelity_cer: float | None = None  # None: not in the fidelity sample
     fidelity_text: str | None = None
     restoration_changed_text: bool | None = None
+    prosody: Prosody | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -44,8 +46,20 @@ class QualityRecord:
             restoration_changed_text=self.restoration_changed_text,
             speaker_embedding=[round(float(v), 4) for v in self.speaker_embedding],
             fidelity_text=self.fidelity_text,
+            **_prosody(self.prosody),
             **self.extra,
         )
 
     def as_dict(self) -> dict[str, Any]:
         return self.to_record().to_dict()
+
+
+def _prosody(p: Prosody | None) -> dict[str, Any]:
+    if p is None:
+        return {}
+    return {"speech_fraction": round(p.speech_fraction, 3),
+            "pitch": (None if p.pitch_mean is None or p.pitch_std is None
+                      else Pitch(mean=round(p.pitch_mean, 1), std=round(p.pitch_std, 1))),
+            "speaking_rate": None if p.speaking_rate is None else round(p.speaking_rate, 2),
+            "speaking_rate_unit": p.speaking_rate_unit,
+            "snr": None if p.snr is None else round(p.snr, 1)}

@@ -20,6 +20,7 @@ from common.settings import Settings, section
 from common.storage import NotFound, Store, open_store
 from services.ops.report.dedup import DedupData, collect_dedup
 from services.ops.report.quality import QualityData
+from services.ops.report.trainers import TrainerData
 from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
 from services.stages import PIPELINE, STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
@@ -80,6 +81,8 @@ class ReportData:
     cost: dict[str, Any] = field(default_factory=dict)  # services.ops.costs.summary
     quality: QualityData = field(default_factory=QualityData)
     dedup: DedupData = field(default_factory=DedupData)
+
+    trainers: TrainerData = field(default_factory=TrainerData)
 
 
 def _jsonl(store: Store, key: str, record: type[R]) -> tuple[list[R], int]:
@@ -213,6 +216,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
             data.token_seconds += sum(float(r.duration_seconds) for r in tokens)
             for r in tokens:
                 data.quality.add_line(r)
+                data.trainers.add_line(r)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
     return data
@@ -249,4 +253,6 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "cost": data.cost,
         "quality": data.quality.as_dict(),
         "dedup": data.dedup.as_dict(),
+
+        "trainers": data.trainers.as_dict(),
     }

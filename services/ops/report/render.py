@@ -14,6 +14,7 @@ from typing import Any
 from services.ops.report.charts import barh, chart, duration_unit, tidy_ticks
 from services.ops.report.collect import ReportData
 from services.ops.report.quality import charts as quality_charts
+from services.ops.report.trainers import charts as trainer_charts
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
@@ -147,6 +148,7 @@ def render_html(data: ReportData) -> str:
         ("walltimes", "Shard wall times", chart_walltimes(data)),
     ]
     charts += quality_charts(data.quality)
+    charts += trainer_charts(data.trainers)
     figs = "".join(
         f'<figure><img id="chart-{cid}" class="chart" alt="{escape(cap)}" '
         f'src="data:image/png;base64,{b64}"><figcaption>{escape(cap)}</figcaption></figure>'

@@ -19,8 +19,9 @@ from tests.services.ops.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes",
-          # the last four: services/ops/report/quality.py
-          "dnsmos", "speaker", "fidelity", "filters")
+          # services/ops/report/quality.py, then trainers.py
+          "dnsmos", "speaker", "fidelity", "filters",
+          "speakers_per_file", "segments_per_speaker", "pitch", "speaking_rate")
 
 
 def test_collect_counts_match_outputs(make_settings):

@@ -1,0 +1,201 @@
+"""Speaker labels within a file (services/enhance/speakers.py) on recordings with known speakers.
+
+Each "file" is a list of single-speaker segments with their true speaker, in order:
+
+- pyannote-audio's ``sample.wav`` turns (its ``sample.rttm``, overlaps cut away), 2 speakers;
+- pocketsphinx-testdata: the five LibriVox lines and the five "cards" lines taking turns
+  (2 speakers), and each reader's lines alone (1 speaker each);
+- fillets-ng-data: the "elk" dialog (two tagged voices) and the "warcraft" unit lines (two
+  tagged voices, ~1 s each), acted character voices;
+- espeak-ng (last resort, synthetic): three voices taking turns over nine sentences.
+
+Every segment is embedded as the enhance stage does (Resemblyzer, on 16 kHz audio; optionally
+with white noise at ``snr`` dB first); the files are clustered at each threshold and scored:
+purity (share of segments in their cluster's majority speaker), wrong merges (pairs of
+different speakers given one label / all such pairs), wrong splits (pairs of one speaker given
+two labels / all such pairs), and how many files get the right number of speakers.
+
+    python -m bench.speaker_labels [--snr 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+SR = 16000
+
+
+@dataclass
+class File:
+    name: str
+    segments: list[np.ndarray]
+    speakers: list[str]
+
+
+def pyannote_file(min_seconds: float = 0.3) -> list[File]:
+    from bench.known_speakers import _load, pyannote_dir
+
+    d = pyannote_dir()
+    if d is None:
+        return []
+    audio = _load(d / "sample.wav")
+    turns = []
+    for line in (d / "sample.rttm").read_text().splitlines():
+        f = line.split()
+        turns.append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
+    segs, spk = [], []
+    for a, b, s in turns:
+        for c, e, o in turns:  # cut the other speaker's overlapping turn away
+            if o != s and c < b and e > a:
+                a, b = (a, c) if c - a >= b - e else (e, b)
+        if b - a >= min_seconds:
+            segs.append(audio[int(a * SR):int(b * SR)])
+            spk.append(s)
+    return [File("pyannote sample", segs, spk)]
+
+
+def sphinx_files() -> list[File]:
+    from bench.known_speakers import sphinx_lines
+
+    v = sphinx_lines()
+    if not v:
+        return []
+    lib, cards = v["librivox"], v["cards"]
+    turns = [x for pair in zip(lib, cards) for x in pair]
+    who = ["librivox", "cards"] * len(lib)
+    return [File("pocketsphinx two readers", turns, who),
+            File("pocketsphinx librivox alone", list(lib), ["librivox"] * len(lib)),
+            File("pocketsphinx cards alone", list(cards), ["cards"] * len(cards))]
+
+
+def fillets_files() -> list[File]:
+    from pathlib import Path
+
+    from bench.known_speakers import _load
+
+    root = Path("/usr/share/games/fillets-ng/sound")
+    out = []
+    for level, prefix in (("elk", "deu"), ("warcraft", "war")):
+        files = sorted((root / level / "en").glob(f"{prefix}-*.ogg"))
+        if not files:
+            continue
+        segs = [_load(p) for p in files]
+        out.append(File(f"fillets {level}", segs, [p.name.split("-")[1] for p in files]))
+    return out
+
+
+def espeak_files() -> list[File]:
+    from bench.speech_corpus import EN_SENTENCES
+    from bench.speechgen import have_espeak, synth
+
+    if not have_espeak():
+        return []
+    voices = ["en+m3", "en+f4", "en-us+m7"]
+    segs, spk = [], []
+    for i, s in enumerate(EN_SENTENCES[:9]):
+        v = voices[i % 3]
+        segs.append(synth(s, voice=v))
+        spk.append(v)
+    return [File("espeak three voices", segs, spk)]
+
+
+def all_files() -> list[File]:
+    return pyannote_file() + sphinx_files() + fillets_files() + espeak_files()
+
+
+def _restore(x: np.ndarray) -> np.ndarray:
+    """RNNoise, as the enhance stage's rnnoise backend runs it (48 kHz), back to 16 kHz."""
+    from common.shards.audio import resample
+    from services.enhance.denoise import rnnoise_denoise
+
+    return resample(rnnoise_denoise(resample(x, SR, 48000)), 48000, SR)
+
+
+def embed(files: list[File], snr: float | None = None,
+          restore: bool = False) -> list[tuple[np.ndarray, list[int]]]:
+    from bench.speechgen import add_noise
+    from services.enhance.quality.speaker import SpeakerEncoder
+
+    enc = SpeakerEncoder()
+    out = []
+    for i, f in enumerate(files):
+        clips = [s if snr is None else add_noise(s, snr, i * 100 + j)
+                 for j, s in enumerate(f.segments)]
+        if restore:
+            clips = [_restore(c) for c in clips]
+        sc = enc.score(clips)
+        out.append((np.stack([s.embedding for s in sc]), [s.parts for s in sc]))
+    return out
+
+
+def score(labels: list[int], truth: list[str]) -> dict[str, float]:
+    n = len(labels)
+    pur = 0
+    for c in set(labels):
+        mine = [truth[i] for i in range(n) if labels[i] == c]
+        pur += max(mine.count(t) for t in set(mine))
+    merges = splits = diff = same = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            if truth[i] == truth[j]:
+                same += 1
+                splits += labels[i] != labels[j]
+            else:
+                diff += 1
+                merges += labels[i] == labels[j]
+    return {"n": n, "pure": pur, "merges": merges, "diff": diff, "splits": splits, "same": same,
+            "right_count": int(len(set(labels)) == len(set(truth)))}
+
+
+GROUPS = {"natural": ("pyannote", "pocketsphinx"), "fillets": ("fillets",),
+          "espeak": ("espeak",)}
+
+
+def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], thresholds: list[float],
+          min_parts: int = 2, join_margin: float = 0.05) -> list[dict]:
+    """One row per threshold and group of files (GROUPS), pairs pooled over the group."""
+    from services.enhance.speakers import cluster
+
+    rows = []
+    for t in thresholds:
+        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, t - join_margin),
+                             f.speakers)
+               for f, e in zip(files, embs)}
+        for group, prefixes in GROUPS.items():
+            mine = [v for k, v in per.items() if k.startswith(prefixes)]
+            if not mine:
+                continue
+            tot = {k: sum(m[k] for m in mine) for k in mine[0]}
+            rows.append({"threshold": t, "group": group, "files": len(mine),
+                         "segments": tot["n"], "purity": round(tot["pure"] / tot["n"], 3),
+                         "wrong_merge": round(tot["merges"] / max(tot["diff"], 1), 3),
+                         "wrong_split": round(tot["splits"] / max(tot["same"], 1), 3),
+                         "right_count": tot["right_count"],
+                         "per_file": {k: v for k, v in per.items() if k.startswith(prefixes)}})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--snr", type=float, default=None)
+    ap.add_argument("--thresholds", default="0.6,0.65,0.7,0.75,0.8,0.85")
+    ap.add_argument("--per-file", action="store_true")
+    ap.add_argument("--min-parts", type=int, default=2)
+    ap.add_argument("--join-margin", default="0.05")
+    ap.add_argument("--restore", action="store_true", help="RNNoise before embedding")
+    a = ap.parse_args()
+    files = all_files()
+    embs = embed(files, a.snr, a.restore)
+    for m in [float(x) for x in a.join_margin.split(",")]:
+        for r in sweep(files, embs, [float(x) for x in a.thresholds.split(",")], a.min_parts, m):
+            if not a.per_file:
+                r = {k: v for k, v in r.items() if k != "per_file"}
+            print(json.dumps({"join_margin": m, **r}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Word timestamps of a segment: Whisper's word alignment (cross-attention + DTW, no extra model;
+``batched.ClipTranscriber``) in the clip's window, mapped to seconds of the raw member, and the
+segment's bounds trimmed to them (docs/asr.md, word timestamps).
+
+Whisper's alignment has no gaps: a word starts where the previous one ended, so a pause before
+a word is counted in it (measured: starts 0.26 s early, median, on words with pauses between
+them). :func:`place` therefore moves a word's start to the end of the last pause (80 ms or more
+of 10 ms frames ``QUIET_DB`` below the clip's loud frames) in its first half, and its end to
+the start of the first pause in its second half; in connected speech there are none and
+nothing moves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.asr.batched import ClipText, file_time, window_pieces
+from services.asr.clips import Clip
+from services.records import Word
+
+WordTimes = list[tuple[str, float, float, float]]  # (word, start, end, probability)
+
+
+SAMPLE_RATE = 16000
+FRAME = 160  # 10 ms
+QUIET_DB = 30.0  # a frame this far below the clip's loud frames (95th percentile) is quiet
+FLOOR_DB = 6.0  # or within this of the quietest frames (10th percentile): background noise
+MIN_PAUSE_FRAMES = 8  # 80 ms: longer than a stop's closure in connected speech
+
+
+def place(clips: list[Clip], texts: list[ClipText], audio: np.ndarray | None = None
+          ) -> list[ClipText]:
+    """Each text's words moved from its clip's window (what Whisper saw: pauses capped) to
+    seconds of the file, and (with ``audio``, 16 kHz) off the quiet frames at their edges;
+    ``texts`` is returned, updated in place."""
+    for clip, t in zip(clips, texts):
+        if t.words:
+            pieces = window_pieces(clip)
+            t.words = [(w, file_time(pieces, a), file_time(pieces, b), p)
+                       for w, a, b, p in t.words]
+            if audio is not None:
+                t.words = snapped(t.words, audio, clip)
+    return texts
+
+
+def snapped(words: WordTimes, audio: np.ndarray, clip: Clip) -> WordTimes:
+    """``words`` with starts moved past leading quiet frames and ends before trailing ones."""
+    a0 = int(clip.start * SAMPLE_RATE)
+    x = np.asarray(audio[a0:int(clip.end * SAMPLE_RATE)], np.float64)
+    n = x.size // FRAME
+    if n < 3:
+        return words
+    db = 10 * np.log10(np.mean(x[:n * FRAME].reshape(n, FRAME) ** 2, axis=1) + 1e-12)
+    # quiet: far below the loud frames, or (in noise) near the floor of the quietest frames
+    loud = db >= max(np.percentile(db, 95) - QUIET_DB, np.percentile(db, 10) + FLOOR_DB)
+    out = []
+    for w, a, b, p in words:
+        i, j = _frame(a, clip, n), _frame(b, clip, n)
+        if j - i >= 2:
+            mid = (i + j) // 2
+            # the last pause in the word's first half ends where the word starts; the first
+            # pause in its second half starts where it ends
+            runs = _quiet_runs(loud, i, mid)
+            i = runs[-1][1] if runs else i
+            runs = _quiet_runs(loud, mid, j)
+            j = runs[0][0] if runs else j
+        while i < j and not loud[i]:
+            i += 1
+        while j > i and not loud[j - 1]:
+            j -= 1
+        if i < j:  # a word with no loud frame at all keeps Whisper's times
+            a = max(a, clip.start + i * FRAME / SAMPLE_RATE)
+            b = min(b, clip.start + j * FRAME / SAMPLE_RATE)
+        out.append((w, a, b, p))
+    return out
+
+
+def _quiet_runs(loud: np.ndarray, i: int, j: int) -> list[tuple[int, int]]:
+    """Runs of at least ``MIN_PAUSE_FRAMES`` quiet frames in ``[i, j)``, as (first, end)."""
+    runs, start = [], None
+    for k in range(i, j + 1):
+        q = k < j and not loud[k]
+        if q and start is None:
+            start = k
+        elif not q and start is not None:
+            if k - start >= MIN_PAUSE_FRAMES:
+                runs.append((start, k))
+            start = None
+    return runs
+
+
+def _frame(t: float, clip: Clip, n: int) -> int:
+    return min(n, max(0, round((t - clip.start) * SAMPLE_RATE / FRAME)))
+
+
+def segment_words(clip: Clip, words: WordTimes | None) -> list[Word] | None:
+    """``words`` (file seconds, :func:`place`) as records, inside the clip; None when word
+    timestamps were off; words with no text are dropped."""
+    if words is None:
+        return None
+    out = []
+    for text, a, b, p in words:
+        if not text.strip():
+            continue
+        start = min(max(a, clip.start), clip.end)
+        end = min(max(b, start), clip.end)
+        out.append(Word(word=text, start=round(start, 3), end=round(end, 3),
+                        probability=round(p, 4)))
+    return out
+
+
+def trimmed(clip: Clip, words: list[Word] | None, margin: float,
+            keep_end: bool = False) -> tuple[float, float]:
+    """The segment's (start, end): the clip's, narrowed to its first word's start and last
+    word's end, each widened by ``margin`` (never past the clip). ``keep_end``: the clip ends
+    where a truncated file was cut; the end stays."""
+    if not words:
+        return clip.start, clip.end
+    start = max(clip.start, words[0].start - margin)
+    end = clip.end if keep_end else min(clip.end, words[-1].end + margin)
+    if end - start <= margin:  # an alignment that collapsed: keep the clip
+        return clip.start, clip.end
+    return start, end

@@ -1,0 +1,91 @@
+"""Word timestamps: window-to-file mapping, snapping off quiet edges, segment trimming, and the
+real stage on words rendered alone at known offsets (start error goal: median <= 0.1 s)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.word_times import errors, utterances
+from services.asr.batched import ClipText, file_time, window_pieces
+from services.asr.clips import Clip
+from services.asr.policy import build_segments
+from services.asr.settings import AsrSettings
+from services.asr.words import place, segment_words, snapped, trimmed
+from tests.services.asr.conftest import asr_settings
+
+SR = 16000
+
+
+def test_window_times_map_back_across_capped_pauses() -> None:
+    clip = Clip(10.0, 20.0, pauses=[(12.0, 15.0)])  # a 3 s pause: 0.8 s of it in the window
+    pieces = window_pieces(clip)
+    assert sum(b - a for a, b in pieces) == int(7.8 * SR)
+    assert file_time(pieces, 0.0) == 10.0 and file_time(pieces, 1.5) == 11.5
+    assert file_time(pieces, 2.2) == pytest.approx(12.2)  # the pause's first 0.4 s
+    assert file_time(pieces, 2.6) == pytest.approx(14.8)  # its last 0.4 s
+    assert file_time(pieces, 3.0) == pytest.approx(15.2)  # speech again, 2.2 s later
+    assert file_time(pieces, 99.0) == 20.0
+
+
+def test_place_and_snap_move_words_off_silence() -> None:
+    audio = np.zeros(4 * SR, np.float32)
+    audio[int(1.0 * SR):int(1.5 * SR)] = 0.5  # word one
+    audio[int(2.0 * SR):int(2.6 * SR)] = 0.5  # word two, after a 0.5 s pause
+    clip = Clip(0.5, 3.5)
+    # Whisper's way: no gaps, the pause counted in the next word (window time from 0.5 s)
+    t = ClipText("one two", -0.1, 0.01, [(" one", 0.3, 1.1, 0.9), (" two", 1.1, 2.3, 0.6)])
+    place([clip], [t], audio)
+    (_, a1, b1, _), (_, a2, b2, p2) = t.words
+    assert (a1, b1) == pytest.approx((1.0, 1.5), abs=0.011)
+    assert (a2, b2) == pytest.approx((2.0, 2.6), abs=0.011) and p2 == 0.6
+    quiet = snapped([(" x", 0.6, 0.9, 0.5)], audio, clip)  # nothing loud: kept as is
+    assert quiet == [(" x", 0.6, 0.9, 0.5)]
+
+
+def test_segments_trimmed_to_words_plus_margin() -> None:
+    clip = Clip(1.0, 9.0)
+    words = segment_words(clip, [(" hi", 1.8, 2.3, 0.9), (" there", 2.4, 6.1, 0.4),
+                                 (" ", 6.1, 6.2, 0.1), (" out", 8.9, 9.7, 0.8)])
+    assert [w.word for w in words] == [" hi", " there", " out"]  # blank dropped
+    assert words[-1].end == 9.0  # clamped into the clip
+    assert trimmed(clip, words[:2], 0.2) == pytest.approx((1.6, 6.3))
+    assert trimmed(clip, words[:2], 0.2, keep_end=True) == pytest.approx((1.6, 9.0))
+    assert trimmed(clip, [], 0.2) == (1.0, 9.0) and trimmed(clip, None, 0.2) == (1.0, 9.0)
+    assert segment_words(clip, None) is None
+    s = AsrSettings()
+    segs = build_segments([clip], [ClipText("hi there", -0.2, 0.01,
+                                            [(" hi", 1.8, 2.3, 0.9), (" there", 2.4, 6.1, 0.4)])],
+                          set(), s)
+    seg = segs.lines[0]
+    assert (seg.start, seg.end) == (1.6, 6.3) and seg.min_word_probability == 0.4
+    assert [w.word for w in seg.words] == [" hi", " there"]
+    assert segs.kept_seconds == pytest.approx(4.7)
+
+
+def test_real_stage_word_times_against_known_offsets(asr_stage) -> None:
+    utts = utterances(3)
+    errs, lines = [], []
+    for i, (x, truth) in enumerate(utts):
+        line = asr_stage.transcribe_file(f"w{i}", x).line
+        lines.append(line)
+        errs += errors(line, truth)
+    starts = np.abs([e[0] for e in errs])
+    print(len(errs), float(np.median(starts)))
+    assert len(errs) >= 10
+    assert float(np.median(starts)) <= 0.1
+    for line in lines:
+        for s in line.kept:
+            assert s.words and s.min_word_probability == min(w.probability for w in s.words)
+            assert s.start <= s.words[0].start and s.end >= s.words[-1].end
+
+
+def test_word_timestamps_off(tmp_path) -> None:
+    from services.asr.stage import AsrStage
+
+    stage = AsrStage(asr_settings(tmp_path, asr_word_timestamps=False))
+    x, _ = utterances(1)[0]
+    line = stage.transcribe_file("w", x).line
+    assert line.kept and all(s.words is None and s.min_word_probability is None
+                             for s in line.segments)
+    assert "words" not in line.to_json()

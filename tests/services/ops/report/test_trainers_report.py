@@ -1,0 +1,58 @@
+"""`onsei report` on what trainers select by: speakers per file, segments per speaker, pitch and
+speaking-rate distributions, from the tokens JSONL."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+from common.storage import open_store
+from services.ops.report.collect import collect, to_json
+from services.ops.report.render import render_html
+
+
+def _line(i: int, sid: str | None, pitch: float | None, rate: float | None,
+          unit: str = "chars/s") -> dict:
+    q = {"multi_speaker": False, "speech_fraction": 0.8}
+    if pitch is not None:
+        q["pitch"] = {"mean": pitch, "std": 10.0}
+    if rate is not None:
+        q.update(speaking_rate=rate, speaking_rate_unit=unit)
+    line = {"id": f"k_{i:04d}", "text": "x", "codes": {"neu_tokens": [1]},
+            "duration_seconds": 2.0, "quality": q, "min_word_probability": 0.5}
+    if sid is not None:
+        line["speaker_id"] = sid
+    return line
+
+
+def test_speakers_pitch_and_rate_in_the_report(make_settings) -> None:
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    lines = [_line(0, "a#s0", 110.0, 14.0), _line(1, "a#s1", 210.0, 12.0),
+             _line(2, "a#s0", 115.0, 15.0), _line(3, "b#s0", 180.0, 7.5, "mora/s"),
+             _line(4, None, None, None)]  # made before these fields: counted nowhere
+    store.write_bytes(f"tokens/{s.tokenizer}/{s.shard_stem(0)}.jsonl",
+                      "".join(json.dumps(x) + "\n" for x in lines).encode())
+    data = collect(s.output_url, s)
+    t = data.trainers
+    assert t.segments_per_speaker == {"a#s0": 2, "a#s1": 1, "b#s0": 1}
+    assert t.speakers_per_file() == {"a": 2, "b": 1}
+    assert sorted(t.pitch_mean) == [110.0, 115.0, 180.0, 210.0]
+    assert t.rates == {"chars/s": [14.0, 12.0, 15.0], "mora/s": [7.5]}
+    summary = to_json(data)["trainers"]
+    assert summary["files_labelled"] == 2 and summary["speakers"] == 3
+    assert summary["files_by_speakers"] == {1: 1, 2: 1}
+    assert summary["median_speaking_rate"] == {"chars/s": 14.0, "mora/s": 7.5}
+    html = render_html(data)
+    pngs = dict(re.findall(r'<img id="chart-(\w+)"[^>]*src="data:image/png;base64,([^"]+)"',
+                           html))
+    for cid in ("speakers_per_file", "segments_per_speaker", "pitch", "speaking_rate"):
+        assert base64.b64decode(pngs[cid]).startswith(b"\x89PNG"), cid
+
+
+def test_an_empty_run_still_renders(make_settings) -> None:
+    s = make_settings()
+    data = collect(s.output_url, s)
+    assert to_json(data)["trainers"]["speakers"] == 0
+    assert 'id="chart-speakers_per_file"' in render_html(data)
