@@ -84,6 +84,10 @@ class Tracker:
             return
         self._safe(lambda c: c.sadd(queued_key(stage), *ids), None)
 
+    def unqueue(self, stage: str, shard_id: int) -> None:
+        """Its message is gone without a run (refused)."""
+        self._safe(lambda c: c.srem(queued_key(stage), shard_id), None)
+
     def queued_ids(self, stage: str) -> set[int]:
         return {int(x) for x in self._safe(lambda c: c.smembers(queued_key(stage)), set())}
 
