@@ -75,20 +75,13 @@ class Ledger:
 
     def failed_key(self, stage: str, shard_id: int) -> str:
         try:
-            # only a real int names a shard: True would format as shard 1
-            stem = self.settings.shard_stem(shard_id) if type(shard_id) is int else ""
+            stem = self.settings.shard_stem(shard_id)
         except (ValueError, TypeError, OverflowError):
             stem = ""
         if not stem or len(stem.encode()) > MAX_STEM_BYTES or "/" in stem:
             digest = hashlib.sha256(repr(shard_id).encode()).hexdigest()[:16]
             stem = f"_invalid-{digest}"  # no shard's stem: never counted as a shard's failure
         return f"{self.failed_dir(stage)}/{stem}.json"
-
-    def invalid_key(self, stage: str, token: str) -> str:
-        """Where a refused message's record goes: ``token`` (its task id, or a digest of its
-        bytes) names it; never a shard's stem, so never counted as a shard's failure."""
-        digest = hashlib.sha256(f"message:{token}".encode()).hexdigest()[:16]
-        return f"{self.failed_dir(stage)}/_invalid-{digest}.json"
 
     # --- done records -------------------------------------------------------------------------
     def mark_done(self, stage: str, shard_id: int, record: dict[str, Any]) -> dict[str, Any]:
@@ -150,26 +143,6 @@ class Ledger:
             "failed_at": time.time(),
         }
         self.store.write_bytes(self.failed_key(stage, shard_id), _dumps(rec))
-
-    def mark_invalid(self, stage: str, token: str, reason: str, message: str) -> str:
-        """Record a message refused before any work (not JSON, an undecodable body, a shard id
-        that is no shard's): shard_id -1, dead-lettered, ``message`` holds what it carried
-        (the first 4 KiB). Returns the record's key."""
-        key = self.invalid_key(stage, token)
-        rec = {
-            "stage": stage,
-            "shard_id": -1,
-            "shard": "<invalid message>",
-            "reason": redact_text(reason),
-            "message": redact_text(message[:4096]),
-            "traceback": "",
-            "attempts": 0,
-            "dead_lettered": True,
-            "host": socket.gethostname(),
-            "failed_at": time.time(),
-        }
-        self.store.write_bytes(key, _dumps(rec))
-        return key
 
     def failures(self, stage: str) -> list[dict[str, Any]]:
         prefix = self.failed_dir(stage) + "/"

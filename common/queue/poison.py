@@ -13,8 +13,7 @@ process:
   refused before it reaches a pool process (celery would drop it with a log line only).
 
 Refused means recorded, then let go: under the ledger's failures as ``_invalid-<digest>``
-(:meth:`common.ledger.store.Ledger.mark_invalid`), through the recorder the stage's task
-registered for its queue; if that cannot be written, in the Redis list ``onsei:refused:<queue>``;
+(:func:`write_refused`), through the recorder the stage's task registered for its queue; if that cannot be written, in the Redis list ``onsei:refused:<queue>``;
 a message kept nowhere is not acknowledged (it returns after the visibility timeout).
 """
 
@@ -23,12 +22,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import socket
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery.worker.consumer import Consumer
 
 from common.redact import redact_text
+
+if TYPE_CHECKING:
+    from common.ledger.store import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +58,26 @@ def register(queue: str, recorder: Recorder, fallback: Callable[[str, str], None
 
 def digest(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8", "backslashreplace")).hexdigest()[:32]
+
+
+def refused_record_key(ledger: Ledger, stage: str, token: str) -> str:
+    """Never a shard's stem, so never counted as a shard's failure."""
+    name = hashlib.sha256(f"message:{token}".encode()).hexdigest()[:16]
+    return f"{ledger.failed_dir(stage)}/_invalid-{name}.json"
+
+
+def write_refused(ledger: Ledger, stage: str, token: str, reason: str, raw: str) -> str:
+    """A failure record for a message refused before any work: it names no shard
+    (``shard_id`` -1), is dead-lettered (never retried), and keeps the first 4 KiB of what the
+    message carried under ``message``. Returns its key."""
+    key = refused_record_key(ledger, stage, token)
+    rec = {"stage": stage, "shard_id": -1, "shard": "<invalid message>",
+           "reason": redact_text(reason), "message": redact_text(raw[:4096]), "traceback": "",
+           "attempts": 0, "dead_lettered": True, "host": socket.gethostname(),
+           "failed_at": time.time()}
+    ledger.store.write_bytes(key, json.dumps(rec, ensure_ascii=False, indent=1,
+                                             sort_keys=True).encode())
+    return key
 
 
 def refuse(queue: str | None, raw: str, reason: str, token: str | None = None) -> bool:

@@ -91,7 +91,8 @@ class StageRuntime:
 
     # --- refused messages (common/queue/poison.py, common/queue/messages.py) ---------------------
     def record_refused(self, token: str, reason: str, raw: str) -> None:
-        self.engine.ledger.mark_invalid(self.name, token, f"invalid message: {reason}", raw)
+        poison.write_refused(self.engine.ledger, self.name, token, f"invalid message: {reason}",
+                             raw)
 
     def keep_refused(self, queue: str, raw: str) -> None:
         client = self.tracker.client

@@ -19,6 +19,7 @@ from common.queue.publish import _Template
 from services.stages import make_app
 from tests.harness import settings_from, wait_until
 from tests.reliability.events import TaskEvents
+from tests.reliability.records import failure_docs
 from tests.reliability.rig import Rig
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -89,7 +90,7 @@ def test_poison_messages_are_refused_recorded_and_the_worker_goes_on(tmp_path, s
             led = rig._ledger()
             done = wait_until(lambda: led.is_done("asr", 0), 90, workers=[worker])
             assert done, rig.logs()[-6000:]
-            invalid = lambda: [f for f in led.failures("asr") if f["shard_id"] == -1]
+            invalid = lambda: [f for f in failure_docs(led, "asr") if f["shard_id"] == -1]
             assert wait_until(lambda: len(invalid()) >= len(cases), 30), \
                 (invalid(), rig.logs()[-6000:])
             failed = lambda: [e for e in events.of_type("task-failed")
@@ -102,8 +103,8 @@ def test_poison_messages_are_refused_recorded_and_the_worker_goes_on(tmp_path, s
         for name, (_, words) in cases.items():
             assert any(words in x for x in reasons), (name, words, reasons)
         assert all(x["dead_lettered"] and x["message"] for x in recs)
-        keys = list(led.store.list(led.failed_dir("asr") + "/"))
-        assert all("/_invalid-" in k for k in keys), keys
+        keys = [f["key"] for f in failure_docs(led, "asr")]
+        assert len(keys) == len(cases) and all("/_invalid-" in k for k in keys), keys
         assert not led.is_done("asr", 1) and led.failed_ids("asr") == set()  # shard 1 never ran
         assert worker.alive, worker.log_text()[-6000:]
         log = worker.log_text()

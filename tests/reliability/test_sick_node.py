@@ -16,10 +16,17 @@ import pytest
 
 from common.queue.publish import publish_shards
 from common.queue.sick import EXIT_SICK
-from services.stages import make_app
+from services.stages import make_app, output_key
 from tests.harness import settings_from, start_worker, wait_until
 from tests.reliability.events import TaskEvents
+from tests.reliability.records import failure_docs
 from tests.reliability.rig import Rig
+
+
+def _blamed(led, stage: str):
+    """An ``abort`` check: a shard was blamed (a failure record) for the node's fault."""
+    return lambda: "; ".join(f"{stage} {r['shard_id']}: {r['reason']}"
+                             for r in failure_docs(led, stage)) or None
 
 
 @pytest.fixture
@@ -52,12 +59,13 @@ def test_full_scratch_disk_stops_the_worker_not_the_shards(rigs, tmp_path, s3_en
     rigs.append(rig)
     (sick,) = rig.start_workers(1, queues="asr", ONSEI_SCRATCH_DIR=str(full_tmpfs / "work"))
     rig.enqueue()
-    assert wait_until(lambda: not sick.alive, 90), sick.log_text()[-5000:]
+    led = rig._ledger()
+    assert wait_until(lambda: not sick.alive, 90, abort=_blamed(led, "asr")), \
+        sick.log_text()[-5000:]
     assert sick.proc.returncode == EXIT_SICK, sick.log_text()[-5000:]
     log = sick.log_text()
     assert "this node cannot work (disk full" in log, log[-5000:]
-    led = rig._ledger()
-    assert led.failures("asr") == [] and not led.done_ids("asr", rig.ids)  # nothing counted
+    assert failure_docs(led, "asr") == [] and not led.done_ids("asr", rig.ids)  # nothing counted
     r = rig.redis.client()
     assert wait_until(lambda: r.llen("asr") == 3 and r.hlen("unacked") == 0, 30), \
         rig.broker_state()  # every shard back in the queue, none held
@@ -74,16 +82,19 @@ def test_tokenize_worker_without_its_model_exits_before_taking_work(rigs, tmp_pa
     rig = Rig.create(tmp_path / "rig", s3_endpoint, pipeline="dummy", shards=3,
                      ONSEI_NEUCODEC_MODEL=str(tmp_path / "no-such-model"))
     rigs.append(rig)
+    led = rig._ledger()
+    for i in rig.ids:  # its inputs are there: only the model is missing
+        led.store.write_bytes(output_key("enhance", led.settings, i), b"\0" * 1024)
     app = make_app("sick-test", settings_from(rig.direct_env))
     publish_shards(app, "tokenize", rig.ids, until="tokenize")
     w = start_worker("services.tokenize", "tokenize", rig.env, log_dir=rig.root / "logs")
     rig.retired.append(w)
-    assert wait_until(lambda: not w.alive, 120), w.log_text()[-5000:]
+    assert wait_until(lambda: not w.alive, 120, abort=_blamed(led, "tokenize")), \
+        w.log_text()[-5000:]
     assert w.proc.returncode == EXIT_SICK, w.log_text()[-5000:]
     log = w.log_text()
     assert "this node cannot work (model load failed: ModelLoadError" in log, log[-5000:]
-    led = rig._ledger()
-    assert led.failures("tokenize") == []  # no shard blamed
+    assert failure_docs(led, "tokenize") == []  # no shard blamed
     r = rig.redis.client()
     assert wait_until(lambda: r.llen("tokenize") == 3 and r.hlen("unacked") == 0, 30), \
         rig.broker_state()  # all three still queued for a node that can do them
@@ -101,6 +112,6 @@ def test_dead_lettered_shard_is_a_failure_in_the_task_events(rigs, tmp_path, s3_
     (ev,) = failed()
     assert "DeadLettered" in ev["exception"] and "dummy failure for shard 0" in ev["exception"]
     assert not events.of_type("task-succeeded")
-    (rec,) = rig._ledger().failures("asr")
+    (rec,) = failure_docs(rig._ledger(), "asr")
     assert rec["dead_lettered"] and rec["shard_id"] == 0
     assert "Traceback" not in w.log_text()  # an expected outcome: one line, not a traceback
