@@ -34,7 +34,9 @@ def node_fault(exc: BaseException) -> str | None:
     """One line naming the node's fault behind ``exc`` (or anything it was raised from), or
     None when the failure may be the shard's."""
     for e in _chain(exc):
-        if isinstance(e, (NodeFault, ModelUnavailable)):
+        if isinstance(e, NodeFault):  # its message says what failed
+            return redact_text(str(e))
+        if isinstance(e, ModelUnavailable):
             return redact_text(f"{type(e).__name__}: {e}")
         if isinstance(e, OSError) and e.errno in DISK_FULL:
             where = f" ({e.filename})" if e.filename else ""

@@ -27,7 +27,7 @@ from common.queue.messages import InvalidMessage, parse_args
 from common.queue.tracking import Tracker
 from common.settings import Settings
 from common.stages.contract import Stage
-from common.stages.engine import Attempt, Engine, reason_of, shard_log
+from common.stages.engine import Attempt, Engine, shard_log
 from common.stages.prefetch import Prefetcher
 from common.stages.spec import Pipeline
 from common.transient import is_transient
@@ -137,9 +137,8 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
     def _load_model(**_: object) -> None:  # after fork, in each pool process
         try:
             runtime.engine.load()
-        except Exception as e:  # no shard is taken: the worker stops instead
+        except Exception:  # the first shard tries again: a node fault then stops the worker
             log.exception("%s: model load failed at process start", stage_name)
-            sick.stop_worker(stage_name, f"model load failed: {reason_of(e)}")
 
     @task_received.connect(weak=False)
     def _prefetch(request: object = None, **_: object) -> None:  # worker main process

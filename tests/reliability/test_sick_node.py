@@ -77,8 +77,9 @@ def test_full_scratch_disk_stops_the_worker_not_the_shards(rigs, tmp_path, s3_en
     rig.audit().assert_exactly_once()
 
 
-def test_tokenize_worker_without_its_model_exits_before_taking_work(rigs, tmp_path,
-                                                                    s3_endpoint):
+def test_tokenize_worker_without_its_model_hands_back_and_exits(rigs, tmp_path, s3_endpoint):
+    """The load fails at process start (logged) and again at the first shard: that shard goes
+    back, uncounted, and the worker exits; the other two were never taken."""
     rig = Rig.create(tmp_path / "rig", s3_endpoint, pipeline="dummy", shards=3,
                      ONSEI_NEUCODEC_MODEL=str(tmp_path / "no-such-model"))
     rigs.append(rig)
