@@ -156,6 +156,31 @@ class Tracker:
         v = self._safe(lambda c: c.get(attempts_key(stage, shard_id)), None)
         return int(v) if v else 0
 
+    def settle(self, task_id: str, unacked: str = "unacked",
+               index: str = "unacked_index") -> int:
+        """Remove ``task_id``'s message from kombu's unacknowledged set (the hash ``unacked``,
+        tag -> [message, exchange, routing key], and its index): for a task whose outcome is
+        written and handed on while the broker was away, whose own ack was then lost with the
+        old connection. Left there, it would come back after the visibility timeout only to
+        be skipped. Returns how many were removed."""
+
+        def go(c: Any) -> int:
+            n = 0
+            for tag, raw in c.hscan_iter(unacked):
+                try:
+                    if json.loads(raw)[0]["headers"]["id"] != task_id:
+                        continue
+                except (ValueError, KeyError, IndexError, TypeError):
+                    continue
+                p = c.pipeline(transaction=False)
+                p.zrem(index, tag)
+                p.hdel(unacked, tag)
+                p.execute()
+                n += 1
+            return n
+
+        return self._safe(go, 0)
+
     # --- broker queues ----------------------------------------------------------------------------
     def queue_length(self, stage: str) -> int | None:
         """Messages waiting in the stage's Redis list (None: unknown)."""

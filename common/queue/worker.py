@@ -199,15 +199,21 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             raise self.retry(exc=outcome.error, countdown=countdown, max_retries=None,
                              kwargs={"until": a.until, "force": a.force})
         nxt = pipeline.next(stage_name, a.until) if outcome.ok else None
-        sent = None
+        sent, tries = None, 1
         try:
             if nxt is not None:
-                send_until_sent(lambda: send_stage_task(
+                tries = send_until_sent(lambda: send_stage_task(
                     app, nxt, shard_id, a.until or pipeline.last, force=a.force, track=False),
                     f"{stage_name} {shard_id} -> {nxt}")
                 sent = nxt
         finally:  # one round trip: not running here, queued there (only once really sent)
             tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent)
+        if tries > 1 and self.request.id:
+            # The broker went away during this task: its ack, due on the old connection, is
+            # likely lost. Outcome and hand-on are done, so the message may go now.
+            opts = app.conf.broker_transport_options or {}
+            tracker.settle(self.request.id, opts.get("unacked_key", "unacked"),
+                           opts.get("unacked_index_key", "unacked_index"))
         if outcome.status == "dead":
             raise DeadLettered(outcome.reason)
         return _summary(outcome)
