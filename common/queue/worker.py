@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import random
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -178,6 +179,7 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
         if outcome.status == "sick":
             # The node's fault, not the shard's: it goes back uncounted, and this worker stops.
             tracker.uncount(stage_name, shard_id)
+            tracker.mark_sick(stage_name, _node(self), outcome.reason)  # for `onsei status`
             sick.stop_worker(stage_name, outcome.reason)
             raise Reject(outcome.reason, requeue=True)
         if outcome.status == "unrecorded":
@@ -207,7 +209,8 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
                     f"{stage_name} {shard_id} -> {nxt}")
                 sent = nxt
         finally:  # one round trip: not running here, queued there (only once really sent)
-            tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent)
+            tracker.finish(stage_name, shard_id, clear_attempts=True, queued_next=sent,
+                           node=_node(self))
         if tries > 1 and self.request.id:
             # The broker went away during this task: its ack, due on the old connection, is
             # likely lost. Outcome and hand-on are done, so the message may go now.
@@ -221,6 +224,11 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
     process_shard.runtime = runtime  # type: ignore[attr-defined]
     _install_ops_hooks(app, stage_name)
     return process_shard
+
+
+def _node(task: Task) -> str:
+    """The worker's node name (``asr@host``): one host may run a sick and a healthy worker."""
+    return str(task.request.hostname or socket.gethostname())
 
 
 def _summary(outcome: Attempt) -> dict:

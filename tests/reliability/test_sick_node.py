@@ -16,6 +16,7 @@ import pytest
 
 from common.queue.publish import publish_shards
 from common.queue.sick import EXIT_SICK
+from services.ops.status.command import collect
 from services.stages import make_app, output_key
 from tests.harness import settings_from, start_worker, wait_until
 from tests.reliability.events import TaskEvents
@@ -69,6 +70,8 @@ def test_full_scratch_disk_stops_the_worker_not_the_shards(rigs, tmp_path, s3_en
     r = rig.redis.client()
     assert wait_until(lambda: r.llen("asr") == 3 and r.hlen("unacked") == 0, 30), \
         rig.broker_state()  # every shard back in the queue, none held
+    (shown,) = collect(settings_from(rig.direct_env))["stages"]["asr"]["sick"]  # onsei status
+    assert shown["node"].startswith(sick.name) and "disk full" in shown["reason"], shown
     rig.workers.remove(sick)
     rig.retired.append(sick)
     rig.start_workers(1)  # a healthy node takes them (and the stages after)
