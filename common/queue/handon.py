@@ -7,6 +7,10 @@ send is retried until the broker answers again, and only then does the task end 
 message get acknowledged. A worker that dies meanwhile loses nothing: the message is still
 unacknowledged, and its redelivery finds the shard done and hands it on.
 
+The same holds for a failed attempt's retry (:func:`retry_until_sent`): Celery turns a retry
+it cannot publish into ``Reject(requeue=False)``, which drops the message if the broker is back
+in time to take the reject.
+
 Bounded by the task's time limits: the soft limit interrupts the wait like any other work.
 """
 
@@ -15,7 +19,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
+from celery.exceptions import Reject
 from kombu.exceptions import OperationalError
 
 from common.transient import is_transient
@@ -55,3 +61,21 @@ def send_until_sent(send: Callable[[], None], what: str,
             log.warning("%s: handed on after %d tries (%.1f s)", what, tries,
                         time.monotonic() - started)
         return tries
+
+
+def retry_until_sent(retry: Callable[[], Any], what: str,
+                     sleep: Callable[[float], None] = time.sleep) -> Any:
+    """``retry``: ``task.retry(..., throw=False)``, which publishes the next attempt and
+    returns the ``Retry`` to raise; its publish is retried through a broker outage."""
+    out: list[Any] = []
+
+    def send() -> None:
+        try:
+            out.append(retry())
+        except Reject as r:  # Celery's wrapping of a failed publish
+            if isinstance(r.reason, BaseException) and broker_down(r.reason):
+                raise r.reason from r
+            raise
+
+    send_until_sent(send, what, sleep)
+    return out[-1]

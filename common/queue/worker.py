@@ -23,7 +23,7 @@ from celery.signals import task_received, worker_process_init
 
 from common.queue import poison, sick
 from common.queue.config import app_settings, send_stage_task, task_name
-from common.queue.handon import send_until_sent
+from common.queue.handon import retry_until_sent, send_until_sent
 from common.queue.messages import InvalidMessage, parse_args
 from common.queue.tracking import Tracker
 from common.settings import Settings
@@ -198,8 +198,10 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             countdown = backoff_seconds(settings, attempts, outcome.error)
             log.warning("%s %s: attempt %d failed; retry in %.1fs", stage_name, shard_id,
                         attempts, countdown)
-            raise self.retry(exc=outcome.error, countdown=countdown, max_retries=None,
-                             kwargs={"until": a.until, "force": a.force})
+            raise retry_until_sent(lambda: self.retry(
+                exc=outcome.error, countdown=countdown, max_retries=None,
+                kwargs={"until": a.until, "force": a.force}, throw=False),
+                f"{stage_name} {shard_id} retry")
         nxt = pipeline.next(stage_name, a.until) if outcome.ok else None
         sent, tries = None, 1
         try:

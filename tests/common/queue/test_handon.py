@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from celery.exceptions import Reject
 from kombu.exceptions import EncodeError, OperationalError
 
-from common.queue.handon import send_until_sent
+from common.queue.handon import retry_until_sent, send_until_sent
 
 
 def test_retried_through_an_outage_with_growing_waits() -> None:
@@ -30,3 +31,22 @@ def test_any_other_error_is_raised_at_once() -> None:
     with pytest.raises(EncodeError):
         send_until_sent(send, "asr 0 -> enhance", sleep=lambda _: None)
     assert calls == [1]
+
+
+def test_a_retry_celery_could_not_publish_is_published_again() -> None:
+    """Celery wraps a failed publish of ``task.retry`` in Reject(requeue=False), which would
+    drop the message: it is published again once the broker answers, then raised."""
+    outcomes: list = [Reject(OperationalError("Error 111"), requeue=False), "the Retry"]
+    waits: list[float] = []
+
+    def retry():
+        o = outcomes.pop(0)
+        if isinstance(o, BaseException):
+            raise o
+        return o
+
+    assert retry_until_sent(retry, "asr 0 retry", sleep=waits.append) == "the Retry"
+    assert waits == [0.5]
+    with pytest.raises(Reject):  # a reject for any other reason stands
+        retry_until_sent(lambda: (_ for _ in ()).throw(Reject("no", requeue=False)), "x",
+                         sleep=waits.append)
