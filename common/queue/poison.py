@@ -178,8 +178,8 @@ def install() -> None:
         return None
 
     setattr(guarded_deliver, _PATCHED, True)
-    kredis.loads = tolerant_loads
-    kredis.Transport._deliver = guarded_deliver
+    kredis.loads = tolerant_loads  # type: ignore[assignment]
+    kredis.Transport._deliver = guarded_deliver  # type: ignore[method-assign]
 
 
 # --- celery's consumer ----------------------------------------------------------------------------

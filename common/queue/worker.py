@@ -4,6 +4,12 @@ A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, P
 The model is loaded once per worker process, after the fork (``worker_process_init``), never in
 the Celery parent: CUDA does not survive fork. The parent only reads inputs ahead
 (``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is :mod:`common.stages.engine`.
+
+Before any work a message's arguments are checked (:mod:`common.queue.messages`): a refused one
+is recorded and ends as FAILURE. A dead letter ends as FAILURE too (:class:`DeadLettered`), with
+its reason, so Flower shows it. A fault of the node (``sick``) hands the shard back and stops
+the worker (:mod:`common.queue.sick`). Hand-ons and retries are published through a broker
+outage before the message is let go (:mod:`common.queue.handon`).
 """
 
 from __future__ import annotations
@@ -88,7 +94,6 @@ class StageRuntime:
                                           lambda i: ex.ledger.is_done(self.name, i),
                                           self.settings)
         return self._prefetcher
-
 
     # --- refused messages (common/queue/poison.py, common/queue/messages.py) ---------------------
     def record_refused(self, token: str, reason: str, raw: str) -> None:
