@@ -14,7 +14,7 @@ from typing import Any
 from celery import Celery
 from kombu import Queue
 
-from common.queue import kombu_fix
+from common.queue import kombu_fix, poison
 from common.settings import Settings
 
 _PREFIX, _SUFFIX = "onsei.", ".process_shard"
@@ -82,6 +82,8 @@ def celery_config(settings: Settings, consume: tuple[str, ...] = ()) -> dict[str
         "worker_send_task_events": True,  # Flower sees tasks
         "task_send_sent_event": True,
         "worker_hijack_root_logger": False,
+        # a message celery would drop (unknown task, undecodable body) is recorded first
+        "worker_consumer": "common.queue.poison:RefusingConsumer",
         "broker_use_ssl": _ssl_options(broker),
         "redis_backend_use_ssl": _ssl_options(broker),
     }
@@ -122,6 +124,7 @@ def make_app(main: str, settings: Settings, queues: Iterable[str] = (),
     """An app whose workers read ``queues`` by default; ``include``: the modules of its tasks
     (imported by a worker at start), ``node``: the worker's default node name."""
     kombu_fix.install()  # a Redis outage must not kill the worker (see common/queue/kombu_fix.py)
+    poison.install()  # nor a list entry that is no message (common/queue/poison.py)
     app = StageApp(main, include=list(include))
     app.onsei_node = node
     cfg = celery_config(settings, tuple(queues))

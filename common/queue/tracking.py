@@ -9,6 +9,8 @@ too.
   the task removes when it ends: done, skipped or dead-lettered).
 - ``onsei:running:<stage>`` hash shard id -> JSON {host, pid, started}.
 - ``onsei:attempts:<stage>:<id>`` delivery counter (counted at task start, so crashes count).
+- ``onsei:sick:<stage>`` hash worker node -> JSON {reason, at}: a worker that stopped for a
+  fault of its node (common/queue/sick.py); cleared when that node finishes a shard again.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ def running_key(stage: str) -> str:
 
 def attempts_key(stage: str, shard_id: int) -> str:
     return f"onsei:attempts:{stage}:{shard_id}"
+
+
+def sick_key(stage: str) -> str:
+    return f"onsei:sick:{stage}"
 
 
 def redis_client(settings: Settings, timeout: float = 2.0) -> Any | None:
@@ -87,6 +93,10 @@ class Tracker:
             return
         self._safe(lambda c: c.sadd(queued_key(stage), *ids), None)
 
+    def unqueue(self, stage: str, shard_id: int) -> None:
+        """Its message is gone without a run (refused)."""
+        self._safe(lambda c: c.srem(queued_key(stage), shard_id), None)
+
     def queued_ids(self, stage: str) -> set[int]:
         return {int(x) for x in self._safe(lambda c: c.smembers(queued_key(stage)), set())}
 
@@ -109,14 +119,16 @@ class Tracker:
         return self._safe(go, 1)
 
     def finish(self, stage: str, shard_id: int, clear_attempts: bool,
-               queued_next: str | None = None) -> None:
+               queued_next: str | None = None, node: str | None = None) -> None:
         """The task ended for good (done, skipped, dead): it is neither running nor queued.
         ``queued_next``: the stage it was just handed to, marked queued in the same round trip
-        (one fewer per shard: docs/operations.md, "Scale")."""
+        (one fewer per shard: docs/operations.md, "Scale"); ``node``: the worker, not sick."""
 
         def go(c: Any) -> None:
             p = c.pipeline(transaction=False)
             p.hdel(running_key(stage), str(shard_id))
+            if node:
+                p.hdel(sick_key(stage), node)
             p.srem(queued_key(stage), shard_id)
             if clear_attempts:
                 p.delete(attempts_key(stage, shard_id))
@@ -125,6 +137,23 @@ class Tracker:
             p.execute()
 
         self._safe(go, None)
+
+    def mark_sick(self, stage: str, node: str, reason: str) -> None:
+        info = json.dumps({"reason": reason[:500], "at": time.time()})
+        self._safe(lambda c: c.hset(sick_key(stage), node, info), None)
+
+    def sick(self, stage: str, max_age: float = 86400.0) -> dict[str, dict[str, Any]]:
+        """Workers of ``stage`` that stopped for their node's fault in the last ``max_age``
+        seconds and finished no shard since: node -> {reason, at}."""
+        now, out = time.time(), {}
+        for k, v in self._safe(lambda c: c.hgetall(sick_key(stage)), {}).items():
+            try:
+                info = json.loads(v)
+                if now - float(info["at"]) <= max_age:
+                    out[k.decode() if isinstance(k, bytes) else str(k)] = info
+            except (ValueError, KeyError, TypeError):
+                continue
+        return out
 
     def stop_running(self, stage: str, shard_id: int) -> None:
         """Not running any more but still queued (a retry is on its way)."""
@@ -154,6 +183,31 @@ class Tracker:
     def attempts(self, stage: str, shard_id: int) -> int:
         v = self._safe(lambda c: c.get(attempts_key(stage, shard_id)), None)
         return int(v) if v else 0
+
+    def settle(self, task_id: str, unacked: str = "unacked",
+               index: str = "unacked_index") -> int:
+        """Remove ``task_id``'s message from kombu's unacknowledged set (the hash ``unacked``,
+        tag -> [message, exchange, routing key], and its index): for a task whose outcome is
+        written and handed on while the broker was away, whose own ack was then lost with the
+        old connection. Left there, it would come back after the visibility timeout only to
+        be skipped. Returns how many were removed."""
+
+        def go(c: Any) -> int:
+            n = 0
+            for tag, raw in c.hscan_iter(unacked):
+                try:
+                    if json.loads(raw)[0]["headers"]["id"] != task_id:
+                        continue
+                except (ValueError, KeyError, IndexError, TypeError):
+                    continue
+                p = c.pipeline(transaction=False)
+                p.zrem(index, tag)
+                p.hdel(unacked, tag)
+                p.execute()
+                n += 1
+            return n
+
+        return self._safe(go, 0)
 
     # --- broker queues ----------------------------------------------------------------------------
     def queue_length(self, stage: str) -> int | None:

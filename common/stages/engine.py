@@ -5,7 +5,8 @@ The Celery task (common/queue/worker.py) and ``onsei run`` (services/ops/runner.
 adapters: they decide how many attempts a shard gets and what happens after one; the engine does the
 attempt and writes its outcome. An attempt whose outcome cannot be written (the output root is
 read-only, the shard id has no usable name) says so as ``unrecorded``: the Celery adapter then
-does not let the message go.
+does not let the message go. A failure that is the node's (common/node/fault.py: a full disk, a
+model that cannot load) is ``sick``: not recorded against the shard, which goes back.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from common.errors import ModelUnavailable
 from common.ledger.records import DoneBody, DoneRecord
 from common.ledger.store import Ledger
+from common.node.fault import NodeFault, node_fault
 from common.node.price import node_of
 from common.redact import redact_text
 from common.settings import Settings
@@ -42,7 +43,8 @@ shard_log = logging.getLogger("onsei.shards")
 # common/queue/metrics.py registers one. An observer's failure is logged, never the shard's.
 SHARD_OBSERVERS: list[Callable[[str, int, DoneRecord | None, BaseException | None], None]] = []
 
-Status = Literal["done", "skipped", "failed", "dead", "unrecorded"]
+# sick: the node's fault (disk full, model cannot load): nothing recorded, the shard goes back
+Status = Literal["done", "skipped", "failed", "dead", "unrecorded", "sick"]
 
 
 def _notify(stage: str, shard_id: int, record: DoneRecord | None,
@@ -154,7 +156,10 @@ class Engine:
             inputs = self.fetch_ahead(shard_id) if self.read_ahead else self.fetch(
                 shard_id, workdir)
             t_fetched = time.monotonic()
-            self.load()
+            try:
+                self.load()
+            except Exception as e:  # any shard would fail here: the node's fault
+                raise NodeFault(f"model load failed: {reason_of(e)}") from e
             t_loaded = time.monotonic()
             self.stage.clock.reset()  # model_seconds: this shard's model calls only
             self.stage.bind_stores(self.input, self.output)
@@ -208,7 +213,12 @@ class Engine:
         try:
             out = self.run(shard_id, check_done=check_done)
         except Exception as e:  # noqa: BLE001 - every failure leaves a record
-            return self._failed(shard_id, e, attempt, last or isinstance(e, ModelUnavailable))
+            fault = node_fault(e)
+            if fault is not None:  # not this shard's failure: the caller hands it back
+                shard_log.error("%s %s: node fault, not the shard's: %s", self.name, shard_id,
+                                fault)
+                return Attempt(self.name, shard_id, "sick", reason=fault, error=e)
+            return self._failed(shard_id, e, attempt, last)
         finally:
             if self.read_ahead:
                 self._discard(shard_id)

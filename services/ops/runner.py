@@ -97,6 +97,10 @@ class Runner:
                 pre.submit(todo[n + 1])  # download the next while this one computes
             # the listing above was the done check; this shard is either not done or forced
             a = engine.attempt(shard_id, check_done=False)
+            if a.status == "sick":  # the node's fault (disk full): every next shard would fail
+                summary.error = a.reason
+                summary.not_run.extend(todo[n:])
+                break
             if a.ok:
                 summary.processed.append(shard_id)
                 if a.record is not None:

@@ -7,7 +7,10 @@ fast) or ``real`` (services.asr with ``bundled:whisper-base`` and services.enhan
 ``ONSEI_ENHANCER=none``; tokenize is left out of fault runs: a NeuCodec per worker process is
 ~1.5 GB). ``ONSEI_FAULT_HANG=asr:3,enhance:5`` makes the first attempt of those shards hang in a
 way that the soft time limit cannot interrupt (SIGUSR1 blocked, like a stuck GPU call): only the
-hard time limit frees them. ``ONSEI_FAULT_DIR`` holds the per-shard "already hung once" markers.
+hard time limit frees them. ``ONSEI_FAULT_PAUSE_AFTER_DONE=asr:0`` makes the first attempt of
+those shards stop right after their done record is written, before the hand-on: it writes
+``paused-asr-0`` and waits for ``resume-asr-0`` (a test takes the broker away meanwhile).
+``ONSEI_FAULT_DIR`` holds these markers.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from common.queue.worker import register_stage_task
 from common.stages.contract import Stage
+from common.stages.engine import SHARD_OBSERVERS
 from services.stages import PIPELINE, boot_settings, make_app
 
 
@@ -35,6 +39,24 @@ def _hang_once(stage: str, shard_id: int) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # no soft time limit either
     while True:
         time.sleep(3600)
+
+
+def _pause_after_done(stage: str, shard_id: int, record: dict | None,
+                      error: BaseException | None) -> None:
+    wanted = {x.strip() for x in os.environ.get("ONSEI_FAULT_PAUSE_AFTER_DONE", "").split(",")}
+    if record is None or f"{stage}:{shard_id}" not in wanted:
+        return
+    d = Path(os.environ.get("ONSEI_FAULT_DIR", "/tmp"))
+    try:
+        os.close(os.open(d / f"paused-{stage}-{shard_id}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return  # first attempt only
+    deadline = time.monotonic() + 300
+    while not (d / f"resume-{stage}-{shard_id}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+SHARD_OBSERVERS.append(_pause_after_done)
 
 
 def with_faults(cls: type[Stage]) -> type[Stage]:

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from common.queue.sick import EXIT_SICK
 from tests.faultproxy import FaultProxy
 from tests.harness import wait_until
+from tests.reliability.records import failure_docs
 from tests.reliability.rig import REDELIVER_SECONDS, Rig
 
 REAL = pytest.param("real", marks=pytest.mark.slow, id="real")
@@ -151,18 +153,22 @@ def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
                 ONSEI_RETRY_BACKOFF_SECONDS="0.5", ONSEI_RETRY_BACKOFF_MAX_SECONDS="2")
     if pipeline == "real":  # real shards are small: fill up to what they cannot fit
         os.truncate(filler, 3 * 1024**2 - 64 * 1024)
-    rig.start_workers(2)
+    sick = rig.start_workers(2)
     rig.enqueue()
     led = rig._ledger()
-
-    def disk_full_recorded() -> bool:
-        return any("No space left" in r.reason + r.traceback
-                   for r in led.failures("asr"))
-
-    assert wait_until(disk_full_recorded, 90), rig.logs()[-5000:]
+    # A full disk is the node's fault (issue 25): each worker hands its shard back and exits
+    # 75 instead of failing shards; nothing is recorded against them.
+    assert wait_until(lambda: not any(w.alive for w in sick), 120), rig.logs()[-5000:]
+    assert [w.proc.returncode for w in sick] == [EXIT_SICK] * 2, rig.logs()[-5000:]
+    assert "this node cannot work (disk full" in rig.logs(tail=10**6)
+    assert failure_docs(led, "asr") == []
     assert not led.done_ids("asr", rig.ids)  # nothing half-done was published
     assert list(led.store.list("asr/")) == []
-    filler.unlink()  # the operator frees space; the retries then go through
+    for w in sick:
+        rig.workers.remove(w)
+        rig.retired.append(w)
+    filler.unlink()  # the operator frees space; the restarted workers go through
+    rig.start_workers(2)
     _finish(rig, _timeouts(pipeline))
 
 

@@ -75,6 +75,9 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
             st["running_shards"] = [{"shard_id": i, "host": v.get("host"),
                                      "seconds": round(now - v.get("started", now), 1)}
                                     for i, v in sorted(running.items())[:top]]
+            st["sick"] = [{"node": n, "reason": v.get("reason"),
+                           "seconds": round(now - float(v.get("at", now)), 1)}
+                          for n, v in sorted(tracker.sick(stage).items())]
         out["stages"][stage] = st
     out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
     from services.ops.status.dedup import index_progress
@@ -133,6 +136,10 @@ def render(data: dict[str, Any]) -> None:
         if s["slowest"]:
             slow = ", ".join(f"{x['shard_id']} ({x['wall_seconds']}s)" for x in s["slowest"])
             con.print(f"{stage} slowest: {slow}")
+    for stage, s in data["stages"].items():  # workers stopped for their node's fault
+        for x in s.get("sick", []):
+            con.print(f"[red]{stage} worker {x['node']} stopped {x['seconds'] / 60:.0f} min ago"
+                      f"[/]: {x['reason']}", highlight=False)
 
 
 @click.command()

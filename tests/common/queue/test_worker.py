@@ -9,7 +9,7 @@ import pytest
 from bench.speechgen import make_shard
 from common.ledger.store import Ledger
 from common.queue.tracking import Tracker
-from common.queue.worker import register_stage_task
+from common.queue.worker import DeadLettered, register_stage_task
 from common.storage import open_store
 from services.stages import PIPELINE, make_app
 from tests.dummy.stages import DummyAsr
@@ -58,8 +58,10 @@ def test_transient_failure_is_retried_then_done(setup) -> None:
 
 def test_always_failing_shard_is_dead_lettered_after_n(setup) -> None:
     s, led = setup
-    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
-    assert res["dead_lettered"] and CALLS == [0, 0, 0]  # exactly N tries, then no loop
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"})
+    # the task ends as FAILURE with the reason (what Flower shows), after exactly N tries
+    assert res.state == "FAILURE" and isinstance(res.result, DeadLettered)
+    assert "corrupt shard" in str(res.result) and CALLS == [0, 0, 0]
     rec = led.failures("asr")[0]
     assert rec.attempts == 3 and rec.dead_lettered and "ValueError" in rec.traceback
     assert not led.is_done("asr", 0)
@@ -77,8 +79,8 @@ def test_too_many_deliveries_dead_letters_without_running(setup) -> None:
     t = Tracker(s)
     for _ in range(3):  # three deliveries that died (kill -9) before finishing
         t.start("asr", 0, 60)
-    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
-    assert res["dead_lettered"] and CALLS == []
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"})
+    assert res.state == "FAILURE" and "too many deliveries" in str(res.result) and CALLS == []
     assert "too many deliveries" in led.failures("asr")[0].reason
 
 
@@ -87,5 +89,5 @@ def test_bounded_even_without_the_redis_counter(make_settings) -> None:
     s = make_settings(broker_url="redis://127.0.0.1:1/0", max_task_failures=2,
                       retry_backoff_seconds=0.01)
     make_shard(Path(s.input_url) / s.shard_name(0), {"a": {"wav": b"x"}})
-    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"}).get()
-    assert res["dead_lettered"] and CALLS == [0, 0]
+    res = _task(s, _Broken).apply(args=[0], kwargs={"until": "asr"})
+    assert isinstance(res.result, DeadLettered) and CALLS == [0, 0]
