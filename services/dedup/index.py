@@ -101,30 +101,22 @@ class Index:
                          f" OR (b >> {ROW_BITS}) IN (SELECT shard FROM gone)")
         self.con.execute("DELETE FROM shards WHERE shard IN (SELECT shard FROM gone)")
 
-    def add_edges(self, edges: list[tuple[int, int, float]]) -> None:
-        if edges:
-            import pyarrow as pa
-
-            a, b, s = zip(*edges)
-            t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
-                          "score": pa.array(s, pa.float32())})
-            self.con.register("incoming_edges", t)
-            try:
-                self.con.execute("INSERT INTO edges SELECT a, b, score FROM incoming_edges")
-            finally:
-                self.con.unregister("incoming_edges")
-
-    def add_part(self, name: str) -> None:
+    def add_part_file(self, name: str, path: Path) -> None:
+        """A published part's confirmed pairs (its local copy), and its name."""
+        self.con.execute(f"INSERT INTO edges SELECT a, b, score FROM "
+                         f"read_parquet('{_quote(str(path))}')")
         self.con.execute("INSERT INTO parts VALUES (?)", [name])
 
     # --- matching -----------------------------------------------------------------------------
     def candidates(self, new_shards: Iterable[int], slack_seconds: float, slack_fraction: float,
-                   max_bucket: int) -> list[tuple[int, int]]:
+                   max_bucket: int, chunk: int = 100_000) -> Iterator[list[tuple[int, int]]]:
         """Pairs (a < b) with at least one segment of ``new_shards`` that share a text key held
-        by at most ``max_bucket`` segments and whose durations agree within the slack."""
+        by at most ``max_bucket`` segments and whose durations agree within the slack; sorted
+        by shard (the fingerprints are read a shard at a time), ``chunk`` at a time. The
+        connection runs nothing else until they are all taken."""
         ids = sorted(set(new_shards))
         if not ids:
-            return []
+            return
         con = self.con
         con.execute("CREATE OR REPLACE TEMP TABLE fresh AS SELECT unnest(?) AS shard", [ids])
         con.execute(f"CREATE OR REPLACE TEMP TABLE nb AS SELECT key, seg FROM bands "
@@ -132,7 +124,7 @@ class Index:
         con.execute("CREATE OR REPLACE TEMP TABLE usable AS SELECT key FROM bands "
                     "WHERE key IN (SELECT key FROM nb) GROUP BY key "
                     "HAVING count(*) BETWEEN 2 AND ?", [max_bucket])
-        rows = con.execute(
+        cur = con.execute(
             "WITH p AS (SELECT DISTINCT least(n.seg, o.seg) AS a, greatest(n.seg, o.seg) AS b "
             "  FROM nb n JOIN bands o ON n.key = o.key "
             "  WHERE n.seg <> o.seg AND n.key IN (SELECT key FROM usable)) "
@@ -140,8 +132,9 @@ class Index:
             "JOIN segments sb ON sb.seg = p.b "
             "WHERE abs(sa.seconds - sb.seconds) <= ? + ? * least(sa.seconds, sb.seconds) "
             f"ORDER BY p.b >> {ROW_BITS}, p.a >> {ROW_BITS}, p.a, p.b",
-            [slack_seconds, slack_fraction]).fetchall()
-        return [(int(a), int(b)) for a, b in rows]
+            [slack_seconds, slack_fraction])
+        while rows := cur.fetchmany(chunk):
+            yield [(int(a), int(b)) for a, b in rows]
 
     # --- the result ---------------------------------------------------------------------------
     def cluster(self) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 
@@ -177,59 +178,60 @@ class Deduper:
                 index.add_shard(shard, t)
         have_parts = index.parts()
         for key in sorted(set(self._parts()) - have_parts):
-            index.add_edges(_part_edges(self.workdir / "parts" / Path(key).name))
-            index.add_part(key)
+            index.add_part_file(key, self.workdir / "parts" / Path(key).name)
         index.commit()
 
     def _index_batch(self, index: Index, batch: list[int]) -> None:
+        """One shard's signatures in memory at a time, the candidates streamed in chunks, the
+        confirmed pairs written to the part file as they come: memory is bounded by DuckDB's
+        limit and a chunk, not by the batch."""
         p = self.progress
-        tables = {}
-        with p.timed("read"):
-            for shard in batch:
-                t = self._table(shard, INDEX_COLUMNS)
-                if t is not None:
-                    tables[shard] = t
-        if not tables:
-            return
+        rows: dict[int, int] = {}
         index.begin()
         try:
-            with p.timed("index"):
-                for shard, t in tables.items():
-                    p.segments += index.add_shard(shard, t)
-            with p.timed("candidates"):
-                pairs = index.candidates(tables, self.s.dedup_duration_slack_seconds,
-                                         self.s.dedup_duration_slack_fraction,
-                                         self.s.dedup_max_bucket)
-            with p.timed("confirm"):
-                edges, unchecked = confirm(pairs, Fingerprints(self._fingerprints), self.rule)
-            key = self._publish_part(sorted(tables), edges)
-            for shard in sorted(tables):
-                self._record(shard, key, tables[shard].num_rows)
-            index.add_edges(edges)
-            index.add_part(key)
+            for shard in batch:
+                with p.timed("read"):
+                    t = self._table(shard, INDEX_COLUMNS)
+                if t is not None:
+                    with p.timed("index"):
+                        rows[shard] = index.add_shard(shard, t)
+                del t
+            if not rows:
+                index.rollback()
+                return
+            name = f"part-{min(rows):09d}-{uuid.uuid4().hex[:12]}.parquet"
+            local = self.workdir / "parts" / name
+            fps = Fingerprints(self._fingerprints)
+            found = unchecked = candidates = 0
+            with PartWriter(local, sorted(rows)) as part:
+                chunks = index.candidates(rows, self.s.dedup_duration_slack_seconds,
+                                          self.s.dedup_duration_slack_fraction,
+                                          self.s.dedup_max_bucket)
+                while True:
+                    with p.timed("candidates"):
+                        chunk = next(chunks, None)
+                    if chunk is None:
+                        break
+                    with p.timed("confirm"):
+                        edges, missed = confirm(chunk, fps, self.rule)
+                    part.write(edges)
+                    candidates += len(chunk)
+                    found += len(edges)
+                    unchecked += missed
+            key = PARTS + name
+            self.store.put_file(local, key)  # published whole, before any record
+            for shard in sorted(rows):
+                self._record(shard, key, rows[shard])
+            index.add_part_file(key, local)
         except BaseException:
             index.rollback()
             raise
         index.commit()
-        p.indexed += len(tables)
-        p.candidates += len(pairs)
-        p.confirmed += len(edges)
+        p.indexed += len(rows)
+        p.segments += sum(rows.values())
+        p.candidates += candidates
+        p.confirmed += found
         p.unchecked += unchecked
-
-    def _publish_part(self, shards: list[int], edges: list[tuple[int, int, float]]) -> str:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        name = f"part-{shards[0]:09d}-{uuid.uuid4().hex[:12]}.parquet"
-        local = self.workdir / "parts" / name
-        local.parent.mkdir(parents=True, exist_ok=True)
-        a, b, s = (list(c) for c in zip(*edges)) if edges else ([], [], [])
-        t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
-                      "score": pa.array(s, pa.float32())},
-                     metadata={b"shards": ",".join(map(str, shards)).encode()})
-        pq.write_table(t, local)
-        self.store.put_file(local, PARTS + name)
-        return PARTS + name
 
     def _record(self, shard: int, part: str, segments: int | None) -> None:
         self.ledger.mark_done(STAGE, shard, {"part": part, "segments": segments,
@@ -279,11 +281,31 @@ def _part_shards(store: Store, key: str, cache: Path) -> list[int]:
     return [int(x) for x in raw.split(",") if x]
 
 
-def _part_edges(path: Path) -> list[tuple[int, int, float]]:
-    import pyarrow.parquet as pq
+class PartWriter:
+    """The confirmed pairs of one batch, appended in chunks; the shards it indexed in the
+    file's metadata (what a resuming run reads)."""
 
-    t = pq.read_table(path)
-    return list(zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
-                    t.column("score").to_pylist()))
+    def __init__(self, path: Path, shards: list[int]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("score", pa.float32())],
+                                metadata={b"shards": ",".join(map(str, shards)).encode()})
+        self._w = pq.ParquetWriter(path, self.schema)
 
+    def write(self, edges: list[tuple[int, int, float]]) -> None:
+        import pyarrow as pa
+
+        if edges:
+            a, b, s = zip(*edges)
+            self._w.write_table(pa.table({"a": pa.array(a, pa.int64()),
+                                          "b": pa.array(b, pa.int64()),
+                                          "score": pa.array(s, pa.float32())},
+                                         schema=self.schema))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._w.close()
