@@ -307,6 +307,13 @@ def scale(quick: bool) -> list[dict]:
                      "ratio": round(r["rss_mb"]), "goal": "info (baseline: CPU s; ratio: "
                      "peak RSS MB)", "unit": "wall s"})
     if last:
+        ph = last["phases"]
+        rows.append({"name": f"dedup scale: CPU s by phase at {last['n']:,} (read / index / "
+                             "candidates / confirm / result)",
+                     "ours": " / ".join(f"{ph.get(k, 0):.1f}" for k in
+                                        ("read", "index", "candidates", "confirm", "result")),
+                     "baseline": last["candidates"], "ratio": None,
+                     "goal": "info (baseline: candidate pairs)", "unit": "CPU s"})
         # DuckDB's phases run on every core; reading, confirming and clustering run on one
         ph, k = last["phases"], 200e6 / last["n"]
         par = (ph.get("index", 0) + ph.get("candidates", 0)) * k / 16

@@ -17,9 +17,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROW_BITS = 20
+
+
+class IndexInputError(ValueError):
+    """A signature file DuckDB could not read (a damaged page past the footer)."""
 
 _TABLES = (
     ("CREATE TABLE IF NOT EXISTS segments (seg BIGINT, id VARCHAR, shard BIGINT, seconds FLOAT,"
@@ -60,7 +62,7 @@ class Index:
     def segment_count(self) -> int:
         return int(self.con.execute("SELECT count(*) FROM segments").fetchone()[0])
 
-    # --- changes (the caller brackets a batch in begin/commit) ---------------------------------
+    # --- changes: each in a transaction of its own ---------------------------------------------
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
 
@@ -70,23 +72,41 @@ class Index:
     def rollback(self) -> None:
         self.con.execute("ROLLBACK")
 
-    def add_shard(self, shard: int, table: Any) -> int:
-        """Rows of the shard's signature table (columns id, seconds, ovrl, text, bands)."""
+    def add_shard(self, shard: int, source: Path | Any) -> int:
+        """A shard's signatures, from its Parquet file (read by DuckDB, in parallel) or an Arrow
+        table with the same columns, in one transaction of its own: all its rows or none.
+        Raises :class:`IndexInputError` when the file cannot be read."""
+        import duckdb
         import pyarrow as pa
 
-        n = table.num_rows
-        seg = (np.int64(shard) << ROW_BITS) + np.arange(n, dtype=np.int64)
-        t = pa.table({"seg": seg, "id": table.column("id"), "seconds": table.column("seconds"),
-                      "ovrl": table.column("ovrl"), "text": table.column("text"),
-                      "bands": table.column("bands")})
-        self.con.register("incoming", t)
+        if isinstance(source, Path):
+            rel = f"read_parquet('{_quote(str(source))}', file_row_number = true)"
+            row = "file_row_number"
+        else:
+            source = source.append_column("row", pa.array(range(source.num_rows), pa.int64()))
+            self.con.register("incoming_arrow", source)
+            rel, row = "incoming_arrow", "row"
+        self.begin()
         try:
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE incoming AS SELECT (CAST(? AS BIGINT) << "
+                f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, bands FROM {rel}", [shard])
+            n = int(self.con.execute("SELECT count(*) FROM incoming").fetchone()[0])
             self.con.execute("INSERT INTO segments SELECT seg, id, ?, seconds, ovrl, text "
                              "FROM incoming", [shard])
             self.con.execute("INSERT INTO bands SELECT unnest(bands), seg FROM incoming")
+            self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
+            self.con.execute("DROP TABLE incoming")
+        except duckdb.Error as e:
+            self.rollback()
+            raise IndexInputError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
+        except BaseException:
+            self.rollback()
+            raise
         finally:
-            self.con.unregister("incoming")
-        self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
+            if rel == "incoming_arrow":
+                self.con.unregister("incoming_arrow")
+        self.commit()
         return n
 
     def remove_shards(self, shards: Iterable[int]) -> None:
@@ -102,10 +122,16 @@ class Index:
         self.con.execute("DELETE FROM shards WHERE shard IN (SELECT shard FROM gone)")
 
     def add_part_file(self, name: str, path: Path) -> None:
-        """A published part's confirmed pairs (its local copy), and its name."""
-        self.con.execute(f"INSERT INTO edges SELECT a, b, score FROM "
-                         f"read_parquet('{_quote(str(path))}')")
-        self.con.execute("INSERT INTO parts VALUES (?)", [name])
+        """A published part's confirmed pairs (its local copy), and its name: both or none."""
+        self.begin()
+        try:
+            self.con.execute(f"INSERT INTO edges SELECT a, b, score FROM "
+                             f"read_parquet('{_quote(str(path))}')")
+            self.con.execute("INSERT INTO parts VALUES (?)", [name])
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
 
     # --- matching -----------------------------------------------------------------------------
     def candidates(self, new_shards: Iterable[int], slack_seconds: float, slack_fraction: float,

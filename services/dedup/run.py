@@ -3,12 +3,12 @@ write the result (services/dedup/result.py).
 
 Exactly once, under the ledger's rules (docs/dedup.md):
 
-1. a batch of new shards is added to the local index (one DuckDB transaction), its candidate
-   pairs are confirmed, and the confirmed pairs are published whole as one part,
-   ``_ledger/dedup/_parts/<name>.parquet``, listing the shards it indexed;
+1. a batch of new shards is added to the local index, its candidate pairs are confirmed, and
+   the confirmed pairs are published whole as one part, ``_ledger/dedup/_parts/<name>.parquet``,
+   listing the shards it indexed;
 2. then each of those shards gets its record ``_ledger/dedup/<stem>.json``: only now does it
    count as indexed;
-3. then the local transaction commits.
+3. then the part's pairs join the local index.
 
 After a crash: a part none of whose shards has a record is deleted and its shards indexed
 again; a part with some records gets the rest (it was published whole); a local index that
@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-import numpy as np
-
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
-from services.dedup.index import Index
+from services.dedup.index import Index, IndexInputError
 from services.dedup.result import (
     DUPLICATES_KEY,
     SUMMARY_KEY,
@@ -42,7 +40,14 @@ from services.dedup.result import (
     DuplicateLine,
 )
 from services.dedup.settings import DedupSettings
-from services.dedup.signature import SignatureError, fingerprints, read_signatures, signature_key
+from services.dedup.signature import (
+    FingerprintColumn,
+    SignatureError,
+    check_signatures,
+    fingerprints,
+    read_signatures,
+    signature_key,
+)
 from services.dedup.verify import Fingerprints, Rule, confirm
 
 log = logging.getLogger(__name__)
@@ -50,7 +55,6 @@ log = logging.getLogger(__name__)
 STAGE = "dedup"  # its records: _ledger/dedup/<stem>.json
 KIND = "same_recording"
 PARTS = "_ledger/dedup/_parts/"
-INDEX_COLUMNS = ["id", "seconds", "ovrl", "text", "bands"]
 
 
 class NothingToDedup(RuntimeError):
@@ -115,7 +119,7 @@ class Deduper:
             (self.sigdir / Path(self._sig_key(shard)).name).unlink(missing_ok=True)
             return None
 
-    def _fingerprints(self, shard: int) -> list[np.ndarray] | None:
+    def _fingerprints(self, shard: int) -> FingerprintColumn | None:
         t = self._table(shard, ["fp"], fresh=False)
         return None if t is None else fingerprints(t)
 
@@ -169,64 +173,63 @@ class Deduper:
 
     def _sync(self, index: Index, done: set[int]) -> None:
         """Make the local index hold exactly the recorded shards and every published pair."""
-        held = index.shards()
-        index.begin()
-        index.remove_shards(held - done)  # added locally, never recorded
-        for shard in sorted(done - held):
-            t = self._table(shard, INDEX_COLUMNS)
-            if t is not None:
-                index.add_shard(shard, t)
-        have_parts = index.parts()
-        for key in sorted(set(self._parts()) - have_parts):
+        index.remove_shards(index.shards() - done)  # added locally, never recorded
+        for shard in sorted(done - index.shards()):
+            self._add(index, shard)
+        for key in sorted(set(self._parts()) - index.parts()):
             index.add_part_file(key, self.workdir / "parts" / Path(key).name)
-        index.commit()
+
+    def _add(self, index: Index, shard: int) -> int | None:
+        """The shard's signatures into the index; None (and named as bad) when unusable."""
+        p = self.progress
+        try:
+            with p.timed("read"):
+                path = self._local(shard, fresh=True)
+                check_signatures(path)
+            with p.timed("index"):
+                return index.add_shard(shard, path)
+        except (SignatureError, IndexInputError) as e:
+            p.bad[self._sig_key(shard)] = str(e)
+            (self.sigdir / Path(self._sig_key(shard)).name).unlink(missing_ok=True)
+            return None
 
     def _index_batch(self, index: Index, batch: list[int]) -> None:
-        """One shard's signatures in memory at a time, the candidates streamed in chunks, the
-        confirmed pairs written to the part file as they come: memory is bounded by DuckDB's
-        limit and a chunk, not by the batch."""
+        """Each shard goes into the local index on its own; the candidates are streamed in
+        chunks and the confirmed pairs written to the part file as they come: memory is
+        bounded by DuckDB's limit and a chunk, not by the batch. Shards added here but not
+        recorded (a crash) are removed by the next run's :meth:`_sync`."""
         p = self.progress
         rows: dict[int, int] = {}
-        index.begin()
-        try:
-            for shard in batch:
-                with p.timed("read"):
-                    t = self._table(shard, INDEX_COLUMNS)
-                if t is not None:
-                    with p.timed("index"):
-                        rows[shard] = index.add_shard(shard, t)
-                del t
-            if not rows:
-                index.rollback()
-                return
-            name = f"part-{min(rows):09d}-{uuid.uuid4().hex[:12]}.parquet"
-            local = self.workdir / "parts" / name
-            fps = Fingerprints(self._fingerprints)
-            found = unchecked = candidates = 0
-            with PartWriter(local, sorted(rows)) as part:
-                chunks = index.candidates(rows, self.s.dedup_duration_slack_seconds,
-                                          self.s.dedup_duration_slack_fraction,
-                                          self.s.dedup_max_bucket)
-                while True:
-                    with p.timed("candidates"):
-                        chunk = next(chunks, None)
-                    if chunk is None:
-                        break
-                    with p.timed("confirm"):
-                        edges, missed = confirm(chunk, fps, self.rule)
-                    part.write(edges)
-                    candidates += len(chunk)
-                    found += len(edges)
-                    unchecked += missed
-            key = PARTS + name
-            self.store.put_file(local, key)  # published whole, before any record
-            for shard in sorted(rows):
-                self._record(shard, key, rows[shard])
-            index.add_part_file(key, local)
-        except BaseException:
-            index.rollback()
-            raise
-        index.commit()
+        for shard in batch:
+            n = self._add(index, shard)
+            if n is not None:
+                rows[shard] = n
+        if not rows:
+            return
+        name = f"part-{min(rows):09d}-{uuid.uuid4().hex[:12]}.parquet"
+        local = self.workdir / "parts" / name
+        fps = Fingerprints(self._fingerprints)
+        found = unchecked = candidates = 0
+        with PartWriter(local, sorted(rows)) as part:
+            chunks = index.candidates(rows, self.s.dedup_duration_slack_seconds,
+                                      self.s.dedup_duration_slack_fraction,
+                                      self.s.dedup_max_bucket)
+            while True:
+                with p.timed("candidates"):
+                    chunk = next(chunks, None)
+                if chunk is None:
+                    break
+                with p.timed("confirm"):
+                    edges, missed = confirm(chunk, fps, self.rule)
+                part.write(edges)
+                candidates += len(chunk)
+                found += len(edges)
+                unchecked += missed
+        key = PARTS + name
+        self.store.put_file(local, key)  # published whole, before any record
+        for shard in sorted(rows):
+            self._record(shard, key, rows[shard])
+        index.add_part_file(key, local)
         p.indexed += len(rows)
         p.segments += sum(rows.values())
         p.candidates += candidates

@@ -7,7 +7,7 @@ candidates arrive sorted by shard, so each file is read about once per batch.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,10 +22,10 @@ class Fingerprints:
     """``loader(shard)`` -> the shard's fingerprints by row, or None when its file is unusable
     (a pair with such a segment is never confirmed)."""
 
-    def __init__(self, loader: Callable[[int], list[np.ndarray] | None], keep: int = 64) -> None:
+    def __init__(self, loader: Callable[[int], Sequence[np.ndarray] | None], keep: int = 16) -> None:
         self.loader = loader
         self.keep = keep
-        self._cache: OrderedDict[int, list[np.ndarray] | None] = OrderedDict()
+        self._cache: OrderedDict[int, Sequence[np.ndarray] | None] = OrderedDict()
 
     def get(self, seg: int) -> np.ndarray | None:
         shard, row = seg >> ROW_BITS, seg & ROW_MASK
