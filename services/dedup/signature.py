@@ -10,6 +10,7 @@ schema's metadata names the format version: a reader refuses another one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,9 @@ class FingerprintColumn:
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[i] for i in range(len(self)))
 
     def __getitem__(self, row: int) -> np.ndarray:
         a, b = int(self._offsets[row]), int(self._offsets[row + 1])
