@@ -52,6 +52,11 @@ class Index:
     def close(self) -> None:
         self.con.close()
 
+    def _one(self, sql: str) -> tuple[Any, ...]:
+        row = self.con.execute(sql).fetchone()
+        assert row is not None  # an aggregate always gives one row
+        return row
+
     # --- what it holds ------------------------------------------------------------------------
     def shards(self) -> set[int]:
         return {r[0] for r in self.con.execute("SELECT shard FROM shards").fetchall()}
@@ -60,7 +65,7 @@ class Index:
         return {r[0] for r in self.con.execute("SELECT name FROM parts").fetchall()}
 
     def segment_count(self) -> int:
-        return int(self.con.execute("SELECT count(*) FROM segments").fetchone()[0])
+        return int(self._one("SELECT count(*) FROM segments")[0])
 
     # --- changes: each in a transaction of its own ---------------------------------------------
     def begin(self) -> None:
@@ -91,7 +96,7 @@ class Index:
             self.con.execute(
                 f"CREATE OR REPLACE TEMP TABLE incoming AS SELECT (CAST(? AS BIGINT) << "
                 f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, bands FROM {rel}", [shard])
-            n = int(self.con.execute("SELECT count(*) FROM incoming").fetchone()[0])
+            n = int(self._one("SELECT count(*) FROM incoming")[0])
             self.con.execute("INSERT INTO segments SELECT seg, id, ?, seconds, ovrl, text "
                              "FROM incoming", [shard])
             self.con.execute("INSERT INTO bands SELECT unnest(bands), seg FROM incoming")
@@ -177,8 +182,8 @@ class Index:
             con.execute("CREATE OR REPLACE TEMP TABLE lab2 AS SELECT u.x AS seg, "
                         "least(min(n.l), any_value(m.l)) AS l FROM und u "
                         "JOIN lab n ON n.seg = u.y JOIN lab m ON m.seg = u.x GROUP BY u.x")
-            changed = con.execute("SELECT count(*) FROM lab2 JOIN lab USING (seg) "
-                                  "WHERE lab2.l <> lab.l").fetchone()[0]
+            changed = self._one("SELECT count(*) FROM lab2 JOIN lab USING (seg) "
+                                "WHERE lab2.l <> lab.l")[0]
             con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT * FROM lab2")
             if not changed:
                 break
@@ -202,9 +207,9 @@ class Index:
 
     def cluster_totals(self) -> tuple[int, int, float]:
         """Clusters, copies not kept, and their seconds."""
-        c, d, sec = self.con.execute(
+        c, d, sec = self._one(
             "SELECT count(DISTINCT l), count(*) FILTER (WHERE rn > 1), "
-            "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members").fetchone()
+            "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members")
         return int(c), int(d), float(sec)
 
     def largest(self, n: int) -> list[tuple[str, int, float, str]]:

@@ -10,7 +10,7 @@ schema's metadata names the format version: a reader refuses another one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,7 @@ def _checked(path: Path) -> Any:
         raise SignatureError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
 
 
-class FingerprintColumn:
+class FingerprintColumn(Sequence[np.ndarray]):
     """A shard's ``fp`` column as Arrow holds it (one buffer and its offsets): a row becomes an
     array only when asked for, so a shard of 10,000 segments costs no 10,000 Python objects."""
 
@@ -132,7 +132,7 @@ class FingerprintColumn:
     def __iter__(self) -> Iterator[np.ndarray]:
         return (self[i] for i in range(len(self)))
 
-    def __getitem__(self, row: int) -> np.ndarray:
+    def __getitem__(self, row: int) -> np.ndarray:  # type: ignore[override]
         a, b = int(self._offsets[row]), int(self._offsets[row + 1])
         return np.frombuffer(self._data, dtype="<u4", count=(b - a) // 4, offset=a)
 
