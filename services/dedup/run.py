@@ -48,12 +48,13 @@ from services.dedup.signature import (
     read_signatures,
     signature_key,
 )
-from services.dedup.verify import Fingerprints, Rule, confirm
+from services.dedup.verify import Rule, confirm
 
 log = logging.getLogger(__name__)
 
 STAGE = "dedup"  # its records: _ledger/dedup/<stem>.json
 KIND = "same_recording"
+CHUNK_PAIRS = 20_000  # candidate pairs confirmed together (their fingerprints: ~90 MB at 9 s)
 PARTS = "_ledger/dedup/_parts/"
 
 
@@ -208,19 +209,18 @@ class Deduper:
             return
         name = f"part-{min(rows):09d}-{uuid.uuid4().hex[:12]}.parquet"
         local = self.workdir / "parts" / name
-        fps = Fingerprints(self._fingerprints)
         found = unchecked = candidates = 0
         with PartWriter(local, sorted(rows)) as part:
             chunks = index.candidates(rows, self.s.dedup_duration_slack_seconds,
                                       self.s.dedup_duration_slack_fraction,
-                                      self.s.dedup_max_bucket)
+                                      self.s.dedup_max_bucket, chunk=CHUNK_PAIRS)
             while True:
                 with p.timed("candidates"):
                     chunk = next(chunks, None)
                 if chunk is None:
                     break
                 with p.timed("confirm"):
-                    edges, missed = confirm(chunk, fps, self.rule)
+                    edges, missed = confirm(chunk, self._fingerprints, self.rule)
                 part.write(edges)
                 candidates += len(chunk)
                 found += len(edges)
