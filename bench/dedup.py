@@ -134,6 +134,81 @@ def accuracy(quick: bool) -> list[dict]:
     return rows
 
 
+def _chromaprint(audio: np.ndarray, rate: int) -> np.ndarray:
+    """fpcalc's raw fingerprint (uint32 per ~0.124 s), empty when it gives none."""
+    import shutil
+
+    import soundfile as sf
+
+    with tempfile.NamedTemporaryFile(suffix=".wav") as f:
+        sf.write(f.name, audio, rate)
+        out = subprocess.run([shutil.which("fpcalc") or "fpcalc", "-raw", "-length", "600",
+                              f.name], check=False, capture_output=True, text=True).stdout
+    for ln in out.splitlines():
+        if ln.startswith("FINGERPRINT=") and ln[12:]:
+            return np.array([int(x) & 0xFFFFFFFF for x in ln[12:].split(",")], np.uint32)
+    return np.zeros(0, np.uint32)
+
+
+def margins(quick: bool) -> list[dict]:
+    """The acoustic check alone, per copy and look-alike kind: the worst bit error rate of a
+    copy against its original, the best of a look-alike (the threshold must sit between);
+    and chromaprint (fpcalc) in the same comparison, at its best threshold."""
+    import shutil
+
+    from bench.dedup_corpus import SR, TRANSFORMS, originals, other_speakers
+    from services.dedup.fingerprint import FRAMES_PER_SECOND, compare, fingerprint
+    from services.dedup.settings import DedupSettings
+
+    clips = originals()
+    if not clips or not shutil.which("espeak-ng"):
+        return []
+    s = DedupSettings()
+    thr = s.dedup_max_ber
+    rows = []
+    makers = [("ours", lambda a: fingerprint(a, SR), FRAMES_PER_SECOND)]
+    if shutil.which("fpcalc"):
+        makers.append(("chromaprint", lambda a: _chromaprint(a, SR), 11025 / 1365))
+    copies = {c.name: {tn: f(c.audio) for tn, f in TRANSFORMS.items()} for c in clips}
+    others = {c.name: other_speakers(c.text) for c in clips}
+    for label, fp, per_s in makers:
+        shift = round(s.dedup_max_shift_seconds * per_s)
+        ref = {c.name: fp(c.audio) for c in clips}
+
+        def ber(a: np.ndarray, b: np.ndarray, shift: int = shift) -> float:
+            return compare(a, b, shift, s.dedup_min_overlap).ber
+
+        pos = {tn: [ber(ref[c.name], fp(copies[c.name][tn])) for c in clips]
+               for tn in TRANSFORMS}
+        neg = {"same words, another speaker (espeak)":
+               [ber(ref[c.name], fp(o.audio)) for c in clips for o in others[c.name]],
+               "other words, same speaker":
+               [ber(ref[a.name], ref[b.name]) for a, b in itertools.combinations(clips, 2)
+                if a.speaker == b.speaker]}
+        if label == "ours":
+            for tn, v in pos.items():
+                rows.append({"name": f"dedup fingerprint: worst BER of a copy, {tn} "
+                                     f"({len(v)} clips)", "ours": round(max(v), 3),
+                             "baseline": round(float(np.mean(v)), 3), "ratio": None,
+                             "goal": f"<= {thr} (baseline: mean)", "unit": "BER"})
+            for k, v in neg.items():
+                rows.append({"name": f"dedup fingerprint: best BER of a look-alike, {k} "
+                                     f"({len(v)} pairs)", "ours": round(min(v), 3),
+                             "baseline": round(float(np.mean(v)), 3), "ratio": None,
+                             "goal": f"> {thr} (baseline: mean)", "unit": "BER"})
+        all_pos = np.array([x for v in pos.values() for x in v])
+        all_neg = np.array([x for v in neg.values() for x in v])
+        best = max((float(np.mean(all_pos <= t)), -int(np.sum(all_neg <= t)), float(t))
+                   for t in np.arange(0.05, 0.5, 0.01))
+        empty = sum(1 for v in ref.values() if v.size == 0)
+        rows.append({"name": f"dedup fingerprint: {label}, recall at its best threshold "
+                             f"{best[2]:.2f} ({all_pos.size} copies, {all_neg.size} look-alikes;"
+                             f" {empty} of {len(clips)} clips without a fingerprint)",
+                     "ours": round(best[0], 3), "baseline": -best[1], "ratio": None,
+                     "goal": "info (baseline: look-alikes matched)", "unit": "recall"})
+    return rows
+
+
 # --- scale ------------------------------------------------------------------------------------
 def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
     """Signature files + enhance records for ``n`` segments; returns the planted copy pairs."""
@@ -232,6 +307,13 @@ def scale(quick: bool) -> list[dict]:
                      "ratio": round(r["rss_mb"]), "goal": "info (baseline: CPU s; ratio: "
                      "peak RSS MB)", "unit": "wall s"})
     if last:
+        ph = last["phases"]
+        rows.append({"name": f"dedup scale: CPU s by phase at {last['n']:,} (read / index / "
+                             "candidates / confirm / result)",
+                     "ours": " / ".join(f"{ph.get(k, 0):.1f}" for k in
+                                        ("read", "index", "candidates", "confirm", "result")),
+                     "baseline": last["candidates"], "ratio": None,
+                     "goal": "info (baseline: candidate pairs)", "unit": "CPU s"})
         # DuckDB's phases run on every core; reading, confirming and clustering run on one
         ph, k = last["phases"], 200e6 / last["n"]
         par = (ph.get("index", 0) + ph.get("candidates", 0)) * k / 16
@@ -245,4 +327,4 @@ def scale(quick: bool) -> list[dict]:
     return rows
 
 
-ROWS = [accuracy, scale]
+ROWS = [accuracy, margins, scale]

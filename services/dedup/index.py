@@ -17,9 +17,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROW_BITS = 20
+
+
+class IndexInputError(ValueError):
+    """A signature file DuckDB could not read (a damaged page past the footer)."""
 
 _TABLES = (
     ("CREATE TABLE IF NOT EXISTS segments (seg BIGINT, id VARCHAR, shard BIGINT, seconds FLOAT,"
@@ -50,6 +52,11 @@ class Index:
     def close(self) -> None:
         self.con.close()
 
+    def _one(self, sql: str) -> tuple[Any, ...]:
+        row = self.con.execute(sql).fetchone()
+        assert row is not None  # an aggregate always gives one row
+        return row
+
     # --- what it holds ------------------------------------------------------------------------
     def shards(self) -> set[int]:
         return {r[0] for r in self.con.execute("SELECT shard FROM shards").fetchall()}
@@ -58,9 +65,9 @@ class Index:
         return {r[0] for r in self.con.execute("SELECT name FROM parts").fetchall()}
 
     def segment_count(self) -> int:
-        return int(self.con.execute("SELECT count(*) FROM segments").fetchone()[0])
+        return int(self._one("SELECT count(*) FROM segments")[0])
 
-    # --- changes (the caller brackets a batch in begin/commit) ---------------------------------
+    # --- changes: each in a transaction of its own ---------------------------------------------
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
 
@@ -70,23 +77,41 @@ class Index:
     def rollback(self) -> None:
         self.con.execute("ROLLBACK")
 
-    def add_shard(self, shard: int, table: Any) -> int:
-        """Rows of the shard's signature table (columns id, seconds, ovrl, text, bands)."""
+    def add_shard(self, shard: int, source: Path | Any) -> int:
+        """A shard's signatures, from its Parquet file (read by DuckDB, in parallel) or an Arrow
+        table with the same columns, in one transaction of its own: all its rows or none.
+        Raises :class:`IndexInputError` when the file cannot be read."""
+        import duckdb
         import pyarrow as pa
 
-        n = table.num_rows
-        seg = (np.int64(shard) << ROW_BITS) + np.arange(n, dtype=np.int64)
-        t = pa.table({"seg": seg, "id": table.column("id"), "seconds": table.column("seconds"),
-                      "ovrl": table.column("ovrl"), "text": table.column("text"),
-                      "bands": table.column("bands")})
-        self.con.register("incoming", t)
+        if isinstance(source, Path):
+            rel = f"read_parquet('{_quote(str(source))}', file_row_number = true)"
+            row = "file_row_number"
+        else:
+            source = source.append_column("row", pa.array(range(source.num_rows), pa.int64()))
+            self.con.register("incoming_arrow", source)
+            rel, row = "incoming_arrow", "row"
+        self.begin()
         try:
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE incoming AS SELECT (CAST(? AS BIGINT) << "
+                f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, bands FROM {rel}", [shard])
+            n = int(self._one("SELECT count(*) FROM incoming")[0])
             self.con.execute("INSERT INTO segments SELECT seg, id, ?, seconds, ovrl, text "
                              "FROM incoming", [shard])
             self.con.execute("INSERT INTO bands SELECT unnest(bands), seg FROM incoming")
+            self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
+            self.con.execute("DROP TABLE incoming")
+        except duckdb.Error as e:
+            self.rollback()
+            raise IndexInputError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
+        except BaseException:
+            self.rollback()
+            raise
         finally:
-            self.con.unregister("incoming")
-        self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
+            if rel == "incoming_arrow":
+                self.con.unregister("incoming_arrow")
+        self.commit()
         return n
 
     def remove_shards(self, shards: Iterable[int]) -> None:
@@ -101,30 +126,28 @@ class Index:
                          f" OR (b >> {ROW_BITS}) IN (SELECT shard FROM gone)")
         self.con.execute("DELETE FROM shards WHERE shard IN (SELECT shard FROM gone)")
 
-    def add_edges(self, edges: list[tuple[int, int, float]]) -> None:
-        if edges:
-            import pyarrow as pa
-
-            a, b, s = zip(*edges)
-            t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
-                          "score": pa.array(s, pa.float32())})
-            self.con.register("incoming_edges", t)
-            try:
-                self.con.execute("INSERT INTO edges SELECT a, b, score FROM incoming_edges")
-            finally:
-                self.con.unregister("incoming_edges")
-
-    def add_part(self, name: str) -> None:
-        self.con.execute("INSERT INTO parts VALUES (?)", [name])
+    def add_part_file(self, name: str, path: Path) -> None:
+        """A published part's confirmed pairs (its local copy), and its name: both or none."""
+        self.begin()
+        try:
+            self.con.execute(f"INSERT INTO edges SELECT a, b, score FROM "
+                             f"read_parquet('{_quote(str(path))}')")
+            self.con.execute("INSERT INTO parts VALUES (?)", [name])
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
 
     # --- matching -----------------------------------------------------------------------------
     def candidates(self, new_shards: Iterable[int], slack_seconds: float, slack_fraction: float,
-                   max_bucket: int) -> list[tuple[int, int]]:
+                   max_bucket: int, chunk: int = 100_000) -> Iterator[list[tuple[int, int]]]:
         """Pairs (a < b) with at least one segment of ``new_shards`` that share a text key held
-        by at most ``max_bucket`` segments and whose durations agree within the slack."""
+        by at most ``max_bucket`` segments and whose durations agree within the slack; sorted
+        by shard (the fingerprints are read a shard at a time), ``chunk`` at a time. The
+        connection runs nothing else until they are all taken."""
         ids = sorted(set(new_shards))
         if not ids:
-            return []
+            return
         con = self.con
         con.execute("CREATE OR REPLACE TEMP TABLE fresh AS SELECT unnest(?) AS shard", [ids])
         con.execute(f"CREATE OR REPLACE TEMP TABLE nb AS SELECT key, seg FROM bands "
@@ -132,7 +155,7 @@ class Index:
         con.execute("CREATE OR REPLACE TEMP TABLE usable AS SELECT key FROM bands "
                     "WHERE key IN (SELECT key FROM nb) GROUP BY key "
                     "HAVING count(*) BETWEEN 2 AND ?", [max_bucket])
-        rows = con.execute(
+        cur = con.execute(
             "WITH p AS (SELECT DISTINCT least(n.seg, o.seg) AS a, greatest(n.seg, o.seg) AS b "
             "  FROM nb n JOIN bands o ON n.key = o.key "
             "  WHERE n.seg <> o.seg AND n.key IN (SELECT key FROM usable)) "
@@ -140,8 +163,9 @@ class Index:
             "JOIN segments sb ON sb.seg = p.b "
             "WHERE abs(sa.seconds - sb.seconds) <= ? + ? * least(sa.seconds, sb.seconds) "
             f"ORDER BY p.b >> {ROW_BITS}, p.a >> {ROW_BITS}, p.a, p.b",
-            [slack_seconds, slack_fraction]).fetchall()
-        return [(int(a), int(b)) for a, b in rows]
+            [slack_seconds, slack_fraction])
+        while rows := cur.fetchmany(chunk):
+            yield [(int(a), int(b)) for a, b in rows]
 
     # --- the result ---------------------------------------------------------------------------
     def cluster(self) -> None:
@@ -158,8 +182,8 @@ class Index:
             con.execute("CREATE OR REPLACE TEMP TABLE lab2 AS SELECT u.x AS seg, "
                         "least(min(n.l), any_value(m.l)) AS l FROM und u "
                         "JOIN lab n ON n.seg = u.y JOIN lab m ON m.seg = u.x GROUP BY u.x")
-            changed = con.execute("SELECT count(*) FROM lab2 JOIN lab USING (seg) "
-                                  "WHERE lab2.l <> lab.l").fetchone()[0]
+            changed = self._one("SELECT count(*) FROM lab2 JOIN lab USING (seg) "
+                                "WHERE lab2.l <> lab.l")[0]
             con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT * FROM lab2")
             if not changed:
                 break
@@ -183,9 +207,9 @@ class Index:
 
     def cluster_totals(self) -> tuple[int, int, float]:
         """Clusters, copies not kept, and their seconds."""
-        c, d, sec = self.con.execute(
+        c, d, sec = self._one(
             "SELECT count(DISTINCT l), count(*) FILTER (WHERE rn > 1), "
-            "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members").fetchone()
+            "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members")
         return int(c), int(d), float(sec)
 
     def largest(self, n: int) -> list[tuple[str, int, float, str]]:

@@ -3,12 +3,12 @@ write the result (services/dedup/result.py).
 
 Exactly once, under the ledger's rules (docs/dedup.md):
 
-1. a batch of new shards is added to the local index (one DuckDB transaction), its candidate
-   pairs are confirmed, and the confirmed pairs are published whole as one part,
-   ``_ledger/dedup/_parts/<name>.parquet``, listing the shards it indexed;
+1. a batch of new shards is added to the local index, its candidate pairs are confirmed, and
+   the confirmed pairs are published whole as one part, ``_ledger/dedup/_parts/<name>.parquet``,
+   listing the shards it indexed;
 2. then each of those shards gets its record ``_ledger/dedup/<stem>.json``: only now does it
    count as indexed;
-3. then the local transaction commits.
+3. then the part's pairs join the local index.
 
 After a crash: a part none of whose shards has a record is deleted and its shards indexed
 again; a part with some records gets the rest (it was published whole); a local index that
@@ -27,12 +27,11 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import Self
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
-from services.dedup.index import Index
+from services.dedup.index import Index, IndexInputError
 from services.dedup.result import (
     DUPLICATES_KEY,
     SUMMARY_KEY,
@@ -41,15 +40,22 @@ from services.dedup.result import (
     DuplicateLine,
 )
 from services.dedup.settings import DedupSettings
-from services.dedup.signature import SignatureError, fingerprints, read_signatures, signature_key
-from services.dedup.verify import Fingerprints, Rule, confirm
+from services.dedup.signature import (
+    FingerprintColumn,
+    SignatureError,
+    check_signatures,
+    fingerprints,
+    read_signatures,
+    signature_key,
+)
+from services.dedup.verify import Rule, confirm
 
 log = logging.getLogger(__name__)
 
 STAGE = "dedup"  # its records: _ledger/dedup/<stem>.json
 KIND = "same_recording"
+CHUNK_PAIRS = 20_000  # candidate pairs confirmed together (their fingerprints: ~90 MB at 9 s)
 PARTS = "_ledger/dedup/_parts/"
-INDEX_COLUMNS = ["id", "seconds", "ovrl", "text", "bands"]
 
 
 class NothingToDedup(RuntimeError):
@@ -114,7 +120,7 @@ class Deduper:
             (self.sigdir / Path(self._sig_key(shard)).name).unlink(missing_ok=True)
             return None
 
-    def _fingerprints(self, shard: int) -> list[np.ndarray] | None:
+    def _fingerprints(self, shard: int) -> FingerprintColumn | None:
         t = self._table(shard, ["fp"], fresh=False)
         return None if t is None else fingerprints(t)
 
@@ -168,68 +174,67 @@ class Deduper:
 
     def _sync(self, index: Index, done: set[int]) -> None:
         """Make the local index hold exactly the recorded shards and every published pair."""
-        held = index.shards()
-        index.begin()
-        index.remove_shards(held - done)  # added locally, never recorded
-        for shard in sorted(done - held):
-            t = self._table(shard, INDEX_COLUMNS)
-            if t is not None:
-                index.add_shard(shard, t)
-        have_parts = index.parts()
-        for key in sorted(set(self._parts()) - have_parts):
-            index.add_edges(_part_edges(self.workdir / "parts" / Path(key).name))
-            index.add_part(key)
-        index.commit()
+        index.remove_shards(index.shards() - done)  # added locally, never recorded
+        for shard in sorted(done - index.shards()):
+            self._add(index, shard)
+        for key in sorted(set(self._parts()) - index.parts()):
+            index.add_part_file(key, self.workdir / "parts" / Path(key).name)
+
+    def _add(self, index: Index, shard: int) -> int | None:
+        """The shard's signatures into the index; None (and named as bad) when unusable."""
+        p = self.progress
+        try:
+            with p.timed("read"):
+                path = self._local(shard, fresh=True)
+                check_signatures(path)
+            with p.timed("index"):
+                return index.add_shard(shard, path)
+        except (SignatureError, IndexInputError) as e:
+            p.bad[self._sig_key(shard)] = str(e)
+            (self.sigdir / Path(self._sig_key(shard)).name).unlink(missing_ok=True)
+            return None
 
     def _index_batch(self, index: Index, batch: list[int]) -> None:
+        """Each shard goes into the local index on its own; the candidates are streamed in
+        chunks and the confirmed pairs written to the part file as they come: memory is
+        bounded by DuckDB's limit and a chunk, not by the batch. Shards added here but not
+        recorded (a crash) are removed by the next run's :meth:`_sync`."""
         p = self.progress
-        tables = {}
-        with p.timed("read"):
-            for shard in batch:
-                t = self._table(shard, INDEX_COLUMNS)
-                if t is not None:
-                    tables[shard] = t
-        if not tables:
+        rows: dict[int, int] = {}
+        for shard in batch:
+            n = self._add(index, shard)
+            if n is not None:
+                rows[shard] = n
+        if not rows:
             return
-        index.begin()
-        try:
-            with p.timed("index"):
-                for shard, t in tables.items():
-                    p.segments += index.add_shard(shard, t)
-            with p.timed("candidates"):
-                pairs = index.candidates(tables, self.s.dedup_duration_slack_seconds,
-                                         self.s.dedup_duration_slack_fraction,
-                                         self.s.dedup_max_bucket)
-            with p.timed("confirm"):
-                edges, unchecked = confirm(pairs, Fingerprints(self._fingerprints), self.rule)
-            key = self._publish_part(sorted(tables), edges)
-            for shard in sorted(tables):
-                self._record(shard, key, tables[shard].num_rows)
-            index.add_edges(edges)
-            index.add_part(key)
-        except BaseException:
-            index.rollback()
-            raise
-        index.commit()
-        p.indexed += len(tables)
-        p.candidates += len(pairs)
-        p.confirmed += len(edges)
-        p.unchecked += unchecked
-
-    def _publish_part(self, shards: list[int], edges: list[tuple[int, int, float]]) -> str:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        name = f"part-{shards[0]:09d}-{uuid.uuid4().hex[:12]}.parquet"
+        name = f"part-{min(rows):09d}-{uuid.uuid4().hex[:12]}.parquet"
         local = self.workdir / "parts" / name
-        local.parent.mkdir(parents=True, exist_ok=True)
-        a, b, s = (list(c) for c in zip(*edges)) if edges else ([], [], [])
-        t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
-                      "score": pa.array(s, pa.float32())},
-                     metadata={b"shards": ",".join(map(str, shards)).encode()})
-        pq.write_table(t, local)
-        self.store.put_file(local, PARTS + name)
-        return PARTS + name
+        found = unchecked = candidates = 0
+        with PartWriter(local, sorted(rows)) as part:
+            chunks = index.candidates(rows, self.s.dedup_duration_slack_seconds,
+                                      self.s.dedup_duration_slack_fraction,
+                                      self.s.dedup_max_bucket, chunk=CHUNK_PAIRS)
+            while True:
+                with p.timed("candidates"):
+                    chunk = next(chunks, None)
+                if chunk is None:
+                    break
+                with p.timed("confirm"):
+                    edges, missed = confirm(chunk, self._fingerprints, self.rule)
+                part.write(edges)
+                candidates += len(chunk)
+                found += len(edges)
+                unchecked += missed
+        key = PARTS + name
+        self.store.put_file(local, key)  # published whole, before any record
+        for shard in sorted(rows):
+            self._record(shard, key, rows[shard])
+        index.add_part_file(key, local)
+        p.indexed += len(rows)
+        p.segments += sum(rows.values())
+        p.candidates += candidates
+        p.confirmed += found
+        p.unchecked += unchecked
 
     def _record(self, shard: int, part: str, segments: int | None) -> None:
         self.ledger.mark_done(STAGE, shard, {"part": part, "segments": segments,
@@ -279,11 +284,31 @@ def _part_shards(store: Store, key: str, cache: Path) -> list[int]:
     return [int(x) for x in raw.split(",") if x]
 
 
-def _part_edges(path: Path) -> list[tuple[int, int, float]]:
-    import pyarrow.parquet as pq
+class PartWriter:
+    """The confirmed pairs of one batch, appended in chunks; the shards it indexed in the
+    file's metadata (what a resuming run reads)."""
 
-    t = pq.read_table(path)
-    return list(zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
-                    t.column("score").to_pylist()))
+    def __init__(self, path: Path, shards: list[int]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("score", pa.float32())],
+                                metadata={b"shards": ",".join(map(str, shards)).encode()})
+        self._w = pq.ParquetWriter(path, self.schema)
 
+    def write(self, edges: list[tuple[int, int, float]]) -> None:
+        import pyarrow as pa
+
+        if edges:
+            a, b, s = zip(*edges)
+            self._w.write_table(pa.table({"a": pa.array(a, pa.int64()),
+                                          "b": pa.array(b, pa.int64()),
+                                          "score": pa.array(s, pa.float32())},
+                                         schema=self.schema))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._w.close()

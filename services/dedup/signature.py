@@ -10,6 +10,7 @@ schema's metadata names the format version: a reader refuses another one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,21 @@ class SignatureWriter:
 def read_signatures(path: Path, columns: list[str] | None = None) -> Any:
     """The file as a pyarrow Table (only ``columns`` when given); :class:`SignatureError` when
     it is not a signature file of this format."""
+    try:
+        return _checked(path).read(columns=columns)
+    except SignatureError:
+        raise
+    except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a damaged file
+        raise SignatureError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
+
+
+def check_signatures(path: Path) -> int:
+    """The number of rows, from the file's footer only (format, columns, row count checked);
+    a damaged page further in is found by whoever reads it."""
+    return _checked(path).metadata.num_rows
+
+
+def _checked(path: Path) -> Any:
     import pyarrow.parquet as pq
 
     try:
@@ -90,7 +106,7 @@ def read_signatures(path: Path, columns: list[str] | None = None) -> Any:
             raise SignatureError("unexpected columns")
         if pf.metadata.num_rows > MAX_ROWS:
             raise SignatureError(f"{pf.metadata.num_rows} rows (at most {MAX_ROWS})")
-        return pf.read(columns=columns)
+        return pf
     except SignatureError:
         raise
     except FileNotFoundError:
@@ -99,5 +115,27 @@ def read_signatures(path: Path, columns: list[str] | None = None) -> Any:
         raise SignatureError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
 
 
-def fingerprints(table: Any) -> list[np.ndarray]:
-    return [np.frombuffer(b, dtype="<u4") for b in table.column("fp").to_pylist()]
+class FingerprintColumn(Sequence[np.ndarray]):
+    """A shard's ``fp`` column as Arrow holds it (one buffer and its offsets): a row becomes an
+    array only when asked for, so a shard of 10,000 segments costs no 10,000 Python objects."""
+
+    def __init__(self, table: Any) -> None:
+        col = table.column("fp").combine_chunks()
+        off = np.frombuffer(col.buffers()[1], dtype=np.int32)
+        self._offsets = off[col.offset:col.offset + len(col) + 1]
+        data = col.buffers()[2]
+        self._data = data if data is not None else b""
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, row: int) -> np.ndarray:  # type: ignore[override]
+        a, b = int(self._offsets[row]), int(self._offsets[row + 1])
+        return np.frombuffer(self._data, dtype="<u4", count=(b - a) // 4, offset=a)
+
+
+def fingerprints(table: Any) -> FingerprintColumn:
+    return FingerprintColumn(table)

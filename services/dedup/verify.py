@@ -1,13 +1,13 @@
 """Confirming candidate pairs with their acoustic fingerprints.
 
-Fingerprints come from the shards' signature files, a few shards in memory at a time: the
-candidates arrive sorted by shard, so each file is read about once per batch.
+Pairs come a chunk at a time; the fingerprints a chunk needs are gathered first, each shard's
+signature file read once for the chunk (pairs join random shards: a stock phrase's speakers are
+anywhere in the corpus), and only the rows needed are kept: memory is a chunk's fingerprints.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,28 +17,26 @@ from services.dedup.index import ROW_BITS
 
 ROW_MASK = (1 << ROW_BITS) - 1
 
+Loader = Callable[[int], Sequence[np.ndarray] | None]
 
-class Fingerprints:
-    """``loader(shard)`` -> the shard's fingerprints by row, or None when its file is unusable
-    (a pair with such a segment is never confirmed)."""
 
-    def __init__(self, loader: Callable[[int], list[np.ndarray] | None], keep: int = 64) -> None:
-        self.loader = loader
-        self.keep = keep
-        self._cache: OrderedDict[int, list[np.ndarray] | None] = OrderedDict()
-
-    def get(self, seg: int) -> np.ndarray | None:
-        shard, row = seg >> ROW_BITS, seg & ROW_MASK
-        if shard in self._cache:
-            self._cache.move_to_end(shard)
-            fps = self._cache[shard]
-        else:
-            fps = self._cache[shard] = self.loader(shard)
-            if len(self._cache) > self.keep:
-                self._cache.popitem(last=False)
-        if fps is None or row >= len(fps):
-            return None
-        return fps[row]
+def gather(segs: set[int], loader: Loader) -> dict[int, np.ndarray]:
+    """seg -> its fingerprint, for every seg whose shard's file is usable (``loader(shard)``
+    returns None for one that is not: a pair with such a segment is never confirmed)."""
+    by_shard: dict[int, list[int]] = {}
+    for s in segs:
+        by_shard.setdefault(s >> ROW_BITS, []).append(s)
+    out: dict[int, np.ndarray] = {}
+    for shard in sorted(by_shard):
+        col = loader(shard)
+        if col is None:
+            continue
+        n = len(col)
+        for s in by_shard[shard]:
+            row = s & ROW_MASK
+            if row < n:
+                out[s] = np.array(col[row])  # a copy: the shard's buffer is let go
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,10 +50,11 @@ class Rule:
         return round(self.max_shift_seconds * FRAMES_PER_SECOND)
 
 
-def confirm(pairs: list[tuple[int, int]], fps: Fingerprints,
+def confirm(pairs: list[tuple[int, int]], loader: Loader,
             rule: Rule) -> tuple[list[tuple[int, int, float]], int]:
     """The pairs judged the same recording, each scored ``1 - ber / 0.5`` (1: identical
     fingerprints, 0: unrelated audio), and how many pairs could not be checked."""
+    fps = gather({x for p in pairs for x in p}, loader)
     out: list[tuple[int, int, float]] = []
     unchecked = 0
     for a, b in pairs:

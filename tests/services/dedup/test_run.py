@@ -141,9 +141,15 @@ def test_bad_signature_files_are_named_and_left_out(tmp_path, corpus) -> None:
     (root / signature_key("shard-000007")).write_bytes(b"PAR1 truncated")
     h.add_shard(s, 8, [h.copy(1, "opus_24k", "w_0000")])
     (root / signature_key("shard-000008")).unlink()
+    h.add_shard(s, 9, [h.copy(1, "pad_0.5s", "v_0000")])
+    path = root / signature_key("shard-000009")
+    data = bytearray(path.read_bytes())  # pages damaged, the footer intact
+    data[200:1200] = bytes(1000)
+    path.write_bytes(bytes(data))
     _, res = _dedup(s)
     bad = res.summary.bad_signatures
-    assert set(bad) == {signature_key("shard-000007"), signature_key("shard-000008")}
+    assert set(bad) == {signature_key(f"shard-00000{i}") for i in (7, 8, 9)}
+    assert bad[signature_key("shard-000009")].startswith("corrupt")
     assert bad[signature_key("shard-000008")] == "missing"
     assert bad[signature_key("shard-000007")].startswith("corrupt")
     assert res.summary.shards == [0, 1, 2] and _pairs(res) == EXPECTED

@@ -1,0 +1,61 @@
+"""The DuckDB index on its own: candidates by shared text key and duration, big buckets left
+out, clusters joined transitively, the copy kept chosen by OVRL then shard then id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from services.dedup.index import ROW_BITS, Index
+
+
+def _table(rows: list[tuple[str, float, float | None, list[int]]]) -> pa.Table:
+    ids, secs, ovrl, bands = zip(*rows)
+    return pa.table({"id": list(ids), "seconds": pa.array(secs, pa.float32()),
+                     "ovrl": pa.array(ovrl, pa.float32()), "text": [f"t {i}" for i in ids],
+                     "bands": pa.array(bands, pa.list_(pa.int64()))})
+
+
+def seg(shard: int, row: int) -> int:
+    return shard << ROW_BITS | row
+
+
+def test_candidates_share_a_key_and_a_duration(tmp_path: Path) -> None:
+    ix = Index(tmp_path / "i.duckdb", 256)
+    ix.add_shard(0, _table([("a", 5.0, 3.0, [1, 2]), ("b", 5.2, 3.0, [9, 3]),
+                            ("c", 20.0, 3.0, [1, 4]), ("d", 3.0, 3.0, [7])]))
+    ix.add_shard(1, _table([("e", 5.5, 3.0, [2, 8]), ("f", 3.1, 3.0, [7]),
+                            ("g", 3.1, 3.0, [7])]))
+    got = [p for chunk in ix.candidates([1], 1.5, 0.25, max_bucket=10) for p in chunk]
+    # a-e share key 2 (durations agree); c shares key 1 with a only (20 s: no); d-f-g key 7
+    assert sorted(got) == sorted([(seg(0, 0), seg(1, 0)), (seg(0, 3), seg(1, 1)),
+                                  (seg(0, 3), seg(1, 2)), (seg(1, 1), seg(1, 2))])
+    got = [p for chunk in ix.candidates([1], 1.5, 0.25, max_bucket=2) for p in chunk]
+    assert got == [(seg(0, 0), seg(1, 0))]  # key 7 is held by 3 segments: a stock phrase
+    ix.close()
+
+
+def test_clusters_are_transitive_and_keep_the_best(tmp_path: Path) -> None:
+    ix = Index(tmp_path / "i.duckdb", 256)
+    ix.add_shard(3, _table([("a", 5.0, None, []), ("b", 5.0, 2.0, []), ("c", 5.0, 2.0, [])]))
+    ix.add_shard(1, _table([("d", 5.0, 2.0, []), ("e", 4.0, 3.9, []), ("f", 4.0, None, [])]))
+    part = tmp_path / "p.parquet"
+    import pyarrow.parquet as pq
+
+    # a chain a-b-c-d (three rounds to join), and e-f
+    edges = [(seg(3, 0), seg(3, 1), 0.9), (seg(3, 1), seg(3, 2), 0.8),
+             (seg(1, 0), seg(3, 2), 0.7), (seg(1, 1), seg(1, 2), 0.6)]
+    a, b, s = zip(*edges)
+    pq.write_table(pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
+                             "score": pa.array(s, pa.float32())}), part)
+    ix.add_part_file("p", part)
+    ix.cluster()
+    dups = [d for chunk in ix.duplicates() for d in chunk]
+    # b, c, d tie at OVRL 2.0: d is in the earliest shard; a has none; e's 3.9 beats f's none
+    assert [(i, k) for i, k, _, _ in dups] == [("a", "d"), ("b", "d"), ("c", "d"), ("f", "e")]
+    assert {i: round(sc, 2) for i, _, sc, _ in dups} == {"a": 0.9, "b": 0.9, "c": 0.8,
+                                                                "f": 0.6}
+    assert ix.cluster_totals() == (2, 4, 19.0)
+    assert ix.largest(1) == [("d", 4, 20.0, "t d")]
+    ix.close()
