@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OURS = {"common", "services", "bench", "tests"}
 STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
-                "tokenize": ("tokenize",), "report": ("report",)}
+                "tokenize": ("tokenize",), "report": ("report",), "dedup": ("dedup",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
 CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
