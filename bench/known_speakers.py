@@ -80,23 +80,39 @@ def pyannote_dir() -> Path | None:
     return None
 
 
-def pyannote_cases(min_seconds: float = 2.0) -> list[Case]:
+def pyannote_sample() -> tuple[np.ndarray, list[tuple[float, float, str]]] | None:
+    """The sample's audio and its reference turns (start, end, speaker); None when absent."""
     d = pyannote_dir()
     if d is None:
-        return []
-    audio = _load(d / "sample.wav")
+        return None
     turns = []
     for line in (d / "sample.rttm").read_text().splitlines():
         f = line.split()
         turns.append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
-    cases = []
-    for i, (a, b, spk) in enumerate(turns):  # single-speaker: a turn less any overlap
+    return _load(d / "sample.wav"), turns
+
+
+def single_turns(turns: list[tuple[float, float, str]],
+                 min_seconds: float) -> list[tuple[int, float, float, str]]:
+    """Each turn less any overlap with another speaker's (the longer side kept), if still at
+    least ``min_seconds``: (turn index, start, end, speaker)."""
+    out = []
+    for i, (a, b, spk) in enumerate(turns):
         for c, e, s in turns:
-            if s != spk and c < b and e > a:  # keep the longer side of the other's turn
+            if s != spk and c < b and e > a:
                 a, b = (a, c) if c - a >= b - e else (e, b)
         if b - a >= min_seconds:
-            cases.append(Case(f"pyannote-turn{i}-{spk}", audio[int(a * SR):int(b * SR)], 1,
-                              "pyannote"))
+            out.append((i, a, b, spk))
+    return out
+
+
+def pyannote_cases(min_seconds: float = 2.0) -> list[Case]:
+    got = pyannote_sample()
+    if got is None:
+        return []
+    audio, turns = got
+    cases = [Case(f"pyannote-turn{i}-{spk}", audio[int(a * SR):int(b * SR)], 1, "pyannote")
+             for i, a, b, spk in single_turns(turns, min_seconds)]
     for i in range(len(turns) - 1):  # two speakers: this turn and the next other speaker's
         a, b, spk = turns[i]
         nxt = next(((c, e) for c, e, s in turns[i + 1:] if s != spk), None)

@@ -37,25 +37,15 @@ class File:
 
 
 def pyannote_file(min_seconds: float = 0.3) -> list[File]:
-    from bench.known_speakers import _load, pyannote_dir
+    from bench.known_speakers import pyannote_sample, single_turns
 
-    d = pyannote_dir()
-    if d is None:
+    got = pyannote_sample()
+    if got is None:
         return []
-    audio = _load(d / "sample.wav")
-    turns = []
-    for line in (d / "sample.rttm").read_text().splitlines():
-        f = line.split()
-        turns.append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
-    segs, spk = [], []
-    for a, b, s in turns:
-        for c, e, o in turns:  # cut the other speaker's overlapping turn away
-            if o != s and c < b and e > a:
-                a, b = (a, c) if c - a >= b - e else (e, b)
-        if b - a >= min_seconds:
-            segs.append(audio[int(a * SR):int(b * SR)])
-            spk.append(s)
-    return [File("pyannote sample", segs, spk)]
+    audio, turns = got
+    kept = single_turns(turns, min_seconds)
+    return [File("pyannote sample", [audio[int(a * SR):int(b * SR)] for _, a, b, _ in kept],
+                 [s for _, _, _, s in kept])]
 
 
 def sphinx_files() -> list[File]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests.faultproxy import FaultProxy
 from tests.harness import wait_until
 from tests.reliability.records import failure_docs
 from tests.reliability.rig import REDELIVER_SECONDS, Rig
+from tests.reliability.tmpfs import tmpfs
 
 REAL = pytest.param("real", marks=pytest.mark.slow, id="real")
 DUMMY = pytest.param("dummy", id="dummy")
@@ -132,15 +132,9 @@ def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
 # --- scratch disk full ----------------------------------------------------------------------------
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    """A 3 MiB tmpfs as the workers' scratch dir (root + mount needed; else skipped)."""
-    mnt = tmp_path / "scratch-tmpfs"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    """A 3 MiB tmpfs as the workers' scratch dir."""
+    with tmpfs(tmp_path / "scratch-tmpfs", 3) as mnt:
+        yield mnt
 
 
 @pytest.mark.parametrize("pipeline", [DUMMY, REAL])

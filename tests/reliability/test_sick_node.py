@@ -10,8 +10,6 @@ and a healthy worker does the shards.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from common.queue.publish import publish_shards
@@ -22,6 +20,7 @@ from tests.harness import settings_from, start_worker, wait_until
 from tests.reliability.events import TaskEvents
 from tests.reliability.records import failure_docs
 from tests.reliability.rig import Rig
+from tests.reliability.tmpfs import tmpfs
 
 
 def _blamed(led, stage: str):
@@ -40,16 +39,9 @@ def rigs():
 
 @pytest.fixture
 def full_tmpfs(tmp_path):
-    """A 2 MiB tmpfs filled to leave 128 KiB (root + mount needed; else skipped)."""
-    mnt = tmp_path / "full-tmpfs"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    (mnt / "filler").write_bytes(b"\0" * (2 * 1024**2 - 128 * 1024))
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    """A 2 MiB tmpfs filled to leave 128 KiB."""
+    with tmpfs(tmp_path / "full-tmpfs", 2, leave_kib=128) as mnt:
+        yield mnt
 
 
 def test_full_scratch_disk_stops_the_worker_not_the_shards(rigs, tmp_path, s3_endpoint,
