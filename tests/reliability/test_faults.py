@@ -25,7 +25,7 @@ from tests.faultproxy import FaultProxy
 from tests.harness import wait_until
 from tests.reliability.records import failure_docs
 from tests.reliability.rig import REDELIVER_SECONDS, Rig
-from tests.reliability.tmpfs import tmpfs
+from tests.reliability.tmpfs import resize, tmpfs
 
 REAL = pytest.param("real", marks=pytest.mark.slow, id="real")
 DUMMY = pytest.param("dummy", id="dummy")
@@ -161,7 +161,10 @@ def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
     for w in sick:
         rig.workers.remove(w)
         rig.retired.append(w)
-    filler.unlink()  # the operator frees space; the restarted workers go through
+    # The operator frees space: enough for two workers' shards at once (a full disk again
+    # would stop them again, rightly).
+    filler.unlink()
+    resize(small_tmpfs, 64)
     rig.start_workers(2)
     _finish(rig, _timeouts(pipeline))
 

@@ -208,7 +208,7 @@ def test_no_library_module_reads_a_setting_from_the_environment() -> None:
         "common/settings.py": {"ONSEI_CONFIG"},  # the settings' own source, read as they are built
         "common/queue/metrics.py": {"PROMETHEUS_MULTIPROC_DIR"},  # prometheus_client's switch
         "common/models/hub.py": {"HF_HUB_OFFLINE", "HF_ENDPOINT"},  # huggingface_hub's
-        "common/storage/s3.py": {"AWS_ENDPOINT_URL"},  # botocore's
+        "common/storage/s3_probe.py": {"AWS_ENDPOINT_URL"},  # botocore's
     }
     root = Path(__file__).resolve().parents[2]
     found: dict[str, set[str]] = {}
