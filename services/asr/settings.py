@@ -20,7 +20,8 @@ class AsrSettings(WhisperSettings):
         90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
     asr_device: str = Field("auto", description="auto, cuda, cpu")
     asr_batch_size: int = Field(16, description="batched inference")
-    asr_chunk_seconds: float = Field(1800.0, description="long audio is transcribed in windows")
+    asr_chunk_seconds: float = Field(
+        120.0, description="VAD runs in windows of this length (its memory is bounded by it)")
     asr_beam_size: int = Field(1, description="beam size (1 = greedy, fastest)")
     segment_min_seconds: float = Field(1.0, description="shortest kept segment")
     segment_max_seconds: float = Field(30.0, description="longest kept segment")
