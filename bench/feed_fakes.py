@@ -17,12 +17,14 @@ import numpy as np
 
 from services.asr.batched import ClipText, ClipTranscriber
 
-WORDS = ("the of and to in was that it his her with as had for at but not be she by on him "
-         "which they were you all this from would so said have one there been what or were "
-         "could when an my more no if into time very some your out than then about little "
-         "mother father house morning evening river garden letter window winter summer "
-         "answered thought nothing himself herself together however perhaps almost against "
-         "between without children business carriage family sister brother daughter").split()
+_VOCABULARY = (
+    "the of and to in was that it his her with as had for at but not be she by on him which "
+    "they were you all this from would so said have one there been what or could when an my "
+    "more no if into time very some your out than then about little mother father house "
+    "morning evening river garden letter window winter summer answered thought nothing "
+    "himself herself together however perhaps almost against between without children "
+    "business carriage family sister brother daughter")
+WORDS = tuple(_VOCABULARY.split())
 WORDS_PER_SECOND = 2.6
 MEL_BINS = 128  # large-v3-turbo
 ENCODER_FRAMES, ENCODER_DIM = 1500, 1280

@@ -118,7 +118,7 @@ class SegmentReader:
 
     def __init__(self, shard: Path, plan: Plan, rate: int, margin: int, cond: Conditioning,
                  max_member_bytes: int | None = None, max_seconds: float | None = None,
-                 ahead: int = 64, max_sidecar_bytes: int | None = None) -> None:
+                 ahead: int = 16, max_sidecar_bytes: int | None = None) -> None:
         self.shard, self.plan, self.rate, self.margin, self.cond = shard, plan, rate, margin, cond
         self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
         self.max_sidecar_bytes = max_sidecar_bytes  # the limits asr read with: same outcomes
