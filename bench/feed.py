@@ -58,8 +58,9 @@ def _run(stage: Any, settings: Any, meter: CpuMeter) -> dict[str, Any]:
     meter.restore()
     if attempt.status != "done":
         raise RuntimeError(f"{stage.name}: {attempt.status}: {attempt.reason}")
-    rec = attempt.record or {}
-    return {"total": total, "seconds": rec["audio_seconds_in"], "record": rec}
+    rec = attempt.record
+    seconds = rec["audio_seconds_in"] if isinstance(rec, dict) else rec.audio_seconds_in
+    return {"total": total, "seconds": seconds}
 
 
 def run_asr(root: Path, settings: Any) -> dict[str, Any]:
@@ -95,12 +96,19 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     stage._annotator = instant_annotator(stage.settings)
     m = CpuMeter()
     m.patch(segments, "iter_keys", UNNAMED, kind="iter")
-    m.patch(segments, "decode_audio", "decode")
+    if hasattr(segments, "decode_chunks"):  # decoded in a stream, cut as it comes
+        m.patch(segments, "decode_chunks", "decode", kind="iter")
+    else:
+        m.patch(segments, "decode_audio", "decode")
     m.patch(segments.Conditioning, "apply", "condition (high-pass, peak)")
     cut = "cut, pack, join"
     for owner, attr in ((flow, "split_segment"), (flow, "pack_rows"), (flow, "take_batches"),
-                        (chunking.SegmentAssembler, "add"), (segments, "pad_segment")):
+                        (chunking.SegmentAssembler, "add")):
         m.patch(owner, attr, cut)
+    for owner, attr in ((segments, "pad_segment"), (getattr(segments, "RollingAudio", None),
+                                                    "padded")):
+        if owner is not None and hasattr(owner, attr):
+            m.patch(owner, attr, cut)
     m.patch(type(backend), "prepare", "features (model input staging)")
     m.patch(type(backend), "run", MODEL)
     m.patch(writer, "flac_bytes", "encode/write (FLAC, tar)")

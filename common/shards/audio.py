@@ -87,6 +87,7 @@ class _Sink:
         self.limit = None if max_seconds is None else int(max_seconds * sample_rate) + 1
         self.chunks: list[np.ndarray] = []
         self.total = 0
+        self.waiting = 0  # samples in ``chunks``
         self._av_resampler = None
         self._soxr = None
         self._fmt: tuple | None = None
@@ -112,6 +113,7 @@ class _Sink:
         if mono.size:
             self.chunks.append(mono)
             self.total += mono.size
+            self.waiting += mono.size
         if self.limit is not None and self.total > self.limit:
             raise AudioError("too_long", f"longer than {self.max_seconds:g} s")
 
@@ -124,10 +126,14 @@ class _Sink:
             self._push(np.zeros(0, dtype=np.float32), last=True)
         self._av_resampler = self._soxr = self._fmt = None
 
-    def take(self) -> list[np.ndarray]:
-        """The chunks collected since the last call."""
-        out, self.chunks = self.chunks, []
-        return out
+    def take(self, least: int = 0) -> list[np.ndarray]:
+        """The samples collected since the last call, joined, once there are at least
+        ``least`` (a frame is 20-60 ms: per-frame handling costs more than one copy)."""
+        if not self.waiting or self.waiting < least:
+            return []
+        out = self.chunks[0] if len(self.chunks) == 1 else np.concatenate(self.chunks)
+        self.chunks, self.waiting = [], 0
+        return [out]
 
 
 def decode_chunks(
@@ -158,7 +164,7 @@ def decode_chunks(
         try:
             for frame in container.decode(stream):
                 sink.frame(frame)
-                yield from sink.take()
+                yield from sink.take(sample_rate)  # about a second at a time
             sink.flush()
         except AudioError:
             raise
