@@ -17,7 +17,7 @@ class AsrSettings(WhisperSettings):
     language_threshold: float = Field(0.5, description="min language probability to keep")
     lid_windows: int = Field(3, description="clips spread over a file's head for language ID")
     lid_first_look_probability: float = Field(
-        0.8, description="one clip this sure of a language not kept drops the file after one "
+        0.7, description="one clip this sure of a language not kept drops the file after one "
         "encoder pass; closer calls look at all the windows (above 1: always all)")
     lid_head_seconds: float = Field(
         90.0, description="language ID looks at this head; the rest is VAD-ed only if kept")
