@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ class _Sink:
         self.limit = None if max_seconds is None else int(max_seconds * sample_rate) + 1
         self.chunks: list[np.ndarray] = []
         self.total = 0
+        self.waiting = 0  # samples in ``chunks``
         self._av_resampler: Any = None
         self._soxr: Any = None
         self._fmt: tuple[str, str, int] | None = None
@@ -113,6 +115,7 @@ class _Sink:
         if mono.size:
             self.chunks.append(mono)
             self.total += mono.size
+            self.waiting += mono.size
         if self.limit is not None and self.total > self.limit:
             raise AudioError("too_long", f"longer than {self.max_seconds:g} s")
 
@@ -125,10 +128,56 @@ class _Sink:
             self._push(np.zeros(0, dtype=np.float32), last=True)
         self._av_resampler = self._soxr = self._fmt = None
 
-    def audio(self) -> np.ndarray:
-        if not self.chunks:
-            return np.zeros(0, dtype=np.float32)
-        return np.ascontiguousarray(np.concatenate(self.chunks), dtype=np.float32)
+    def take(self, least: int = 0) -> list[np.ndarray]:
+        """The samples collected since the last call, joined, once there are at least
+        ``least`` (a frame is 20-60 ms: per-frame handling costs more than one copy)."""
+        if not self.waiting or self.waiting < least:
+            return []
+        out = self.chunks[0] if len(self.chunks) == 1 else np.concatenate(self.chunks)
+        self.chunks, self.waiting = [], 0
+        return [out]
+
+
+def decode_chunks(
+    data: bytes,
+    sample_rate: int = 16000,
+    *,
+    max_seconds: float | None = None,
+    info: dict[str, Any] | None = None,
+) -> Iterator[np.ndarray]:
+    """Decode ``data`` to mono float32 chunks at ``sample_rate``, as they come: a caller that
+    processes in windows holds only what it keeps (memory bounded by its window, not by the
+    file's length). ``info["declared"]``: the declared duration (None when not declared), set
+    before the first chunk. Raises :class:`AudioError` as :func:`decode_audio` does; ``too_long``
+    of a file that declares no duration comes after the chunks up to the limit."""
+    if not data:
+        raise AudioError("empty", "0 bytes")
+    av = _av()
+    sink = _Sink(sample_rate, max_seconds)
+    with _open(data) as container:
+        if not container.streams.audio:
+            raise AudioError("no_audio_stream", "the file holds no audio stream")
+        stream = container.streams.audio[0]
+        declared = _declared_seconds(container, stream)
+        if info is not None:
+            info["declared"] = declared
+        if (max_seconds is not None and declared is not None
+                and declared > max_seconds * _DECLARED_SLACK):
+            raise AudioError("too_long", f"declares {declared:.1f} s > {max_seconds:g} s")
+        try:
+            for frame in container.decode(stream):
+                sink.frame(frame)
+                yield from sink.take(sample_rate)  # about a second at a time
+            sink.flush()
+        except AudioError:
+            raise
+        except (av.FFmpegError, ValueError, RuntimeError, OSError) as e:
+            if sink.total == 0:
+                raise AudioError("undecodable", _short(e)) from e
+            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate,
+                        _short(e))
+            sink.flush()
+        yield from sink.take()
 
 
 def decode_audio(
@@ -144,33 +193,17 @@ def decode_audio(
     Too long is found out without decoding it all: first from the declared duration, else
     decoding stops as soon as ``max_seconds`` is passed. A file cut short keeps what decoded;
     when ``notes`` is given, ``truncated:<decoded>/<declared>s`` is appended to it so the caller
-    can record why the audio is shorter than the file claims.
+    can record why the audio is shorter than the file claims. Chunks are copied into one buffer
+    sized from the declared duration: the file is held once, not twice (list + joined copy).
     """
-    if not data:
-        raise AudioError("empty", "0 bytes")
-    av = _av()
-    sink = _Sink(sample_rate, max_seconds)
-    with _open(data) as container:
-        if not container.streams.audio:
-            raise AudioError("no_audio_stream", "the file holds no audio stream")
-        stream = container.streams.audio[0]
-        declared = _declared_seconds(container, stream)
-        if (max_seconds is not None and declared is not None
-                and declared > max_seconds * _DECLARED_SLACK):
-            raise AudioError("too_long", f"declares {declared:.1f} s > {max_seconds:g} s")
-        try:
-            for frame in container.decode(stream):
-                sink.frame(frame)
-            sink.flush()
-        except AudioError:
-            raise
-        except (av.FFmpegError, ValueError, RuntimeError, OSError) as e:
-            if sink.total == 0:
-                raise AudioError("undecodable", _short(e)) from e
-            log.warning("audio stream cut short after %.2f s: %s", sink.total / sample_rate,
-                        _short(e))
-            sink.flush()
-    audio = sink.audio()
+    info: dict[str, Any] = {}
+    buf = _Buffer()
+    for chunk in decode_chunks(data, sample_rate, max_seconds=max_seconds, info=info):
+        if buf.data is None and info.get("declared"):
+            buf.reserve(int(info["declared"] * sample_rate) + sample_rate)
+        buf.append(chunk)
+    audio = buf.audio()
+    declared = info.get("declared")
     if audio.size == 0:
         raise AudioError("empty", "no audio samples decoded")
     got = audio.size / sample_rate
@@ -179,6 +212,35 @@ def decode_audio(
     if min_seconds is not None and audio.size < min_seconds * sample_rate:
         raise AudioError("too_short", f"{audio.size / sample_rate:.3f} s < {min_seconds:g} s")
     return audio
+
+
+class _Buffer:
+    """Growing float32 buffer: chunks are copied in place, grown by half when it fills up."""
+
+    def __init__(self) -> None:
+        self.data: np.ndarray | None = None
+        self.size = 0
+
+    def reserve(self, n: int) -> None:
+        self.data = np.empty(max(n, 1), dtype=np.float32)
+
+    def append(self, chunk: np.ndarray) -> None:
+        end = self.size + chunk.size
+        if self.data is None or end > self.data.size:
+            grown = np.empty(max(end, (self.data.size * 3) // 2 if self.data is not None else end),
+                             dtype=np.float32)
+            if self.data is not None:
+                grown[:self.size] = self.data[:self.size]
+            self.data = grown
+        self.data[self.size:end] = chunk
+        self.size = end
+
+    def audio(self) -> np.ndarray:
+        if self.data is None:
+            return np.zeros(0, dtype=np.float32)
+        if self.data.size - self.size > self.data.size // 8:  # far too big: keep only the audio
+            return self.data[:self.size].copy()
+        return self.data[:self.size]
 
 
 def resample(audio: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:

@@ -5,6 +5,12 @@ clips of the first ``lid_head_seconds``: a file in another language costs VAD of
 these encoder passes, never VAD or decoding of the whole file. Their encoder output is reused
 for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
 file. Whisper's language distributions are averaged, weighted by the speech seconds of each clip.
+
+A first look encodes one of them (the middle one): a clip in a language not kept, at least
+``lid_first_look_probability`` sure, drops the file after one encoder pass, as the batched
+peer's language ID costs. Anything else (a kept language, or a close call) encodes the others
+too and decides on all of them, so a mixed-language head is still judged on every window; for
+a kept file this costs nothing, their encoder output serving their transcription.
 """
 
 from __future__ import annotations
@@ -38,3 +44,16 @@ def aggregate(distributions: list[list[tuple[str, float]]], weights: list[float]
     total_weight = sum(weights) or 1.0
     language, score = max(totals.items(), key=lambda kv: kv[1])
     return LanguageGuess(language, score / total_weight, len(distributions))
+
+
+def first_look(picked: list[int]) -> list[int]:
+    """The clip of the first look: the middle one of those picked (the head's body, not its
+    opening words, which are the likeliest to be in another language: a title, a greeting)."""
+    return [picked[len(picked) // 2]] if picked else []
+
+
+def settled(guess: LanguageGuess, kept: list[str], probability: float) -> bool:
+    """Whether one look decides: a language not kept, and sure enough (``probability`` > 1:
+    never, every file gets every window)."""
+    return guess.language is not None and guess.language not in kept \
+        and guess.probability >= probability

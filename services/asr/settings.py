@@ -19,13 +19,17 @@ class AsrSettings(WhisperSettings):
         0.5, ge=0, le=1, description="min language probability to keep")
     lid_windows: int = Field(
         3, ge=1, le=100, description="clips spread over a file's head for language ID")
+    lid_first_look_probability: float = Field(
+        0.7, ge=0, le=2, description="one clip this sure of a language not kept drops the file "
+        "after one encoder pass; closer calls look at all the windows (above 1: always all)")
     lid_head_seconds: float = Field(
         90.0, gt=0, le=86400,
         description="language ID looks at this head; the rest is VAD-ed only if kept")
     asr_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     asr_batch_size: int = Field(16, ge=1, le=1024, description="batched inference")
     asr_chunk_seconds: float = Field(
-        1800.0, ge=30, le=86400, description="long audio is transcribed in windows")
+        120.0, ge=30, le=86400,
+        description="VAD runs in windows of this length (its memory is bounded by it)")
     asr_beam_size: int = Field(1, ge=1, le=64, description="beam size (1 = greedy, fastest)")
     segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
     segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")

@@ -120,7 +120,7 @@ class AsrStage(Stage):
         ``truncated``: the file was cut short, so the segment ending at its end is flagged."""
         from services.asr.clips import file_spans, head_spans, plan_clips
         from services.asr.coverage import recover
-        from services.asr.langid import aggregate, pick_clips
+        from services.asr.langid import aggregate, first_look, pick_clips, settled
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
         from services.asr.words import place
@@ -135,11 +135,23 @@ class AsrStage(Stage):
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
         lid_idx = pick_clips(len(clips), s.lid_windows)
+        looks: list[tuple[list[int], Any, Any]] = []  # (clip indices, features, encoder output)
+
+        def look(idx: list[int]) -> list:
+            feats = tr.features(audio, [clips[i] for i in idx])
+            encoded = tr.encode(feats)
+            looks.append((idx, feats, encoded))
+            return tr.detect_language(encoded)
+
         with self.clock.model():
-            lid_feats = tr.features(audio, [clips[i] for i in lid_idx])
-            lid_encoded = tr.encode(lid_feats)
-            guess = aggregate(tr.detect_language(lid_encoded),
-                              [clips[i].speech_seconds for i in lid_idx])
+            first = first_look(lid_idx)
+            dists = look(first)
+            guess = aggregate(dists, [clips[i].speech_seconds for i in first])
+            if not settled(guess, s.languages, s.lid_first_look_probability):
+                rest = [i for i in lid_idx if i not in first]
+                dists += look(rest) if rest else []
+                used = first + rest
+                guess = aggregate(dists, [clips[i].speech_seconds for i in used])
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
         if guess.language not in s.languages or guess.probability < s.language_threshold:
@@ -159,12 +171,13 @@ class AsrStage(Stage):
             return out
 
         texts: list = [None] * len(clips)
-        with self.clock.model():
-            lid_clips = [clips[i] for i in lid_idx]
-            lid_texts = place(lid_clips, tr.transcribe(lid_feats, language, lid_encoded,
-                                                       frames=tr.frames(lid_clips)), audio)
-        for i, t in zip(lid_idx, lid_texts):
-            texts[i] = t
+        for idx, feats, encoded in looks:  # their encoder output serves their transcription
+            look_clips = [clips[i] for i in idx]
+            with self.clock.model():
+                placed = place(look_clips, tr.transcribe(feats, language, encoded,
+                                                         frames=tr.frames(look_clips)), audio)
+            for i, t in zip(idx, placed):
+                texts[i] = t
         rest = [i for i in range(len(clips)) if texts[i] is None]
         for i, t in zip(rest, decode([clips[i] for i in rest])):
             texts[i] = t

@@ -20,6 +20,23 @@ def zero_phase_gain(freqs_hz: np.ndarray, cutoff_hz: float, rate: int,
     return p / (1.0 + p)
 
 
+def fast_size(n: int) -> int:
+    """The smallest 5-smooth length >= ``n``: an FFT of a length with a large prime factor
+    costs many times more (a segment's own length is any number: 20x measured, bench/feed.py)."""
+    best = 1 << max(0, (n - 1).bit_length())
+    p3 = 1
+    while p3 < best:
+        p5 = p3
+        while p5 < best:
+            m = p5
+            while m < n:
+                m *= 2
+            best = min(best, m)
+            p5 *= 5
+        p3 *= 3
+    return best
+
+
 def highpass_zero_phase(x: np.ndarray, cutoff_hz: float, rate: int, order: int = 2,
                         pad_seconds: float = 0.1) -> np.ndarray:
     """High-pass ``x`` (1-D float) without phase shift; returns float32 of the same length.
@@ -34,7 +51,7 @@ def highpass_zero_phase(x: np.ndarray, cutoff_hz: float, rate: int, order: int =
     head = 2 * x[0] - x[pad:0:-1]
     tail = 2 * x[-1] - x[-2:-pad - 2:-1]
     ext = np.concatenate([head, x, tail])
-    size = ext.size + 2 * pad  # room for the wrap-around to die out in zeros
+    size = fast_size(ext.size + 2 * pad)  # room for the wrap-around to die out in zeros
     spec = np.fft.rfft(ext, size)
     spec *= zero_phase_gain(np.fft.rfftfreq(size, 1.0 / rate), cutoff_hz, rate, order)
     return np.fft.irfft(spec, size)[pad:pad + n].astype(np.float32)

@@ -62,7 +62,11 @@ def pack_rows(items: list[Item], window: int) -> list[Row]:
 def take_batches(rows: list[Row], batch: int, final: bool) -> tuple[list[list[Row]], list[Item]]:
     """Split rows into batches of ``batch``; the emptiest leftover rows return their items
     (unless ``final``, when the last batch is simply smaller)."""
-    rows = sorted(rows, key=lambda r: -r.used)  # fullest first: leftovers are the emptiest
+    # Rows holding an item left out before go first, then the fullest: leftovers are the
+    # emptiest rows of new items. An item left out twice would hold back every segment behind
+    # its own in the output order (they wait for it), so the reorder buffer would grow with the
+    # file's length instead of staying within a round or two.
+    rows = sorted(rows, key=lambda r: (not any(it.deferrals for it, _ in r.placed), -r.used))
     n_full = len(rows) // batch
     batches = [rows[i * batch:(i + 1) * batch] for i in range(n_full)]
     rest = rows[n_full * batch:]

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from common.shards.audio import AudioError, decode_audio
+from common.shards.audio import AudioError, decode_chunks
 from common.shards.members import iter_keys
 from common.shards.readahead import read_ahead
-from services.enhance.chunking import pad_segment
 from services.enhance.highpass import highpass_zero_phase
 from services.records import AsrLine, RecordError
 
@@ -124,7 +123,7 @@ class SegmentReader:
 
     def __init__(self, shard: Path, plan: Plan, rate: int, margin: int, cond: Conditioning,
                  max_member_bytes: int | None = None, max_seconds: float | None = None,
-                 ahead: int = 64, max_sidecar_bytes: int | None = None) -> None:
+                 ahead: int = 16, max_sidecar_bytes: int | None = None) -> None:
         self.shard, self.plan, self.rate, self.margin, self.cond = shard, plan, rate, margin, cond
         self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
         self.max_sidecar_bytes = max_sidecar_bytes  # the limits asr read with: same outcomes
@@ -134,9 +133,9 @@ class SegmentReader:
         self.decode_seconds = 0.0
 
     def __iter__(self) -> Iterator[CutSegment]:
-        return read_ahead(self._cut(), self.ahead, name="enhance-decode")
+        return read_ahead(self._cut_all(), self.ahead, name="enhance-decode")
 
-    def _cut(self) -> Iterator[CutSegment]:
+    def _cut_all(self) -> Iterator[CutSegment]:
         serial = 0
         seen: set[str] = set()
         for k in iter_keys(self.shard, self.max_member_bytes,
@@ -148,28 +147,90 @@ class SegmentReader:
             if k.error is not None:  # asr decided otherwise: the check fails the shard
                 self.errors.append({"key": k.key, "reason": f"error:{k.error}"})
                 continue
-            t0 = time.monotonic()
-            try:
-                self.decoded_keys.append(k.key)
-                audio = decode_audio(k.audio, self.rate, max_seconds=self.max_seconds)
-            except AudioError as e:
-                self.errors.append({"key": k.key, "reason": f"error:{e.reason}"})
-                continue
-            finally:
-                self.decode_seconds += time.monotonic() - t0
-            if not np.isfinite(audio).all():  # asr refuses these too: never cut
-                self.errors.append({"key": k.key, "reason": "error:non_finite_samples"})
-                continue
-            for spec in specs:
-                a = round(spec.start * self.rate)
-                b = min(round(spec.end * self.rate), audio.size)
-                if b - a < self.rate // 100:  # < 10 ms left inside the file
-                    self.errors.append({"key": k.key,
-                                        "reason": f"segment_outside_audio:{spec.idx}"})
-                    continue
-                padded = self.cond.apply(pad_segment(audio, a, b, self.margin))
-                yield CutSegment(serial, spec, b - a, padded)
+            self.decoded_keys.append(k.key)
+            for spec, length, padded in self._cut(k.key, k.audio, specs):
+                yield CutSegment(serial, spec, length, padded)
                 serial += 1
         for key in self.plan.by_key:
             if key not in seen:
                 self.errors.append({"key": key, "reason": "missing_member"})
+
+    def _cut(self, key: str, data: bytes,
+             specs: list[SegmentSpec]) -> Iterator[tuple[SegmentSpec, int, np.ndarray]]:
+        """Decode ``data`` in a stream and cut its segments as their audio (and margin) arrives:
+        only the audio from the next segment's start on is held, never the whole member."""
+        window = RollingAudio()
+        todo = list(specs)  # sorted by start (read_plan)
+        chunks = decode_chunks(data, self.rate, max_seconds=self.max_seconds)
+        try:
+            while True:
+                t0 = time.monotonic()
+                try:
+                    chunk = next(chunks, None)
+                finally:
+                    self.decode_seconds += time.monotonic() - t0
+                if chunk is None:
+                    break
+                if not np.isfinite(chunk).all():  # asr refuses these too: never cut
+                    self.errors.append({"key": key, "reason": "error:non_finite_samples"})
+                    return
+                window.extend(chunk)
+                while todo and window.end >= round(todo[0].end * self.rate) + self.margin:
+                    yield from self._emit(key, todo.pop(0), window)
+                if todo:
+                    window.drop_before(round(todo[0].start * self.rate) - self.margin)
+        except AudioError as e:
+            self.errors.append({"key": key, "reason": f"error:{e.reason}"})
+            return
+        finally:
+            chunks.close()
+        if window.end == 0:
+            self.errors.append({"key": key, "reason": "error:empty"})
+            return
+        for spec in todo:  # their audio runs to the file's end
+            yield from self._emit(key, spec, window)
+
+    def _emit(self, key: str, spec: SegmentSpec,
+              window: RollingAudio) -> Iterator[tuple[SegmentSpec, int, np.ndarray]]:
+        a = round(spec.start * self.rate)
+        b = min(round(spec.end * self.rate), window.end)
+        if b - a < self.rate // 100:  # < 10 ms left inside the file
+            self.errors.append({"key": key, "reason": f"segment_outside_audio:{spec.idx}"})
+            return
+        yield spec, b - a, self.cond.apply(window.padded(a, b, self.margin))
+
+
+class RollingAudio:
+    """The decoded samples of one member from ``start`` to ``end`` (absolute sample indices),
+    as the chunks that came; earlier ones are dropped once no segment needs them."""
+
+    def __init__(self) -> None:
+        self.chunks: list[np.ndarray] = []
+        self.start = 0  # absolute index of chunks[0][0]
+        self.end = 0
+
+    def extend(self, chunk: np.ndarray) -> None:
+        if chunk.size:
+            self.chunks.append(chunk)
+            self.end += chunk.size
+
+    def drop_before(self, index: int) -> None:
+        while self.chunks and self.start + self.chunks[0].size <= index:
+            self.start += self.chunks.pop(0).size
+
+    def padded(self, a: int, b: int, margin: int) -> np.ndarray:
+        """``audio[a - margin : b + margin]`` of the whole member, zeros outside the file (as
+        :func:`pad_segment`); the held chunks must cover what of it lies inside the file."""
+        lo, hi = a - margin, b + margin
+        out = np.zeros(hi - lo, dtype=np.float32)
+        pos = self.start
+        for c in self.chunks:
+            s, e = max(lo, pos), min(hi, pos + c.size)
+            if e > s:
+                out[s - lo:e - lo] = c[s - pos:e - pos]
+            pos += c.size
+            if pos >= hi:
+                break
+        if max(lo, 0) < self.start:
+            raise AssertionError(f"audio before sample {self.start} was dropped, {lo} needed")
+        return out

@@ -36,7 +36,7 @@ OUT_RATE = 24000
 class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
-    def __init__(self, path: Path, rate: int, ahead: int = 32, annotator: Any = None,
+    def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Any = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD) -> None:
         self.rate = rate

@@ -29,7 +29,7 @@ def test_defaults_match_design(clean_env) -> None:
     assert s.asr_model == "large-v3-turbo"
     assert (s.asr_device, s.asr_compute_type) == ("auto", "auto")
     assert s.asr_batch_size == 16
-    assert s.asr_chunk_seconds == 1800
+    assert s.asr_chunk_seconds == 120
     assert s.enhancer == "sidon"
     assert s.sidon_model == "sarulab-speech/sidon-v0.1"
     assert s.enhance_chunk_seconds == 10

@@ -9,7 +9,7 @@ import pytest
 from services.asr.batched import ClipText
 from services.asr.clips import Clip, join_spans
 from services.asr.coverage import expected_rate, floor_rate, is_short, recover, units
-from services.asr.langid import aggregate, pick_clips
+from services.asr.langid import aggregate, first_look, pick_clips, settled
 from services.asr.policy import build_segments
 from services.asr.quality import flag_segment, has_repeated_ngram
 from services.asr.settings import AsrSettings
@@ -135,3 +135,15 @@ def test_window_audio_caps_long_pauses_with_their_own_edges() -> None:
     assert w[0] == sr and w[-1] == 10 * sr - 1  # starts and ends where the clip does
     assert w[2 * sr] == 3 * sr and w[2 * sr + cap - 1] == 7 * sr - 1  # the pause's two edges
     assert np.array_equal(window_audio(audio, Clip(2.0, 3.0)), audio[2 * sr:3 * sr])
+
+
+def test_first_look_settles_only_a_sure_language_not_kept() -> None:
+    from services.asr.langid import LanguageGuess
+
+    assert first_look([1, 5, 8]) == [5] and first_look([0, 1]) == [1] and first_look([]) == []
+    kept = ["ja", "en"]
+    assert settled(LanguageGuess("es", 0.9, 1), kept, 0.8)
+    assert not settled(LanguageGuess("es", 0.7, 1), kept, 0.8)  # close: look at every window
+    assert not settled(LanguageGuess("en", 0.99, 1), kept, 0.8)  # kept: the others are free
+    assert not settled(LanguageGuess("es", 1.0, 1), kept, 1.01)  # above 1: always every window
+    assert not settled(LanguageGuess(None, 0.0, 0), kept, 0.8)

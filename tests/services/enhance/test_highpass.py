@@ -61,3 +61,26 @@ def test_response_dc_cutoff_and_passband() -> None:
 def test_short_input_keeps_length() -> None:
     for n in (1, 2, 7, 100):
         assert highpass_zero_phase(np.ones(n), 50.0, RATE).shape == (n,)
+
+
+def test_fast_size_is_the_smallest_5_smooth_length() -> None:
+    from services.enhance.highpass import fast_size
+
+    def smooth(m: int) -> bool:
+        for p in (2, 3, 5):
+            while m % p == 0:
+                m //= p
+        return m == 1
+
+    for n in (1, 2, 7, 97, 16001, 480_007, 1_000_003):
+        f = fast_size(n)
+        assert f >= n and smooth(f)
+        assert not any(smooth(k) for k in range(n, f))
+
+
+def test_prime_length_matches_filtfilt() -> None:
+    # a segment's length is any number; the FFT length chosen for speed must not change the result
+    x = np.random.default_rng(1).standard_normal(12_007)  # a prime number of samples
+    ours = highpass_zero_phase(x, 50.0, RATE)
+    ref = _reference_filtfilt(x, 50.0, pad=RATE // 10 if x.size > RATE // 10 else x.size - 1)
+    assert np.max(np.abs(ours - ref)) < 1e-3 * np.max(np.abs(ref))

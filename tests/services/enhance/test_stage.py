@@ -50,13 +50,13 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
                                          enhancer: str) -> None:
     base, expected, model = prepared
     decoded: list[int] = []
-    real = segments_mod.decode_audio
+    real = segments_mod.decode_chunks
 
     def spy(data: bytes, *a, **k):
         decoded.append(len(data))
         return real(data, *a, **k)
 
-    monkeypatch.setattr(segments_mod, "decode_audio", spy)
+    monkeypatch.setattr(segments_mod, "decode_chunks", spy)
     _s, out, rec = run_stage(make_settings, base, tmp_path, enhancer=enhancer,
                             sidon_model=str(model))
     # Dropped (b), errored (c) and nothing-kept (d) members are never decoded: their garbage
