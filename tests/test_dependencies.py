@@ -14,10 +14,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OURS = {"common", "services", "bench", "tests"}
 STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
-                "tokenize": ("tokenize",), "report": ("report",)}
+                "tokenize": ("tokenize",), "report": ("report",), "dedup": ("dedup",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
-CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize")}
+CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
+                    # the enhance stage writes the signatures `onsei dedup` reads
+                    ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
 SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}
