@@ -18,7 +18,9 @@ STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
 CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
-                    ("common/models/device.py", "ctranslate2"): ("asr", "enhance")}
+                    ("common/models/device.py", "ctranslate2"): ("asr", "enhance"),
+                    # the enhance stage writes the signatures `onsei dedup` reads
+                    ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
 SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}

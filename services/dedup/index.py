@@ -20,6 +20,10 @@ from typing import Any
 ROW_BITS = 20
 
 
+class IndexBusy(RuntimeError):
+    """The index file is locked by another process."""
+
+
 class IndexInputError(ValueError):
     """A signature file DuckDB could not read (a damaged page past the footer)."""
 
@@ -39,7 +43,11 @@ class Index:
 
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / "duckdb-tmp"
-        self.con = duckdb.connect(str(path))
+        try:
+            self.con = duckdb.connect(str(path))
+        except duckdb.IOException as e:
+            raise IndexBusy(f"the dedup index {path} is in use (another `onsei dedup` on this "
+                            f"output root?): {str(e)[:120]}") from None
         self.con.execute(f"SET memory_limit = '{int(memory_limit_mb)}MB'")
         self.con.execute(f"SET temp_directory = '{_quote(str(tmp))}'")
         self.con.execute("SET preserve_insertion_order = false")

@@ -15,6 +15,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     """Find copies of one recording across the corpus; writes dedup/duplicates.jsonl and
     dedup/summary.json under the output root. Incremental: indexes only new shards."""
     from common.storage import open_store
+    from services.dedup.index import IndexBusy
     from services.dedup.run import Deduper, NothingToDedup
     from services.dedup.settings import DedupSettings
     from services.ops.enqueue import parse_range
@@ -31,7 +32,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
 
     try:
         s = Deduper(settings, store, ledger).run(ids, progress)
-    except NothingToDedup as e:
+    except (NothingToDedup, IndexBusy) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{len(s.shards)} shards, {s.segments} segments: {s.clusters} clusters, "
                f"{s.duplicate_segments} duplicates ({s.duplicate_seconds / 3600:.2f} h)")

@@ -4,6 +4,8 @@ line with a non-zero exit."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -39,6 +41,27 @@ def test_cli_on_an_empty_root_says_so_in_one_line(tmp_path, monkeypatch) -> None
     assert r.exit_code == 1
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "no enhanced shards" in lines[0], r.output
+
+
+def test_a_second_run_at_once_is_refused_in_one_line(tmp_path, monkeypatch) -> None:
+    from services.dedup.run import Deduper
+
+    monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
+    s = h.settings(tmp_path / "out", tmp_path)
+    h.add_shard(s, 0, [h.original(0, "a_0000")])
+    workdir = Deduper(s, None, None).workdir  # type: ignore[arg-type]
+    workdir.mkdir(parents=True)
+    held = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ok', flush=True); "
+        "time.sleep(60)"), str(workdir / "index.duckdb")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout is not None and held.stdout.readline().strip() == "ok"
+        r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out")])
+        assert r.exit_code == 1 and "is in use" in r.output, r.output
+        assert len([ln for ln in r.output.splitlines() if ln.strip()]) == 1
+    finally:
+        held.kill()
+        held.wait()
 
 
 def test_cli_refuses_bad_settings_in_one_line(tmp_path, monkeypatch) -> None:

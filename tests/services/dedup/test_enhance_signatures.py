@@ -42,7 +42,7 @@ def test_stage_writes_a_signature_per_segment(base, make_settings, tmp_path, enh
     out, rec = _run(make_settings, base, tmp_path, enhancer=enhancer,
                     quality_annotations=annotate, quality_fidelity_fraction=0.0)
     key = "enhanced/shard-000000.signatures.parquet"
-    assert key in rec["outputs"] and rec["counts"]["signatures"] == 3
+    assert key in rec.outputs and rec.counts["signatures"] == 3
     table = read_signatures(out / key)
     with tarfile.open(out / "enhanced/shard-000000.tar") as tf:
         ids = sorted({Path(m.name).stem for m in tf})
