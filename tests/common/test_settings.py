@@ -71,6 +71,15 @@ def test_onsei_config_command_redacts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert values["ONSEI_BROKER_URL"] == "redis://:***@127.0.0.1:6379/0"
     assert "hunter2" not in out
     assert "ONSEI_LANGUAGES" in values
+    assert values["ONSEI_DEDUP_MEMORY_LIMIT_MB"] == 4096  # onsei dedup's section too
+
+
+def test_onsei_config_refuses_a_bad_dedup_setting() -> None:
+    env = dict(__import__("os").environ, ONSEI_DEDUP_MAX_BER="0.9")
+    res = subprocess.run([sys.executable, "-m", "services.ops.cli", "config"], env=env,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode != 0 and "ONSEI_DEDUP_MAX_BER" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
 
 
 # --- checked at start, before any model loads -------------------------------------------------
