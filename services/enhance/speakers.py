@@ -10,14 +10,17 @@ numbered by first appearance: ``<source key>#s0``, ``#s1``, ...
 A source file lives in one raw shard and its segments reach the writer one after another, so
 :class:`SpeakerLabeller` holds a file's encoded segments back until the next file starts (or
 the shard ends), labels them, and lets them go in their order; it costs no global pass. The
-held FLAC bytes (:class:`HeldSegments`) stay in memory up to 64 MiB, then spill to a temporary
-file: a member may be up to 4 h long (the member limit), ~400 MB of FLAC when all of it is kept.
+held FLAC bytes (:class:`HeldSegments`) stay in memory up to 8 MiB (a few minutes of audio),
+then spill to a temporary file beside the shard's output: a member may be up to 4 h long (the
+member limit), ~400 MB of FLAC when all of it is kept, and a worker's memory must not grow with
+it.
 """
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -138,8 +141,9 @@ class HeldSegments:
     """Encoded segments waiting for their file's labels: ``hold(seg, flac, meta) -> ticket``,
     ``take(ticket) -> (seg, flac, meta)``; the FLAC bytes spill to disk past ``max_memory``."""
 
-    def __init__(self, max_memory: int = 64 << 20) -> None:
-        self._spool = tempfile.SpooledTemporaryFile(max_size=max_memory)  # noqa: SIM115 (close())
+    def __init__(self, max_memory: int = 8 << 20, directory: Path | None = None) -> None:
+        self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (close())
+            max_size=max_memory, dir=directory)
         self._items: dict[int, tuple[Any, int, int, Any]] = {}
         self._next = 0
 

@@ -52,7 +52,7 @@ class EnhancedWriter:
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
-        self._held = HeldSegments()
+        self._held = HeldSegments(directory=path.parent)  # the stage's scratch, not /tmp
         self.labeller = SpeakerLabeller(self._emit, speaker_threshold)
         # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
