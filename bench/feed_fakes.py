@@ -62,7 +62,9 @@ class InstantTranscriber(ClipTranscriber):
         return [[(f"<|{self.language}|>", 0.98), ("<|de|>", 0.01)] for _ in range(len(encoded))]
 
     def transcribe(self, features: np.ndarray, language: str, encoded: Any = None,
-                   beam_size: int | None = None) -> list[ClipText]:
+                   beam_size: int | None = None,
+                   frames: list[int] | None = None) -> list[ClipText]:
+        # no words: their alignment is cross-attention on the device, not CPU work around it
         if encoded is None:
             self.encoder_rows += len(features)
         speech = self._speech.pop(id(features), [10.0] * len(features))

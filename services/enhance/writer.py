@@ -15,6 +15,7 @@ label its speakers (``speakers.py``: ``speaker_id`` in each sidecar), then writt
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,9 @@ class EnhancedWriter:
             self._emit((seg, flac, meta), None)
             return
         embedding = None if quality is None else quality.speaker_embedding
-        self.labeller.put(s.key, embedding, self._held.hold(seg, flac, meta),
+        # held without its audio (``padded``: the input at 48 kHz): only its name is needed
+        held = replace(seg, padded=_NO_AUDIO)
+        self.labeller.put(s.key, embedding, self._held.hold(held, flac, meta),
                           None if quality is None else quality.speaker_parts)
 
     def _emit(self, item: Any, speaker_id: str | None) -> None:
@@ -150,6 +153,9 @@ class EnhancedWriter:
         self._behind.abort()  # what is pending is dropped
         self._writer.abort()
         self._held.close()
+
+
+_NO_AUDIO = np.zeros(0, np.float32)
 
 
 def _seg_id(seg: CutSegment) -> str:
