@@ -73,24 +73,53 @@ def accuracy(quick: bool) -> list[dict]:
     return _accuracy("reference texts", None)
 
 
+def _asr_cache() -> dict[str, str]:
+    """Transcripts kept between runs when ONSEI_BENCH_ASR_CACHE names a JSON file (keyed by the
+    audio's SHA-1 and the model): the audio and the model decide the text, so a rerun that
+    changes only the matcher need not transcribe 493 clips again."""
+    path = os.environ.get("ONSEI_BENCH_ASR_CACHE")
+    return json.loads(Path(path).read_text()) if path and Path(path).is_file() else {}
+
+
+def _save_asr_cache(cache: dict[str, str]) -> None:
+    if path := os.environ.get("ONSEI_BENCH_ASR_CACHE"):
+        Path(path).write_text(json.dumps(cache))
+
+
 def accuracy_asr(quick: bool) -> list[dict]:
     """The same with every version's own Whisper transcript (bundled base, int8, CPU, language
-    detected per clip): what the asr stage would give each copy. Skipped by --quick."""
+    detected per clip): what the asr stage would give each copy; with and without the acoustic
+    candidate keys. Skipped by --quick."""
     if quick:
         return []
+    import hashlib
+
     from services.whisper.model import load_model
     from services.whisper.settings import WhisperSettings
 
-    m = load_model(WhisperSettings(asr_model="bundled:whisper-base"), device="cpu").model
+    model = "bundled:whisper-base"
+    m = load_model(WhisperSettings(asr_model=model), device="cpu").model
+    cache = _asr_cache()
 
     def transcribe(audio: np.ndarray) -> str:
-        segs, _ = m.transcribe(audio, beam_size=1, vad_filter=False)
-        return " ".join(sg.text.strip() for sg in segs)
+        digest = hashlib.sha1(np.ascontiguousarray(audio, np.float32).tobytes()).hexdigest()
+        key = f"{model}:{digest}"
+        if key not in cache:
+            segs, _ = m.transcribe(audio, beam_size=1, vad_filter=False)
+            cache[key] = " ".join(sg.text.strip() for sg in segs)
+        return cache[key]
 
-    return _accuracy("Whisper base transcripts", transcribe)
+    try:
+        rows = _accuracy("Whisper base transcripts", transcribe)
+        rows += _accuracy("Whisper base transcripts, text keys only", transcribe,
+                          acoustic=False)
+    finally:
+        _save_asr_cache(cache)
+    return rows
 
 
-def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None) -> list[dict]:
+def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
+              acoustic: bool = True) -> list[dict]:
     import shutil
 
     from bench.dedup_corpus import originals
@@ -102,6 +131,7 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None) -> lis
         return []
     with tempfile.TemporaryDirectory() as d:
         s, ledger, truth, kinds, n_clips = _root(Path(d), transcribe)
+        s = s.model_copy(update={"dedup_acoustic_keys": acoustic})
         store = open_store(s.output_url, s)
         t0 = time.process_time()
         Deduper(s, store, ledger).run()

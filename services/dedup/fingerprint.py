@@ -51,17 +51,30 @@ _WINDOW = np.hanning(FRAME).astype(np.float32)
 _WEIGHTS = (np.uint64(1) << np.arange(BITS, dtype=np.uint64))
 
 
-def fingerprint(audio: np.ndarray, rate: int) -> np.ndarray:
-    """uint32 per 16 ms frame (empty for audio shorter than two frames)."""
+def power_spectrogram(audio: np.ndarray, rate: int) -> np.ndarray:
+    """Power of each 128 ms frame every 16 ms at 8 kHz ([T, FRAME // 2 + 1], float32; no rows
+    for audio shorter than two frames): shared by the fingerprint and the acoustic keys
+    (:mod:`services.dedup.landmarks`)."""
     x = resample(np.asarray(audio, dtype=np.float32), rate, RATE)
     if x.size < FRAME + HOP:
-        return np.zeros(0, dtype=np.uint32)
+        return np.zeros((0, FRAME // 2 + 1), dtype=np.float32)
     frames = np.lib.stride_tricks.sliding_window_view(x, FRAME)[::HOP] * _WINDOW
-    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
-    e = power.astype(np.float32) @ _BANDS  # [T, 17]
+    return (np.abs(np.fft.rfft(frames, axis=1)) ** 2).astype(np.float32)
+
+
+def fingerprint_of(power: np.ndarray) -> np.ndarray:
+    """uint32 per frame after the first, from :func:`power_spectrogram`."""
+    if power.shape[0] < 2:
+        return np.zeros(0, dtype=np.uint32)
+    e = power @ _BANDS  # [T, 33]
     d = e[:, :-1] - e[:, 1:]
     bits = (d[1:] - d[:-1]) > 0  # [T-1, 32]
     return (bits.astype(np.uint64) @ _WEIGHTS).astype(np.uint32)
+
+
+def fingerprint(audio: np.ndarray, rate: int) -> np.ndarray:
+    """uint32 per 16 ms frame (empty for audio shorter than two frames)."""
+    return fingerprint_of(power_spectrogram(audio, rate))
 
 
 @dataclass(frozen=True)

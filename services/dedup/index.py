@@ -6,7 +6,8 @@ A segment's number is ``shard << 20 | row`` (its row in the shard's signature fi
 on every machine, so the pairs published to the store (services/dedup/run.py) mean the same
 segments whoever rebuilds the index from them.
 
-Tables: ``segments(seg, id, shard, seconds, ovrl, text)``, ``bands(key, seg)``,
+Tables: ``segments(seg, id, shard, seconds, ovrl, text)``, ``bands(key, seg)`` (the text's
+and, with ``acoustic``, the audio's LSH keys: two families that never collide),
 ``edges(a, b, score)`` (a < b, confirmed same recording), ``shards(shard, segments)`` and
 ``parts(name)`` (the published pair files it holds).
 """
@@ -38,9 +39,11 @@ _TABLES = (
 
 
 class Index:
-    def __init__(self, path: Path, memory_limit_mb: int, threads: int = 0) -> None:
+    def __init__(self, path: Path, memory_limit_mb: int, threads: int = 0,
+                 acoustic: bool = True) -> None:
         import duckdb
 
+        self.acoustic = acoustic
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / "duckdb-tmp"
         try:
@@ -92,10 +95,15 @@ class Index:
         import duckdb
         import pyarrow as pa
 
+        keys = "bands"
         if isinstance(source, Path):
             rel = f"read_parquet('{_quote(str(source))}', file_row_number = true)"
             row = "file_row_number"
+            if self.acoustic:
+                keys = "list_concat(bands, akeys)"
         else:
+            if self.acoustic and "akeys" in source.column_names:
+                keys = "list_concat(bands, akeys)"
             source = source.append_column("row", pa.array(range(source.num_rows), pa.int64()))
             self.con.register("incoming_arrow", source)
             rel, row = "incoming_arrow", "row"
@@ -103,11 +111,12 @@ class Index:
         try:
             self.con.execute(
                 f"CREATE OR REPLACE TEMP TABLE incoming AS SELECT (CAST(? AS BIGINT) << "
-                f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, bands FROM {rel}", [shard])
+                f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, {keys} AS keys "
+                f"FROM {rel}", [shard])
             n = int(self._one("SELECT count(*) FROM incoming")[0])
             self.con.execute("INSERT INTO segments SELECT seg, id, ?, seconds, ovrl, text "
                              "FROM incoming", [shard])
-            self.con.execute("INSERT INTO bands SELECT unnest(bands), seg FROM incoming")
+            self.con.execute("INSERT INTO bands SELECT unnest(keys), seg FROM incoming")
             self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
             self.con.execute("DROP TABLE incoming")
         except duckdb.Error as e:
@@ -149,7 +158,7 @@ class Index:
     # --- matching -----------------------------------------------------------------------------
     def candidates(self, new_shards: Iterable[int], slack_seconds: float, slack_fraction: float,
                    max_bucket: int, chunk: int = 100_000) -> Iterator[list[tuple[int, int]]]:
-        """Pairs (a < b) with at least one segment of ``new_shards`` that share a text key held
+        """Pairs (a < b) with at least one segment of ``new_shards`` that share a key held
         by at most ``max_bucket`` segments and whose durations agree within the slack; sorted
         by shard (the fingerprints are read a shard at a time), ``chunk`` at a time. The
         connection runs nothing else until they are all taken."""

@@ -27,8 +27,11 @@ class DedupSettings(Settings):
         1.5, ge=0.0, le=60.0, description="candidates differ in duration by at most this plus "
         "dedup_duration_slack_fraction of the shorter")
     dedup_duration_slack_fraction: float = Field(0.25, ge=0.0, le=10.0)
+    dedup_acoustic_keys: bool = Field(
+        True, description="propose candidates from the audio's landmark keys as well as the "
+        "text's (finds copies transcribed differently; applies to shards indexed from then on)")
     dedup_max_bucket: int = Field(
-        10000, ge=2, le=10_000_000, description="a text key shared by more segments than this "
+        10000, ge=2, le=10_000_000, description="a key shared by more segments than this "
         "proposes no candidates (a stock phrase said by thousands of speakers)")
     dedup_batch_shards: int = Field(
         64, ge=1, le=100_000, description="shards indexed and published together")

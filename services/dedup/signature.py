@@ -3,9 +3,11 @@
 ``enhanced/<stem>.signatures.parquet`` beside the enhanced tar, published whole with it before
 the done record (re-running the shard rewrites it). Columns: the segment's id, source key and
 index, its duration, text and language, DNSMOS OVRL after restoration (null without the quality
-annotations), the LSH band keys of its text (:mod:`services.dedup.text`) and its acoustic
-fingerprint (:mod:`services.dedup.fingerprint`, uint32 little-endian per 16 ms frame). The
-schema's metadata names the format version: a reader refuses another one.
+annotations), the LSH band keys of its text (:mod:`services.dedup.text`) and of its audio's
+landmarks (:mod:`services.dedup.landmarks`), and its acoustic fingerprint
+(:mod:`services.dedup.fingerprint`, uint32 little-endian per 16 ms frame); the keys and the
+fingerprint share one spectrogram. The schema's metadata names the format version: a reader
+refuses another one.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from services.dedup.fingerprint import FP_VERSION, fingerprint
+from services.dedup.fingerprint import FP_VERSION, fingerprint_of, power_spectrogram
+from services.dedup.landmarks import AUDIO_VERSION, audio_keys_of
 from services.dedup.text import TEXT_VERSION, text_keys
 
-FORMAT = f"onsei-signatures-1/{TEXT_VERSION}/{FP_VERSION}"
+FORMAT = f"onsei-signatures-2/{TEXT_VERSION}/{AUDIO_VERSION}/{FP_VERSION}"
 META_KEY = b"onsei_signatures"
 MAX_ROWS = 1 << 20  # a segment's number in the index is shard << 20 | row
 
@@ -39,7 +42,8 @@ def _schema() -> Any:
     return pa.schema([
         ("id", pa.string()), ("key", pa.string()), ("idx", pa.int32()),
         ("seconds", pa.float32()), ("text", pa.string()), ("language", pa.string()),
-        ("ovrl", pa.float32()), ("bands", pa.list_(pa.int64())), ("fp", pa.binary()),
+        ("ovrl", pa.float32()), ("bands", pa.list_(pa.int64())),
+        ("akeys", pa.list_(pa.int64())), ("fp", pa.binary()),
     ], metadata={META_KEY: FORMAT.encode()})
 
 
@@ -60,7 +64,9 @@ class SignatureWriter:
         r["language"].append(language)
         r["ovrl"].append(ovrl)
         r["bands"].append(text_keys(text))
-        r["fp"].append(fingerprint(audio, rate).astype("<u4").tobytes())
+        power = power_spectrogram(audio, rate)
+        r["akeys"].append(audio_keys_of(power))
+        r["fp"].append(fingerprint_of(power).astype("<u4").tobytes())
 
     def __len__(self) -> int:
         return len(self.rows["id"])

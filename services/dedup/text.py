@@ -13,27 +13,17 @@ old signatures incomparable, so it is a new version.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import unicodedata
 
 import numpy as np
 
+from services.dedup.minhash import MinHashFamily, hash_strings
+
 BANDS = 12
 ROWS = 5
 TEXT_VERSION = f"wb2-mh{BANDS}x{ROWS}"
-_M64 = (1 << 64) - 1
-
-
-def _seed(name: str, k: int) -> np.ndarray:
-    out = [int.from_bytes(hashlib.blake2b(f"onsei-{name}-{i}".encode(), digest_size=8).digest(),
-                          "little") | 1 for i in range(k)]
-    return np.array(out, dtype=np.uint64)
-
-
-_XOR = _seed("minhash-xor", BANDS * ROWS)
-_MUL = _seed("minhash-mul", BANDS * ROWS)
-_BAND_MUL = _seed("band-mul", ROWS)
+FAMILY = MinHashFamily("", BANDS, ROWS)
 
 
 def normalise(text: str) -> str:
@@ -61,33 +51,14 @@ def shingles(text: str) -> list[str]:
     return sorted({f"{a} {b}" for a, b in itertools.pairwise(words)})
 
 
-def _hash64(items: list[str]) -> np.ndarray:
-    return np.array([int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(),
-                                    "little") for s in items], dtype=np.uint64)
-
-
 def minhash(text: str) -> np.ndarray | None:
     """``BANDS * ROWS`` uint32 values, or None for a text with no words."""
     sh = shingles(text)
-    if not sh:
-        return None
-    h = _hash64(sh)[:, None]
-    with np.errstate(over="ignore"):
-        mixed = ((h ^ _XOR[None, :]) * _MUL[None, :]) >> np.uint64(32)  # multiply-shift hashing
-    return mixed.min(axis=0).astype(np.uint32)
+    return FAMILY.minhash(hash_strings(sh)) if sh else None
 
 
 def band_keys(mh: np.ndarray | None) -> list[int]:
-    """One signed 64-bit key per band (the band's number is mixed in: bands never collide)."""
-    if mh is None:
-        return []
-    rows = mh.astype(np.uint64).reshape(BANDS, ROWS)
-    with np.errstate(over="ignore"):
-        acc = np.arange(1, BANDS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        for j in range(ROWS):
-            acc = (acc ^ rows[:, j]) * _BAND_MUL[j]
-            acc ^= acc >> np.uint64(29)
-    return [int(v) for v in acc.view(np.int64)]
+    return FAMILY.band_keys(mh)
 
 
 def text_keys(text: str) -> list[int]:

@@ -59,3 +59,13 @@ def test_clusters_are_transitive_and_keep_the_best(tmp_path: Path) -> None:
     assert ix.cluster_totals() == (2, 4, 19.0)
     assert ix.largest(1) == [("d", 4, 20.0, "t d")]
     ix.close()
+
+
+def test_audio_keys_propose_pairs_only_when_asked(tmp_path: Path) -> None:
+    for acoustic, want in ((True, [(seg(0, 0), seg(0, 1))]), (False, [])):
+        ix = Index(tmp_path / f"{acoustic}.duckdb", 256, acoustic=acoustic)
+        t = _table([("a", 5.0, 3.0, [1]), ("b", 5.0, 3.0, [2])])
+        ix.add_shard(0, t.append_column("akeys", pa.array([[7, 8], [9, 8]],
+                                                          pa.list_(pa.int64()))))
+        assert [p for c in ix.candidates([0], 1.5, 0.25, max_bucket=10) for p in c] == want
+        ix.close()

@@ -165,3 +165,14 @@ def test_an_empty_root_says_so(tmp_path) -> None:
         Deduper(s, open_store(s.output_url, s), h.ledger(s)).run()
     assert not (tmp_path / "out" / SUMMARY_KEY).exists()
     assert not (tmp_path / "out" / DUPLICATES_KEY).exists()
+
+
+@pytest.mark.parametrize("acoustic", [True, False])
+def test_a_copy_transcribed_differently_is_found_by_its_audio(tmp_path, acoustic: bool) -> None:
+    # the noisy copy's transcript shares no word pair with the original's: only the audio keys
+    # can propose the pair, and the fingerprint confirms it
+    s = h.settings(tmp_path / "out", tmp_path, dedup_acoustic_keys=acoustic)
+    h.add_shard(s, 0, [h.original(0, "a_0000", 3.0), h.other_speaker(0, "b_0000")])
+    h.add_shard(s, 1, [h.copy(0, "noise_20dB", "c_0000", 2.0, text="end mister on dash would")])
+    _, res = _dedup(s)
+    assert _pairs(res) == ({"c_0000": "a_0000"} if acoustic else {})

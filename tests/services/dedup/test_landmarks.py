@@ -1,0 +1,66 @@
+"""The acoustic candidate keys (services/dedup/landmarks.py) on real speech: a degraded copy
+shares a key with its original whatever its transcript, other speech and silence do not."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from bench.dedup_corpus import SR, TRANSFORMS, other_speakers
+from bench.speechgen import have_espeak
+from services.dedup.fingerprint import power_spectrogram
+from services.dedup.landmarks import FAMILY, audio_keys, landmarks, peaks
+from services.dedup.text import FAMILY as TEXT_FAMILY
+from tests.services.dedup.helpers import clips
+
+pytestmark = pytest.mark.skipif(not (have_espeak() and clips()),
+                                reason="espeak-ng or pocketsphinx-testdata missing")
+
+# what a transcript cannot be relied on for: the audio keys must carry these on their own
+DEGRADED = ("mp3_64k", "telephone_8k", "gain_-12dB", "noise_20dB", "phone+mp3+noise")
+
+
+def _codes(audio: np.ndarray) -> set[int]:
+    return set(landmarks(*peaks(power_spectrogram(audio, SR))).tolist())
+
+
+@pytest.mark.parametrize("transform", DEGRADED)
+def test_a_degraded_copy_shares_an_audio_key(transform: str) -> None:
+    for c in clips():
+        shared = set(audio_keys(c.audio, SR)) & set(audio_keys(TRANSFORMS[transform](c.audio),
+                                                               SR))
+        assert shared, (c.name, transform)
+
+
+def test_landmarks_survive_copies_and_differ_between_recordings() -> None:
+    jac = []
+    for c in clips():
+        a = _codes(c.audio)
+        for t in ("mp3_64k", "telephone_8k", "noise_20dB"):
+            b = _codes(TRANSFORMS[t](c.audio))
+            jac.append(len(a & b) / len(a | b))
+    assert min(jac) > 0.4
+    for x, y in itertools.combinations(clips(), 2):  # one reader, other words
+        a, b = _codes(x.audio), _codes(y.audio)
+        assert len(a & b) / len(a | b) < 0.05
+        assert not set(audio_keys(x.audio, SR)) & set(audio_keys(y.audio, SR))
+
+
+def test_same_words_by_another_voice_share_no_audio_key() -> None:
+    for c in clips():
+        mine = set(audio_keys(c.audio, SR))
+        for o in other_speakers(c.text):
+            assert not mine & set(audio_keys(o.audio, SR)), (c.name, o.name)
+
+
+def test_silence_and_tones_give_no_keys_and_families_never_collide() -> None:
+    assert audio_keys(np.zeros(SR * 5, np.float32), SR) == []
+    assert audio_keys(np.zeros(100, np.float32), SR) == []
+    t = np.arange(SR * 5) / SR
+    assert audio_keys((0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), SR) == []
+    assert len(audio_keys(clips()[0].audio, SR)) == FAMILY.bands
+    # the same items through both families: no key in common (they share one index column)
+    items = np.arange(1, 200, dtype=np.uint64)
+    assert not set(FAMILY.keys(items)) & set(TEXT_FAMILY.keys(items))
