@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.dedup_rate import candidate_rate, projected_cpu_hours
+
 SCALE_MEMORY_MB = 2048
 
 
@@ -274,6 +276,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
 
     from common.ledger.store import Ledger
     from common.storage import open_store
+    from services.dedup.landmarks import BANDS as AUDIO_BANDS
     from services.dedup.settings import DedupSettings
     from services.dedup.signature import _schema, signature_key
     from services.dedup.text import BANDS
@@ -287,12 +290,14 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
     for shard, lo in enumerate(range(0, n, per_shard)):
         m = min(per_shard, n - lo)
         keys = rng.integers(-(1 << 62), 1 << 62, (m, BANDS))
+        akeys = rng.integers(-(1 << 62), 1 << 62, (m, AUDIO_BANDS))
         raw = rng.integers(0, 1 << 32, (m, 60), dtype=np.uint32).astype("<u4")  # 1 s each
         fps = [r.tobytes() for r in raw]
         copies = rng.random(m) < 0.005  # a copy of the row before (same keys, same audio)
         copies[0] = False
         idx = np.flatnonzero(copies)
         keys[idx] = keys[idx - 1]
+        akeys[idx] = akeys[idx - 1]
         seconds = rng.uniform(2, 15, m).astype(np.float32)
         seconds[idx] = seconds[idx - 1]
         for i in idx:
@@ -308,7 +313,8 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
             "seconds": pa.array(seconds),
             "text": [""] * m, "language": ["en"] * m,
             "ovrl": pa.array(rng.uniform(2, 4, m).astype(np.float32)),
-            "bands": pa.array(list(keys), pa.list_(pa.int64())), "fp": fps,
+            "bands": pa.array(list(keys), pa.list_(pa.int64())),
+            "akeys": pa.array(list(akeys), pa.list_(pa.int64())), "fp": fps,
         }, schema=_schema())
         path = out / signature_key(s.shard_stem(shard))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -328,7 +334,8 @@ def _scale_child(n: int, per_shard: int, memory_mb: int, root: str) -> None:
     out = Path(root) / "out"
     planted = _synthetic(out, n, per_shard)
     s = DedupSettings(output_url=str(out), scratch_dir=str(Path(root) / "scratch"),
-                      dedup_memory_limit_mb=memory_mb, dedup_batch_shards=100_000)
+                      dedup_memory_limit_mb=memory_mb, dedup_batch_shards=100_000,
+                      dedup_confirm_workers=1)  # all its CPU in this process, for the phases
     store = open_store(str(out), s)
     t0, c0 = time.monotonic(), time.process_time()
     d = Deduper(s, store, open_ledger(s, store))
@@ -371,17 +378,19 @@ def scale(quick: bool) -> list[dict]:
                                         ("read", "index", "candidates", "confirm", "result")),
                      "baseline": last["candidates"], "ratio": None,
                      "goal": "info (baseline: candidate pairs)", "unit": "CPU s"})
-        # DuckDB's phases run on every core; reading, confirming and clustering run on one
+        # DuckDB's phases and the confirmation run on every core; reading and the result on one
         ph, k = last["phases"], 200e6 / last["n"]
-        par = (ph.get("index", 0) + ph.get("candidates", 0)) * k / 16
-        ser = (ph.get("read", 0) + ph.get("confirm", 0) + ph.get("result", 0)) * k
+        par = (ph.get("index", 0) + ph.get("candidates", 0) + ph.get("confirm", 0)) * k / 16
+        par += projected_cpu_hours(quick) * 3600 / 16  # unrelated pairs of real speech
+        ser = (ph.get("read", 0) + ph.get("result", 0)) * k
         rows.append({"name": "dedup scale: projected 200,000,000 segments on one 16-core "
-                             f"machine (phases at {last['n']:,} scaled linearly; DuckDB's on "
-                             "16 cores, the rest on one)",
+                             f"machine (phases at {last['n']:,} scaled linearly, plus confirming "
+                             "the unrelated audio-key pairs of real speech at its measured "
+                             "rate; DuckDB's and the confirmation on 16 cores, the rest on one)",
                      "ours": round((par + ser) / 3600, 2), "baseline": round(par / 3600, 2),
-                     "ratio": None, "goal": "< 2 h (baseline: DuckDB's share)",
+                     "ratio": None, "goal": "< 2 h (baseline: the share on 16 cores)",
                      "unit": "hours"})
     return rows
 
 
-ROWS = [accuracy, accuracy_asr, margins, scale]
+ROWS = [accuracy, accuracy_asr, margins, candidate_rate, scale]

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +50,7 @@ from services.dedup.signature import (
     read_signatures,
     signature_key,
 )
-from services.dedup.verify import Rule, confirm
+from services.dedup.verify import Rule, confirm, confirm_pool
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,8 @@ class Deduper:
         self.rule = Rule(settings.dedup_max_ber, settings.dedup_min_overlap,
                          settings.dedup_max_shift_seconds)
         self.progress = Progress()
+        self.workers = settings.dedup_confirm_workers or os.cpu_count() or 1
+        self.pool: Executor | None = None  # made by run(), shut down at its end
 
     # --- signature files ------------------------------------------------------------------
     def _sig_key(self, shard: int) -> str:
@@ -135,6 +139,7 @@ class Deduper:
                                  "enhance stage first (`onsei status` shows how far it is)")
         index = Index(self.workdir / "index.duckdb", self.s.dedup_memory_limit_mb,
                       self.s.dedup_threads, acoustic=self.s.dedup_acoustic_keys)
+        self.pool = confirm_pool(self.workers)
         try:
             done = self._repair(done)
             self._sync(index, done)
@@ -148,6 +153,9 @@ class Deduper:
                 return self._write_result(index)
         finally:
             index.close()
+            if self.pool is not None:
+                self.pool.shutdown(cancel_futures=True)
+                self.pool = None
 
     def _parts(self) -> dict[str, list[int]]:
         """Published parts -> the shards each indexed (read from the part's metadata)."""
@@ -220,7 +228,8 @@ class Deduper:
                 if chunk is None:
                     break
                 with p.timed("confirm"):
-                    edges, missed = confirm(chunk, self._fingerprints, self.rule)
+                    edges, missed = confirm(chunk, self._fingerprints, self.rule, self.pool,
+                                            self.workers)
                 part.write(edges)
                 candidates += len(chunk)
                 found += len(edges)

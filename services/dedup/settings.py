@@ -16,6 +16,9 @@ class DedupSettings(Settings):
     dedup_workdir: str = Field(
         "", description="local directory of the index cache and downloaded signatures "
         "(empty: <scratch_dir>/onsei-dedup)")
+    dedup_confirm_workers: int = Field(
+        0, ge=0, le=1024, description="processes comparing fingerprints of candidate pairs "
+        "(0: one per core; 1: in the dedup process)")
     dedup_max_ber: float = Field(
         0.30, gt=0.0, lt=0.5, description="fingerprint bit error rate at or below which two "
         "segments are the same recording (unrelated audio: ~0.5)")
