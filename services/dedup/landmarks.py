@@ -45,19 +45,22 @@ _NBINS = _SEL.size // POOL
 _SEL = _SEL[:_NBINS * POOL]
 
 
+def _window_max(p: np.ndarray, w: int) -> np.ndarray:
+    """``out[i] = max(p[i:i + w])`` along the first axis, by doubling: log2(w) passes."""
+    m, width = p, 1
+    while width * 2 <= w:
+        m = np.maximum(m[:-width], m[width:])
+        width *= 2
+    if width < w:
+        m = np.maximum(m[:-(w - width)], m[w - width:])
+    return m
+
+
 def _local_max(s: np.ndarray) -> np.ndarray:
-    """Max over +-DT frames and +-DF bins (edges padded with -inf), one pass per offset:
-    numpy does that far faster than a strided window view."""
-    t, b = s.shape
-    p = np.pad(s, ((DT, DT), (0, 0)), constant_values=-np.inf)
-    m = p[:t].copy()
-    for k in range(1, 2 * DT + 1):
-        np.maximum(m, p[k:k + t], out=m)
-    p = np.pad(m, ((0, 0), (DF, DF)), constant_values=-np.inf)
-    out = p[:, :b].copy()
-    for k in range(1, 2 * DF + 1):
-        np.maximum(out, p[:, k:k + b], out=out)
-    return out
+    """Max over +-DT frames and +-DF bins (edges padded with -inf)."""
+    p = np.pad(s, ((DT, DT), (DF, DF)), constant_values=-np.inf)
+    m = _window_max(p, 2 * DT + 1)
+    return _window_max(m.T, 2 * DF + 1).T
 
 
 def peaks(power: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
