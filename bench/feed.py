@@ -86,9 +86,11 @@ def run_asr(root: Path, settings: Any) -> dict[str, Any]:
 def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     from bench.feed_fakes import instant_annotator
     from common.shards.tar import ShardWriter
+    from services.dedup.signature import SignatureWriter
     from services.enhance import chunking, flow, segments, writer
-    from services.enhance.quality import annotate, speaker
+    from services.enhance.quality import annotate, prosody, speaker
     from services.enhance.quality.mel import MelSpec
+    from services.enhance.quality.vad import SileroTorch
     from services.enhance.stage import EnhanceStage
 
     stage = EnhanceStage(settings)
@@ -113,9 +115,13 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     m.patch(type(backend), "run", MODEL)
     m.patch(writer, "flac_bytes", "encode/write (FLAC, tar)")
     m.patch(ShardWriter, "write", "encode/write (FLAC, tar)")
-    m.patch(annotate.Annotator, "annotate", "annotations")
+    m.patch(annotate.Annotator, "annotate", "annotations (other)")
+    m.patch(prosody, "pitch", "annotations: pitch (pyworld)")
+    m.patch(prosody, "speech_fraction", "annotations: speech fraction (VAD, onnxruntime)")
+    m.patch(SignatureWriter, "add", "dedup signature (fingerprint, text keys)")
     m.patch(MelSpec, "__call__", DEVICE)
     m.patch(speaker, "_voiced_frames", DEVICE)
+    m.patch(SileroTorch, "probs", DEVICE)
     try:
         return {**_run(stage, settings, m), "parts": dict(m.parts)}
     finally:

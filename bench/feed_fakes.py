@@ -137,19 +137,22 @@ def instant_rnnoise():
 def instant_annotator(settings: Any):
     """The real Annotator (resampling, DNSMOS windows, speaker slicing and mels, fidelity
     sample with Whisper's log-mel) with the DNSMOS network and the speaker LSTM answering
-    at once."""
+    at once, and the speech fraction from the VAD's torch port (the path a GPU node takes)."""
     import torch
 
     from services.enhance.quality.annotate import Annotator
     from services.enhance.quality.fidelity import FidelityChecker
     from services.enhance.quality.mel import MelSpec
     from services.enhance.quality.speaker import HOP, N_FFT, N_MELS, SR
+    from services.enhance.quality.vad import SpeechFraction
 
     ann = Annotator(settings, "cpu", fidelity=FidelityChecker(model=InstantWhisperModel()))
     ann.dnsmos._run = lambda x: np.full((len(x), 3), 3.0, np.float32)
     ann.speaker._mel = MelSpec(SR, N_FFT, HOP, N_MELS, "cpu")
     unit = torch.full((1, 256), 1 / 16.0)
     ann.speaker._net = lambda mels: unit.expand(len(mels), 256)
+    ann.vad = SpeechFraction("cpu", port=True)
+    ann.vad.load()
     return ann
 
 

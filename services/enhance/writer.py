@@ -1,4 +1,4 @@
-"""Write behind: resample to 24 kHz, encode FLAC and append to the output tar on a thread.
+"""Write behind: encode FLAC (24 kHz) and append to the output tar on a thread.
 
 With an annotator (docs/quality.md), segments are gathered ``batch`` at a time on the same
 thread and annotated together (input and output audio, both already in memory) before they are
@@ -60,8 +60,11 @@ class EnhancedWriter:
             WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish)
 
     def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
-        """``before``: the segment's input at ``in_rate`` (for the annotations), if any."""
-        self._behind.put((seg, audio, before))
+        """``audio`` at ``rate``; ``before``: the segment's input at ``in_rate`` (for the
+        annotations), if any. The output is taken to 24 kHz here, before it waits: the
+        write-behind queue and the annotation batch then hold half the samples of a 48 kHz
+        model's output, and the annotations resample from 24 kHz (all they use is below 8 kHz)."""
+        self._behind.put((seg, resample(audio, self.rate, OUT_RATE), before))
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
         if self.annotator is None:
@@ -96,14 +99,14 @@ class EnhancedWriter:
 
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
-                                 self.in_rate if before is not None else self.rate,
-                                 audio, self.rate)
+                                 self.in_rate if before is not None else OUT_RATE,
+                                 audio, OUT_RATE)
                  for seg, audio, before in batch]
         return self.annotator.annotate(items)
 
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any,
                before: np.ndarray | None = None) -> None:
-        out = resample(audio, self.rate, OUT_RATE)
+        out = audio  # already at OUT_RATE (put)
         s = seg.spec
         meta = Sidecar(text=s.text, language=s.language, source_key=s.key,
                        start=round(s.start, 3), end=round(s.end, 3),

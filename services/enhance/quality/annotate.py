@@ -4,8 +4,8 @@
 at their own rates, resamples both to 16 kHz once, and runs DNSMOS on both, the speaker encoder
 on the restored audio, the prosody measures (speech fraction, pitch, speaking rate, SNR:
 ``prosody.py``), and the fidelity re-transcription on the sampled ones; DNSMOS, the speaker
-encoder and Whisper run batched over the items. ``seconds`` accumulates the time spent (the
-stage reports it).
+encoder, the speech-fraction VAD (on a GPU: ``vad.py``) and Whisper run batched over the
+items. ``seconds`` accumulates the time spent (the stage reports it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_
 from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
+from services.enhance.quality.vad import SpeechFraction
 from services.enhance.settings import EnhanceSettings
 
 SR = 16000
@@ -44,6 +45,7 @@ class Annotator:
         self.dnsmos = Dnsmos(hop_seconds=s.quality_dnsmos_hop_seconds, device=device,
                             pieces=s.quality_dnsmos_pieces)
         self.speaker = SpeakerEncoder(device=device)
+        self.vad = SpeechFraction(device)
         self.fraction = s.quality_fidelity_fraction
         self.speaker_threshold = s.quality_speaker_threshold
         self.cer_threshold = s.quality_fidelity_cer
@@ -55,6 +57,7 @@ class Annotator:
     def load(self) -> None:
         self.dnsmos.load()
         self.speaker.load()
+        self.vad.load()
         load_prosody()
 
     def info(self) -> dict:
@@ -71,6 +74,7 @@ class Annotator:
         after = [resample(it.after, it.after_rate, SR) for it in items]
         mos = self.dnsmos.score(before + after)
         spk = self.speaker.score(after)
+        fractions = self.vad(after)
         out = []
         for i, it in enumerate(items):
             c = spk[i].consistency
@@ -79,7 +83,7 @@ class Annotator:
                 speaker_embedding=spk[i].embedding, speaker_consistency=c,
                 speaker_parts=spk[i].parts,
                 multi_speaker=c is not None and c < self.speaker_threshold,
-                prosody=measure(after[i], before[i], it.text, it.language)))
+                prosody=measure(after[i], before[i], it.text, it.language, fractions[i])))
         picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
         if picked:
             scores = self.fidelity.check([(after[i], items[i].text, items[i].language)

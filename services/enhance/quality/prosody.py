@@ -2,10 +2,13 @@
 rate, SNR, and how much of the segment is speech at all.
 
 - ``speech_fraction``: share of 32 ms windows Silero VAD (the one inside faster-whisper, on
-  onnxruntime) calls speech (probability >= 0.5), on the restored audio. Digital silence and
+  onnxruntime; on a GPU its torch port, ``vad.py``) calls speech (probability >= 0.5), on the
+  restored audio. Digital silence and
   steady tones score near 0: restoration makes both sound clean, so DNSMOS alone lets them pass.
-- ``pitch``: f0 mean and standard deviation in Hz over voiced frames, from WORLD's DIO +
-  StoneMask (``pyworld``, 10 ms frames, DIO's speed 4), on the restored audio.
+- ``pitch``: f0 mean and standard deviation in Hz over voiced frames, from WORLD's DIO
+  (``pyworld``, 10 ms frames, DIO's speed 4), on the restored audio. No StoneMask refinement:
+  it doubled the cost, and the mean and spread over a segment measured as close without it
+  (docs/quality.md).
 - ``speaking_rate``: letters and digits of the transcript per second of speech (VAD seconds);
   Japanese in morae per second, from the reading ``pykakasi`` gives (kanji included; without
   the package, characters). The unit is written beside it.
@@ -77,9 +80,8 @@ def pitch(audio: np.ndarray) -> tuple[float | None, float | None]:
     if x.size < SR // 10 or not np.any(x):
         return None, None
     x = soxr.resample(x, SR, PITCH_SR)
-    f0, t = pyworld.dio(x, PITCH_SR, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=FRAME_MS,
+    f0, _ = pyworld.dio(x, PITCH_SR, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=FRAME_MS,
                         speed=DIO_SPEED)
-    f0 = pyworld.stonemask(x, f0, t, PITCH_SR)
     voiced = f0[f0 > 0]
     if voiced.size < 3:
         return None, None
@@ -135,10 +137,12 @@ def _kakasi(mod):
     return _KAKASI
 
 
-def measure(after: np.ndarray, before: np.ndarray, text: str, language: str | None) -> Prosody:
+def measure(after: np.ndarray, before: np.ndarray, text: str, language: str | None,
+            frac: float | None = None) -> Prosody:
     """All of it for one segment: ``after`` the restored audio, ``before`` the input, both
-    16 kHz."""
-    frac = speech_fraction(after)
+    16 kHz; ``frac``: its speech fraction when already measured (a batch on the device)."""
+    if frac is None:
+        frac = speech_fraction(after)
     mean, std = pitch(after)
     units, unit = text_units(text, language)
     speech_s = frac * after.size / SR
