@@ -9,9 +9,11 @@ they are most of the work.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +21,7 @@ import numpy as np
 from services.dedup.fingerprint import FRAMES_PER_SECOND, compare
 from services.dedup.index import ROW_BITS
 
+log = logging.getLogger(__name__)
 ROW_MASK = (1 << ROW_BITS) - 1
 # a pair whose subsampled BER is this far above the threshold is not looked at further
 SCREEN_MARGIN = 0.1
@@ -71,9 +74,13 @@ def confirm(pairs: list[tuple[int, int]], loader: Loader, rule: Rule,
         return check(usable, fps, rule), unchecked
     size = -(-len(usable) // workers)
     slices = [usable[i:i + size] for i in range(0, len(usable), size)]
-    futures = [pool.submit(check, sl, {x: fps[x] for p in sl for x in p}, rule)
-               for sl in slices]
-    return [e for f in futures for e in f.result()], unchecked
+    try:
+        futures = [pool.submit(check, sl, {x: fps[x] for p in sl for x in p}, rule)
+                   for sl in slices]
+        return [e for f in futures for e in f.result()], unchecked
+    except BrokenProcessPool as e:  # e.g. a main script spawn cannot import: check them here
+        log.warning("confirmation workers unavailable (%s); confirming in this process", e)
+        return check(usable, fps, rule), unchecked
 
 
 def check(pairs: list[tuple[int, int]], fps: dict[int, np.ndarray],
