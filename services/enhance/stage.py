@@ -94,7 +94,8 @@ class EnhanceStage(Stage):
                                 batch=s.quality_batch_segments,
                                 signature_path=workdir / "out" / sig_key,
                                 speaker_threshold=s.quality_speaker_label_threshold)
-        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
+        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
+                          finish=writer.to_out_rate)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures
 
         def keep_inputs(segments):

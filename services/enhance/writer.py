@@ -59,12 +59,17 @@ class EnhancedWriter:
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
             WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish)
 
+    def to_out_rate(self, audio: np.ndarray) -> np.ndarray:
+        """A restored segment at ``rate`` -> at 24 kHz, what :meth:`put` takes. The engine calls
+        it as soon as a segment is finished, so what then waits (for earlier segments, in the
+        write-behind queue, in the annotation batch) holds half the samples of a 48 kHz model's
+        output; the annotations resample from 24 kHz (all they use is below 8 kHz)."""
+        return resample(audio, self.rate, OUT_RATE)
+
     def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
-        """``audio`` at ``rate``; ``before``: the segment's input at ``in_rate`` (for the
-        annotations), if any. The output is taken to 24 kHz here, before it waits: the
-        write-behind queue and the annotation batch then hold half the samples of a 48 kHz
-        model's output, and the annotations resample from 24 kHz (all they use is below 8 kHz)."""
-        self._behind.put((seg, resample(audio, self.rate, OUT_RATE), before))
+        """``audio`` at 24 kHz (:meth:`to_out_rate`); ``before``: the segment's input at
+        ``in_rate`` (for the annotations and the signature), if any."""
+        self._behind.put((seg, audio, before))
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
         if self.annotator is None:
