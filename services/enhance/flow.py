@@ -87,20 +87,27 @@ class Enhancer:
                 out = self.backend.run(prepared)
             del prepared
             self.stats.add_batch(rows)
-            self._collect(rows, out, pending, ready)
-            del out  # the batch's output is not held while the consumer takes what is ready
+            finished = self._collect(rows, out, pending)
+            del out  # the batch's output goes before the finished segments are converted
+            while finished:  # each 48 kHz output goes as soon as it is converted
+                seg, asm = finished.pop()
+                seg.padded = _NO_AUDIO  # release the input (the engine's reference)
+                ready[seg.serial] = (seg, asm.out if self.finish is None
+                                     else self.finish(asm.out))
+                del seg, asm
             while order and order[0] in ready:
                 yield ready.pop(order.popleft())
 
-    def _collect(self, rows: list[Row], out: np.ndarray, pending: dict, ready: dict) -> None:
+    def _collect(self, rows: list[Row], out: np.ndarray,
+                 pending: dict) -> list[tuple[CutSegment, SegmentAssembler]]:
+        """Join the batch's outputs into their segments; the segments it completed."""
         r = self.backend.ratio
+        finished = []
         for row, row_out in zip(rows, out):
             for item, off in row.placed:
-                seg, asm = pending[item.seg]
+                asm = pending[item.seg][1]
                 asm.add(item, row_out[off * r:(off + item.length) * r])
                 item.audio = None
                 if asm.done:
-                    del pending[item.seg]
-                    seg.padded = _NO_AUDIO  # release the input (the engine's reference)
-                    ready[item.seg] = (seg, asm.out if self.finish is None
-                                       else self.finish(asm.out))
+                    finished.append(pending.pop(item.seg))
+        return finished
