@@ -108,8 +108,16 @@ class SegmentAssembler:
         self.ratio = ratio
         self.geom = geom
         self.seg_len = seg_len
-        self.out = np.zeros(seg_len * ratio, dtype=np.float32)
+        # allocated when the first chunk returns, not when the segment is cut: a segment waits
+        # in the packing pool for up to a round before any of its chunks runs
+        self._out: np.ndarray | None = None
         self.remaining = n_items
+
+    @property
+    def out(self) -> np.ndarray:
+        if self._out is None:
+            self._out = np.zeros(self.seg_len * self.ratio, dtype=np.float32)
+        return self._out
 
     def add(self, item: Item, window_out: np.ndarray) -> None:
         """``window_out``: the model output for the item's whole window (output rate)."""

@@ -3,13 +3,19 @@
 Segments arrive (decoded ahead on the reader's thread); their chunks gather in a pool; when the
 pool holds about ``rounds`` batches' worth, it is packed into rows and run batch by batch, the
 next batch's rows and features being prepared on a helper thread while the model runs. Rows
-that do not fill a batch wait for the next round. A segment is yielded once all its chunks are
-back, strictly in arrival order, so memory is bounded by the pool and the reorder buffer.
+that do not fill a batch wait for the next round.
+
+A segment is finished as soon as its last chunk is back (after any batch, not at the end of the
+round): its input is dropped and its output goes through ``finish`` (the stage's: to the
+writer's rate, half the samples of a 48 kHz model's output), then waits only for the segments
+before it, and is yielded strictly in arrival order. Memory is bounded by the pool, one batch's
+outputs and the segments held behind one left out of its round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -21,24 +27,30 @@ from services.enhance.chunking import ChunkGeometry, Item, SegmentAssembler, spl
 from services.enhance.packing import PackStats, Row, pack_rows, take_batches
 from services.enhance.segments import CutSegment
 
+_NO_AUDIO = np.empty(0, np.float32)
+
 
 class Enhancer:
     def __init__(self, backend: Backend, geom: ChunkGeometry, batch_size: int,
-                 rounds: int = 4, clock: ModelClock | None = None) -> None:
+                 rounds: int = 4, clock: ModelClock | None = None,
+                 finish: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.backend = backend
         self.geom = geom
         self.batch = max(1, batch_size)
         self.budget = max(1, rounds) * self.batch * geom.window  # pool size that triggers a round
         self.stats = PackStats()
         self.clock = clock or ModelClock()  # the stage's: the engine reads it (model_seconds)
+        self.finish = finish  # a finished output at out_rate -> what is yielded
         self.chunks = 0
 
     def run(self, segments: Iterable[CutSegment]) -> Iterator[tuple[CutSegment, np.ndarray]]:
-        """Yield ``(segment, output at backend.out_rate)`` in the order segments arrived."""
+        """Yield ``(segment, output)`` in the order segments arrived: the output at
+        ``backend.out_rate``, or what ``finish`` made of it."""
         pool: list[Item] = []
         pooled = 0
         pending: dict[int, tuple[CutSegment, SegmentAssembler]] = {}
-        order: list[int] = []  # serials in arrival order, not yet yielded
+        ready: dict[int, tuple[CutSegment, np.ndarray]] = {}  # finished, behind an earlier one
+        order: deque[int] = deque()  # serials in arrival order, not yet yielded
         with ThreadPoolExecutor(1, thread_name_prefix="enhance-prep") as prep:
             for seg in segments:
                 items = split_segment(seg.serial, seg.seg_len, self.geom, seg.padded)
@@ -51,39 +63,51 @@ class Enhancer:
                 if pooled >= self.budget:
                     batches, pool = take_batches(pack_rows(pool, self.geom.window), self.batch,
                                                  final=False)
-                    self._run_batches(batches, pending, prep)
                     pooled = sum(it.length for it in pool)
-                    yield from self._emit(order, pending)
+                    yield from self._run_batches(batches, pending, ready, order, prep)
             if pool:
                 batches, _ = take_batches(pack_rows(pool, self.geom.window), self.batch, final=True)
-                self._run_batches(batches, pending, prep)
-            yield from self._emit(order, pending)
-        assert not pending, f"{len(pending)} segments left unassembled"
-
-    def _emit(self, order: list[int], pending: dict) -> Iterator[tuple[CutSegment, np.ndarray]]:
-        while order and pending[order[0]][1].done:
-            seg, asm = pending.pop(order.pop(0))
-            seg.padded = np.empty(0, np.float32)  # release the input early
-            yield seg, asm.out
+                yield from self._run_batches(batches, pending, ready, order, prep)
+        assert not pending and not ready, f"{len(pending) + len(ready)} segments left unyielded"
 
     def _prepare(self, rows: list[Row]) -> Any:
         return self.backend.prepare(np.stack([r.array() for r in rows]))
 
-    def _run_batches(self, batches: list[list[Row]], pending: dict,
-                     prep: ThreadPoolExecutor) -> None:
+    def _run_batches(self, batches: list[list[Row]], pending: dict, ready: dict,
+                     order: deque[int], prep: ThreadPoolExecutor,
+                     ) -> Iterator[tuple[CutSegment, np.ndarray]]:
         if not batches:
             return
         fut = prep.submit(self._prepare, batches[0])
-        r = self.backend.ratio
         for i, rows in enumerate(batches):
             prepared = fut.result()
             if i + 1 < len(batches):  # overlap: next batch's CPU work while the model runs
                 fut = prep.submit(self._prepare, batches[i + 1])
             with self.clock.model():
                 out = self.backend.run(prepared)
+            del prepared
             self.stats.add_batch(rows)
-            for row, row_out in zip(rows, out):
-                for item, off in row.placed:
-                    window_out = row_out[off * r:(off + item.length) * r]
-                    pending[item.seg][1].add(item, window_out)
-                    item.audio = None
+            finished = self._collect(rows, out, pending)
+            del out  # the batch's output goes before the finished segments are converted
+            while finished:  # each 48 kHz output goes as soon as it is converted
+                seg, asm = finished.pop()
+                seg.padded = _NO_AUDIO  # release the input (the engine's reference)
+                ready[seg.serial] = (seg, asm.out if self.finish is None
+                                     else self.finish(asm.out))
+                del seg, asm
+            while order and order[0] in ready:
+                yield ready.pop(order.popleft())
+
+    def _collect(self, rows: list[Row], out: np.ndarray,
+                 pending: dict) -> list[tuple[CutSegment, SegmentAssembler]]:
+        """Join the batch's outputs into their segments; the segments it completed."""
+        r = self.backend.ratio
+        finished = []
+        for row, row_out in zip(rows, out):
+            for item, off in row.placed:
+                asm = pending[item.seg][1]
+                asm.add(item, row_out[off * r:(off + item.length) * r])
+                item.audio = None
+                if asm.done:
+                    finished.append(pending.pop(item.seg))
+        return finished

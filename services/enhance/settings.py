@@ -34,6 +34,11 @@ class EnhanceSettings(WhisperSettings):
         description="batches' worth of chunks pooled before packing (more: less padding, "
         "more memory: 2.9 % padding at 2, 2.2 % at 4)")
 
+    enhance_write_ahead_seconds: float = Field(
+        60.0, ge=1.0, le=36000.0,
+        description="restored audio waiting for the writer thread at most, seconds (one "
+        "segment always goes, however long)")
+
     # --- quality annotations of restored segments (docs/quality.md) ----------------------------
     quality_annotations: bool = Field(
         True, description="annotate kept segments: DNSMOS before/after, speaker, fidelity sample")
@@ -60,6 +65,10 @@ class EnhanceSettings(WhisperSettings):
     quality_batch_segments: int = Field(
         8, ge=1, le=4096,
         description="segments annotated together (held in memory until written)")
+    quality_batch_seconds: float = Field(
+        120.0, ge=1.0, le=36000.0,
+        description="audio annotated together at most, seconds (a batch ends at "
+        "quality_batch_segments or here): bounds the annotations' working memory")
 
     @field_validator("enhancer")
     @classmethod

@@ -93,8 +93,11 @@ class EnhanceStage(Stage):
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
                                 batch=s.quality_batch_segments,
                                 signature_path=workdir / "out" / sig_key,
-                                speaker_threshold=s.quality_speaker_label_threshold)
-        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock)
+                                speaker_threshold=s.quality_speaker_label_threshold,
+                                batch_seconds=s.quality_batch_seconds,
+                                ahead_seconds=s.enhance_write_ahead_seconds)
+        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
+                          finish=writer.to_out_rate)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures
 
         def keep_inputs(segments):

@@ -1,6 +1,10 @@
 """Write behind: encode FLAC (24 kHz) and append to the output tar on a thread.
 
-With an annotator (docs/quality.md), segments are gathered ``batch`` at a time on the same
+What waits for the thread is bounded in seconds of audio (``ahead_seconds``), not only in
+segments: a queue of 30 s segments holds 30 times what one of 1 s segments does.
+
+With an annotator (docs/quality.md), segments are gathered ``batch`` at a time (and at most
+``batch_seconds`` of audio, which bounds the annotations' working memory) on the same
 thread and annotated together (input and output audio, both already in memory) before they are
 written; their sidecar gets a ``quality`` object. A batch whose annotation fails is written
 without it and each of its segments gets an entry in ``errors``: the audio is never lost.
@@ -39,7 +43,8 @@ class EnhancedWriter:
 
     def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Any = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
-                 speaker_threshold: float = DEFAULT_THRESHOLD) -> None:
+                 speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
+                 ahead_seconds: float = 60.0) -> None:
         self.rate = rate
         self.signature_path = signature_path
         self.signatures = SignatureWriter()
@@ -49,6 +54,7 @@ class EnhancedWriter:
         self.annotator = annotator  # services.enhance.quality.annotate.Annotator or None
         self.in_rate = in_rate
         self.batch = max(1, batch)
+        self.batch_samples = batch_seconds * OUT_RATE
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
@@ -57,19 +63,28 @@ class EnhancedWriter:
         self.labeller = SpeakerLabeller(self._emit, speaker_threshold)
         # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
-            WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish)
+            WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish,
+                        weight=lambda item: item[1].size / OUT_RATE, capacity=ahead_seconds)
+
+    def to_out_rate(self, audio: np.ndarray) -> np.ndarray:
+        """A restored segment at ``rate`` -> at 24 kHz, what :meth:`put` takes. The engine calls
+        it as soon as a segment is finished, so what then waits (for earlier segments, in the
+        write-behind queue, in the annotation batch) holds half the samples of a 48 kHz model's
+        output; the annotations resample from 24 kHz (all they use is below 8 kHz)."""
+        return resample(audio, self.rate, OUT_RATE)
 
     def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
-        """``audio`` at ``rate``; ``before``: the segment's input at ``in_rate`` (for the
-        annotations), if any. The output is taken to 24 kHz here, before it waits: the
-        write-behind queue and the annotation batch then hold half the samples of a 48 kHz
-        model's output, and the annotations resample from 24 kHz (all they use is below 8 kHz)."""
-        self._behind.put((seg, resample(audio, self.rate, OUT_RATE), before))
+        """``audio`` at 24 kHz (:meth:`to_out_rate`); ``before``: the segment's input at
+        ``in_rate`` (for the annotations and the signature), if any."""
+        self._behind.put((seg, audio, before))
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
         if self.annotator is None:
             self._write(item[0], item[1], None, item[2])
             return
+        if self._pending and (sum(a.size for _, a, _ in self._pending) + item[1].size
+                              > self.batch_samples):
+            self._flush()  # the batch would run past its seconds: it goes without this one
         self._pending.append(item)
         if len(self._pending) >= self.batch:
             self._flush()

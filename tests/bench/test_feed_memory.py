@@ -19,10 +19,6 @@ def test_asr_peak_of_a_20_minute_member() -> None:
     assert long - short <= 250, f"asr: 2 min {short:.0f} MB, 20 min {long:.0f} MB"
 
 
-@pytest.mark.xfail(reason="measured +266 to +285 MB (about 780 -> 1050 MB): the packing "
-                   "round's 48 kHz outputs and the annotation batch, which a 20-minute member "
-                   "fills and a 2-minute one does not (docs/operations.md, 'Memory bounded by "
-                   "settings')", strict=False)
 def test_enhance_peak_of_a_20_minute_member() -> None:
     short, long = measure("enhance", 120), measure("enhance", 1200)
     assert long - short <= 250, f"enhance: 2 min {short:.0f} MB, 20 min {long:.0f} MB"

@@ -40,3 +40,23 @@ def test_finish_runs_last_and_abort_drops_the_rest() -> None:
     a = WriteBehind(dropped.append, finish=lambda: dropped.append(-1))
     a.abort()
     assert dropped == []
+
+
+def test_a_weighted_queue_holds_at_most_its_capacity() -> None:
+    import threading
+
+    gate = threading.Event()
+    held: list[float] = []
+    w: WriteBehind[float] = WriteBehind(lambda x: (gate.wait(5), held.append(x)), depth=100,
+                                        weight=lambda x: x, capacity=10.0)
+    w.put(4.0)
+    w.put(5.0)  # 9 held: fits
+    t = threading.Thread(target=w.put, args=(3.0,))  # 12 would not: waits for room
+    t.start()
+    t.join(0.3)
+    assert t.is_alive() and w._held == 9.0
+    gate.set()
+    t.join(5)
+    w.put(50.0)  # heavier than the capacity alone: let through once the queue is empty
+    w.join()
+    assert held == [4.0, 5.0, 3.0, 50.0] and w._held == 0.0
