@@ -63,11 +63,17 @@ def test_segments_trimmed_to_words_plus_margin() -> None:
     assert segs.kept_seconds == pytest.approx(4.7)
 
 
-def test_real_stage_word_times_against_known_offsets(asr_stage) -> None:
+def test_real_stage_word_times_against_known_offsets(tmp_path) -> None:
+    from services.asr.stage import AsrStage
+
+    # the words are espeak's: Whisper base's language probability for them sits near the 0.5
+    # default (0.47 with CTranslate2 4.8.5), and language ID is not what is measured here
+    stage = AsrStage(asr_settings(tmp_path, language_threshold=0.3))
+    stage.load()
     utts = utterances(3)
     errs, lines = [], []
     for i, (x, truth) in enumerate(utts):
-        line = asr_stage.transcribe_file(f"w{i}", x).line
+        line = stage.transcribe_file(f"w{i}", x).line
         lines.append(line)
         errs += errors(line, truth)
     starts = np.abs([e[0] for e in errs])
