@@ -4,15 +4,16 @@ Text keys find a copy only when both copies were transcribed alike; a noisy, ban
 re-encoded copy is often not. These keys find it from the audio: the strongest local peaks of
 the telephone-band spectrogram (the one the fingerprint uses), each paired with the next few
 peaks within 0.77 s, give landmarks ``(frequency, frequency step, time step)`` (the Shazam
-construction): what a codec, a telephone channel, gain or 20 dB of noise leave in place, and
-unchanged by where the segment starts. Another voice saying the same words puts its peaks at
-other harmonics and formants. Time steps are quantised on two grids half a step apart, so a
-peak moved by a frame keeps one of its two landmarks. A MinHash of the set gives LSH keys
-(:mod:`services.dedup.minhash`) in their own family, beside the text's in the index.
+construction): what a codec, a telephone channel, gain or 20 dB of noise leave in place; only
+time steps are kept, not times, though a shift of a fraction of a frame still moves some peaks.
+Another voice saying the same words puts its peaks at other harmonics and formants. Time steps
+are quantised on two grids half a step apart, so a peak moved by a frame keeps one of its two
+landmarks. A MinHash of the set gives LSH keys (:mod:`services.dedup.minhash`) in their own
+family, beside the text's in the index.
 
-Measured on real speech (docs/dedup.md): landmark-set Jaccard 0.6-1.0 between a recording and
-its re-encoded, telephone-band or noisy copies, under 0.02 between unrelated clips. These keys
-only propose pairs; the fingerprint decides (:mod:`services.dedup.verify`).
+Measured on real speech (docs/dedup.md): landmark-set Jaccard 0.5-1.0 on average between a
+recording and its re-encoded, telephone-band or noisy copies, about 0.001 between unrelated
+clips. These keys only propose pairs; the fingerprint decides (:mod:`services.dedup.verify`).
 
 Every constant here is part of the signature format (:data:`AUDIO_VERSION`).
 """
