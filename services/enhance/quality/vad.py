@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-WINDOW = 512  # samples at 16 kHz
+from services.enhance.quality.prosody import VAD_THRESHOLD as THRESHOLD
+from services.enhance.quality.prosody import VAD_WINDOW as WINDOW
+
 CONTEXT = 64
-THRESHOLD = 0.5
 HIDDEN = 128
 ENCODER_ROWS = 2048  # windows per encoder call (65 s of audio): bounds its activations (~35 MB)
 
