@@ -51,15 +51,25 @@ _WINDOW = np.hanning(FRAME).astype(np.float32)
 _WEIGHTS = (np.uint64(1) << np.arange(BITS, dtype=np.uint64))
 
 
-def power_spectrogram(audio: np.ndarray, rate: int) -> np.ndarray:
-    """Power of each 128 ms frame every 16 ms at 8 kHz ([T, FRAME // 2 + 1], float32; no rows
-    for audio shorter than two frames): shared by the fingerprint and the acoustic keys
-    (:mod:`services.dedup.landmarks`)."""
-    x = resample(np.asarray(audio, dtype=np.float32), rate, RATE)
+def telephone_rate(audio: np.ndarray, rate: int) -> np.ndarray:
+    """The audio at the fingerprint's 8 kHz, float32."""
+    return resample(np.asarray(audio, dtype=np.float32), rate, RATE)
+
+
+def power_of(x: np.ndarray, start: int = 0) -> np.ndarray:
+    """Power of each 128 ms frame every 16 ms of 8 kHz audio from sample ``start`` on
+    ([T, FRAME // 2 + 1], float32; no rows for audio shorter than two frames): shared by the
+    fingerprint and the acoustic keys (:mod:`services.dedup.landmarks`)."""
+    x = x[start:]
     if x.size < FRAME + HOP:
         return np.zeros((0, FRAME // 2 + 1), dtype=np.float32)
     frames = np.lib.stride_tricks.sliding_window_view(x, FRAME)[::HOP] * _WINDOW
     return (np.abs(np.fft.rfft(frames, axis=1)) ** 2).astype(np.float32)
+
+
+def power_spectrogram(audio: np.ndarray, rate: int) -> np.ndarray:
+    """:func:`power_of` the audio at 8 kHz, from its first sample."""
+    return power_of(telephone_rate(audio, rate))
 
 
 def fingerprint_of(power: np.ndarray) -> np.ndarray:

@@ -8,8 +8,10 @@ construction): what a codec, a telephone channel, gain or 20 dB of noise leave i
 time steps are kept, not times, though a shift of a fraction of a frame still moves some peaks.
 Another voice saying the same words puts its peaks at other harmonics and formants. Time steps
 are quantised on two grids half a step apart, so a peak moved by a frame keeps one of its two
-landmarks. A MinHash of the set gives LSH keys (:mod:`services.dedup.minhash`) in their own
-family, beside the text's in the index.
+landmarks; and the peaks are taken from two spectrograms half a hop apart, so a cut or a pad
+that moves the frames by part of a hop is never more than a quarter hop from one of them. A
+MinHash of the set gives LSH keys (:mod:`services.dedup.minhash`) in their own family, beside
+the text's in the index.
 
 Measured on real speech (docs/dedup.md): landmark-set Jaccard 0.5-1.0 on average between a
 recording and its re-encoded, telephone-band or noisy copies, about 0.001 between unrelated
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.dedup.fingerprint import FRAME, HI_HZ, HOP, LO_HZ, RATE, power_spectrogram
+from services.dedup.fingerprint import FRAME, HI_HZ, HOP, LO_HZ, RATE, power_of, telephone_rate
 from services.dedup.minhash import MinHashFamily
 
 POOL = 4  # spectrum bins pooled: 31 Hz
@@ -33,11 +35,12 @@ FAN = 4  # each peak is paired with the next FAN peaks ...
 MAX_DT = 48  # ... within this many frames (0.77 s)
 DTQ = 6  # time steps quantised to 96 ms, on two grids half a step apart
 WINDOW = 16  # following peaks looked at for a pair
-MIN_LANDMARKS = 8  # fewer distinct landmarks (silence, a tone): no keys
+MIN_LANDMARKS = 16  # fewer distinct landmarks: no keys (silence; a steady tone gives about 8)
+PHASES = 2  # spectrograms this many per hop, evenly apart: any cut is a quarter hop from one
 BANDS = 20
 ROWS = 4
 FAMILY = MinHashFamily("audio-", BANDS, ROWS, band_base=1000)
-AUDIO_VERSION = (f"lm{POOL}-{DT}x{DF}-{PER_SECOND}-{FAN}-{MAX_DT}q{DTQ}x2-"
+AUDIO_VERSION = (f"lm{POOL}-{DT}x{DF}-{PER_SECOND}-{FAN}-{MAX_DT}q{DTQ}x2p{PHASES}-"
                  f"mh{BANDS}x{ROWS}")
 
 _FREQS = np.fft.rfftfreq(FRAME, 1.0 / RATE)
@@ -104,12 +107,23 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def audio_keys_of(power: np.ndarray) -> list[int]:
-    """The LSH keys of a segment's landmarks, from :func:`power_spectrogram` (none when it has
-    fewer than :data:`MIN_LANDMARKS`)."""
-    codes = landmarks(*peaks(power))
+def landmark_set(x: np.ndarray, power: np.ndarray | None = None) -> np.ndarray:
+    """Distinct landmark codes of 8 kHz audio over :data:`PHASES` spectrograms a fraction of a
+    hop apart (``power``: the first, when the caller has it). A copy whose start moved by part
+    of a frame (a cut, a pad) puts its peaks in other frames and loses a third of its landmarks
+    at half a hop; with two phases, one of them is within a quarter hop of the copy's."""
+    sets = [landmarks(*peaks(power if k == 0 and power is not None
+                             else power_of(x, k * HOP // PHASES)))
+            for k in range(PHASES)]
+    return np.unique(np.concatenate(sets))
+
+
+def audio_keys_of(x: np.ndarray, power: np.ndarray | None = None) -> list[int]:
+    """The LSH keys of 8 kHz audio's landmarks (``power``: its :func:`power_of` from the first
+    sample, when the caller has it); none when it has fewer than :data:`MIN_LANDMARKS`."""
+    codes = landmark_set(x, power)
     return FAMILY.keys(codes) if codes.size >= MIN_LANDMARKS else []
 
 
 def audio_keys(audio: np.ndarray, rate: int) -> list[int]:
-    return audio_keys_of(power_spectrogram(audio, rate))
+    return audio_keys_of(telephone_rate(audio, rate))

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from services.dedup.fingerprint import FP_VERSION, fingerprint_of, power_spectrogram
+from services.dedup.fingerprint import FP_VERSION, fingerprint_of, power_of, telephone_rate
 from services.dedup.landmarks import AUDIO_VERSION, audio_keys_of
 from services.dedup.text import TEXT_VERSION, text_keys
 
@@ -64,8 +64,9 @@ class SignatureWriter:
         r["language"].append(language)
         r["ovrl"].append(ovrl)
         r["bands"].append(text_keys(text))
-        power = power_spectrogram(audio, rate)
-        r["akeys"].append(audio_keys_of(power))
+        x = telephone_rate(audio, rate)
+        power = power_of(x)
+        r["akeys"].append(audio_keys_of(x, power))
         r["fp"].append(fingerprint_of(power).astype("<u4").tobytes())
 
     def __len__(self) -> int:
