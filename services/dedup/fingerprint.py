@@ -47,7 +47,14 @@ def _band_matrix() -> np.ndarray:
 
 
 _BANDS = _band_matrix()
-_WINDOW = np.hanning(FRAME).astype(np.float32)
+# Each band is a run of adjacent bins, the runs back to back: its energy is a sum over the run.
+# Summed so rather than by ``power @ _BANDS``, which is a BLAS call: OpenBLAS then wakes its
+# thread pool (one thread per core) for a small product, and the pool spins on after it, CPU
+# that a worker's cores are short of.
+_STARTS = np.array([np.flatnonzero(_BANDS[:, b])[0] for b in range(NBANDS)])
+_STOP = int(np.flatnonzero(_BANDS[:, -1])[-1]) + 1
+assert (np.diff(_STARTS) > 0).all() and int(_BANDS.sum()) == _STOP - _STARTS[0]
+HANN = np.hanning(FRAME).astype(np.float32)
 _WEIGHTS = (np.uint64(1) << np.arange(BITS, dtype=np.uint64))
 
 
@@ -63,7 +70,7 @@ def power_of(x: np.ndarray, start: int = 0) -> np.ndarray:
     x = x[start:]
     if x.size < FRAME + HOP:
         return np.zeros((0, FRAME // 2 + 1), dtype=np.float32)
-    frames = np.lib.stride_tricks.sliding_window_view(x, FRAME)[::HOP] * _WINDOW
+    frames = np.lib.stride_tricks.sliding_window_view(x, FRAME)[::HOP] * HANN
     return (np.abs(np.fft.rfft(frames, axis=1)) ** 2).astype(np.float32)
 
 
@@ -76,7 +83,7 @@ def fingerprint_of(power: np.ndarray) -> np.ndarray:
     """uint32 per frame after the first, from :func:`power_spectrogram`."""
     if power.shape[0] < 2:
         return np.zeros(0, dtype=np.uint32)
-    e = power @ _BANDS  # [T, 33]
+    e = np.add.reduceat(power[:, _STARTS[0]:_STOP], _STARTS - _STARTS[0], axis=1)  # [T, 33]
     d = e[:, :-1] - e[:, 1:]
     bits = (d[1:] - d[:-1]) > 0  # [T-1, 32]
     return (bits.astype(np.uint64) @ _WEIGHTS).astype(np.uint32)
