@@ -97,6 +97,7 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     from bench.feed_fakes import instant_annotator
     from common.shards.tar import ShardWriter
     from services.dedup.signature import SignatureWriter
+    from services.dedup.spectrum import DevicePowers
     from services.enhance import chunking, flow, segments, writer
     from services.enhance.quality import annotate, prosody, speaker
     from services.enhance.quality.mel import MelSpec
@@ -106,6 +107,7 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     stage = EnhanceStage(settings)
     stage._backend = backend
     stage._annotator = instant_annotator(stage.settings)
+    stage._signature_powers = DevicePowers("cpu")  # a GPU node's path, on the CPU here
     m = CpuMeter()
     m.patch(segments, "iter_keys", UNNAMED, kind="iter")
     if hasattr(segments, "decode_chunks"):  # decoded in a stream, cut as it comes
@@ -128,7 +130,8 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     m.patch(annotate.Annotator, "annotate", "annotations (other)")
     m.patch(prosody, "pitch", "annotations: pitch (pyworld)")
     m.patch(prosody, "speech_fraction", "annotations: speech fraction (VAD, onnxruntime)")
-    m.patch(SignatureWriter, "add", "dedup signature (fingerprint, text keys)")
+    m.patch(SignatureWriter, "add", "dedup signature (fingerprint, text and audio keys)")
+    m.patch(DevicePowers, "__call__", DEVICE)
     m.patch(MelSpec, "__call__", DEVICE)
     m.patch(speaker, "_voiced_frames", DEVICE)
     m.patch(SileroTorch, "probs", DEVICE)

@@ -22,6 +22,8 @@ Every constant here is part of the signature format (:data:`AUDIO_VERSION`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from services.dedup.fingerprint import FRAME, HI_HZ, HOP, LO_HZ, RATE, power_of, telephone_rate
@@ -37,6 +39,7 @@ DTQ = 6  # time steps quantised to 96 ms, on two grids half a step apart
 WINDOW = 16  # following peaks looked at for a pair
 MIN_LANDMARKS = 16  # fewer distinct landmarks: no keys (silence; a steady tone gives about 8)
 PHASES = 2  # spectrograms this many per hop, evenly apart: any cut is a quarter hop from one
+PHASE_STARTS = tuple(k * HOP // PHASES for k in range(PHASES))  # their first samples
 BANDS = 20
 ROWS = 4
 FAMILY = MinHashFamily("audio-", BANDS, ROWS, band_base=1000)
@@ -107,21 +110,21 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def landmark_set(x: np.ndarray, power: np.ndarray | None = None) -> np.ndarray:
+def landmark_set(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """Distinct landmark codes of 8 kHz audio over :data:`PHASES` spectrograms a fraction of a
-    hop apart (``power``: the first, when the caller has it). A copy whose start moved by part
-    of a frame (a cut, a pad) puts its peaks in other frames and loses a third of its landmarks
-    at half a hop; with two phases, one of them is within a quarter hop of the copy's."""
-    sets = [landmarks(*peaks(power if k == 0 and power is not None
-                             else power_of(x, k * HOP // PHASES)))
-            for k in range(PHASES)]
-    return np.unique(np.concatenate(sets))
+    hop apart (``powers``: :func:`power_of` from each of :data:`PHASE_STARTS`, when the caller
+    has them). A copy whose start moved by part of a frame (a cut, a pad) puts its peaks in
+    other frames and loses a third of its landmarks at half a hop; with two phases, one of them
+    is within a quarter hop of the copy's."""
+    if powers is None:
+        powers = [power_of(x, s) for s in PHASE_STARTS]
+    return np.unique(np.concatenate([landmarks(*peaks(p)) for p in powers]))
 
 
-def audio_keys_of(x: np.ndarray, power: np.ndarray | None = None) -> list[int]:
-    """The LSH keys of 8 kHz audio's landmarks (``power``: its :func:`power_of` from the first
-    sample, when the caller has it); none when it has fewer than :data:`MIN_LANDMARKS`."""
-    codes = landmark_set(x, power)
+def audio_keys_of(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> list[int]:
+    """The LSH keys of 8 kHz audio's landmarks (``powers``: as :func:`landmark_set`); none when
+    it has fewer than :data:`MIN_LANDMARKS`."""
+    codes = landmark_set(x, powers)
     return FAMILY.keys(codes) if codes.size >= MIN_LANDMARKS else []
 
 

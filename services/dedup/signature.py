@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from services.dedup.fingerprint import FP_VERSION, fingerprint_of, power_of, telephone_rate
-from services.dedup.landmarks import AUDIO_VERSION, audio_keys_of
+from services.dedup.fingerprint import FP_VERSION, fingerprint_of, telephone_rate
+from services.dedup.landmarks import AUDIO_VERSION, PHASE_STARTS, audio_keys_of
+from services.dedup.spectrum import Powers, numpy_powers
 from services.dedup.text import TEXT_VERSION, text_keys
 
 FORMAT = f"onsei-signatures-2/{TEXT_VERSION}/{AUDIO_VERSION}/{FP_VERSION}"
@@ -49,9 +50,12 @@ def _schema() -> Any:
 
 @dataclass
 class SignatureWriter:
-    """Rows in output order; :meth:`write` makes the Parquet file (also with no rows)."""
+    """Rows in output order; :meth:`write` makes the Parquet file (also with no rows).
+    ``powers``: what computes the spectrograms (:mod:`services.dedup.spectrum`: numpy, or
+    torch on the enhance stage's device)."""
 
     rows: dict[str, list[Any]] = field(default_factory=lambda: {n: [] for n in _schema().names})
+    powers: Powers = numpy_powers
 
     def add(self, seg_id: str, key: str, idx: int, seconds: float, text: str,
             language: str | None, ovrl: float | None, audio: np.ndarray, rate: int) -> None:
@@ -65,9 +69,9 @@ class SignatureWriter:
         r["ovrl"].append(ovrl)
         r["bands"].append(text_keys(text))
         x = telephone_rate(audio, rate)
-        power = power_of(x)
-        r["akeys"].append(audio_keys_of(x, power))
-        r["fp"].append(fingerprint_of(power).astype("<u4").tobytes())
+        powers = self.powers(x, PHASE_STARTS)  # the first phase is the fingerprint's too
+        r["akeys"].append(audio_keys_of(x, powers))
+        r["fp"].append(fingerprint_of(powers[0]).astype("<u4").tobytes())
 
     def __len__(self) -> int:
         return len(self.rows["id"])

@@ -30,6 +30,7 @@ class EnhanceStage(Stage):
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._backend: Backend | None = None
         self._annotator: Any = None
+        self._signature_powers: Any = None  # services.dedup.spectrum.Powers
 
     @property
     def backend(self) -> Backend:
@@ -41,6 +42,18 @@ class EnhanceStage(Stage):
         self.backend.load()
         if self.settings.quality_annotations and self._annotator is None:
             self._annotator = self._load_annotator()
+        if self._signature_powers is None:
+            self._signature_powers = self._load_signature_powers()
+
+    def _load_signature_powers(self) -> Any:
+        """The dedup signature's spectrograms on the stage's GPU when it has one (its FFTs
+        are then off the node's CPU), else in numpy."""
+        from common.models.device import resolve_device, torch_cuda_available
+        from services.dedup.spectrum import DevicePowers, numpy_powers
+
+        device = resolve_device(self.settings.enhance_device, "ONSEI_ENHANCE_DEVICE",
+                                torch_cuda_available)
+        return DevicePowers(device) if device.startswith("cuda") else numpy_powers
 
     def _load_annotator(self) -> Any:
         """All annotation models now, so a missing one fails the worker at once
@@ -95,7 +108,8 @@ class EnhanceStage(Stage):
                                 signature_path=workdir / "out" / sig_key,
                                 speaker_threshold=s.quality_speaker_label_threshold,
                                 batch_seconds=s.quality_batch_seconds,
-                                ahead_seconds=s.enhance_write_ahead_seconds)
+                                ahead_seconds=s.enhance_write_ahead_seconds,
+                                signature_powers=self._signature_powers)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures

@@ -10,7 +10,9 @@ written; their sidecar gets a ``quality`` object. A batch whose annotation fails
 without it and each of its segments gets an entry in ``errors``: the audio is never lost.
 With ``signature_path``, each written segment also gets a duplicate-detection signature
 (services/dedup/signature.py) from its input audio: the recording itself, so signatures stay
-comparable whichever enhancer restored it. ``close()`` writes the file after the tar.
+comparable whichever enhancer restored it; its spectrograms are computed by
+``signature_powers`` (the stage's device at a GPU node). ``close()`` writes the file after the
+tar.
 
 With annotations, a source file's encoded segments are held until the file is complete, to
 label its speakers (``speakers.py``: ``speaker_id`` in each sidecar), then written in order.
@@ -29,6 +31,7 @@ from common.shards.audio import flac_bytes, resample
 from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.dedup.signature import SignatureWriter
+from services.dedup.spectrum import Powers, numpy_powers
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
 from services.records import Sidecar, segment_id
@@ -44,10 +47,10 @@ class EnhancedWriter:
     def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Any = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
-                 ahead_seconds: float = 60.0) -> None:
+                 ahead_seconds: float = 60.0, signature_powers: Powers | None = None) -> None:
         self.rate = rate
         self.signature_path = signature_path
-        self.signatures = SignatureWriter()
+        self.signatures = SignatureWriter(powers=signature_powers or numpy_powers)
         self._writer = ShardWriter(path)
         self.written = 0
         self.seconds_out = 0.0

@@ -7,6 +7,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench.speechgen import have_espeak
@@ -69,3 +70,28 @@ def test_rerun_rewrites_the_signature_file(base, make_settings, tmp_path) -> Non
                       quality_annotations=False, enhance_device="cpu")
     Engine(s, PIPELINE, EnhanceStage(s)).run(0, check_done=False)
     assert read_signatures(sig).num_rows == 3
+
+
+def test_device_spectrograms_give_the_same_signatures(base, make_settings, tmp_path) -> None:
+    from services.dedup.spectrum import DevicePowers, numpy_powers
+
+    s = make_settings(input_url=str(base / "raw"), enhancer="none", quality_annotations=False,
+                      enhance_device="cpu")
+    stage = EnhanceStage(s)
+    stage.load()
+    assert stage._signature_powers is numpy_powers  # no GPU: numpy
+    tables = []
+    for name, powers in (("numpy", numpy_powers), ("torch", DevicePowers("cpu"))):
+        out = tmp_path / name
+        shutil.copytree(base / "out", out)
+        s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhancer="none",
+                          quality_annotations=False, enhance_device="cpu")
+        stage = EnhanceStage(s)
+        stage._signature_powers = powers
+        Engine(s, PIPELINE, stage).run(0)
+        tables.append(read_signatures(out / "enhanced/shard-000000.signatures.parquet"))
+    a, b = tables
+    assert a.column("akeys").to_pylist() == b.column("akeys").to_pylist()
+    flipped = sum(int(np.bitwise_count(x ^ y).sum())
+                  for x, y in zip(fingerprints(a), fingerprints(b)))
+    assert flipped <= sum(x.size for x in fingerprints(a)) * 32 * 1e-4
