@@ -100,6 +100,7 @@ def accuracy_asr(quick: bool) -> list[dict]:
         return []
     import hashlib
 
+    from bench.dedup_corpus import SR
     from services.asr.settings import AsrSettings
     from services.whisper.model import load_model
     from services.whisper.settings import WhisperSettings
@@ -119,18 +120,22 @@ def accuracy_asr(quick: bool) -> list[dict]:
         return cache[key]
 
     def kept(audio: np.ndarray) -> bool:
-        """The asr stage's language rule at its defaults (Japanese and English kept)."""
+        """The asr stage's rules at its defaults: a language it keeps (Japanese, English) and a
+        segment no shorter than its shortest (1 s; a 1.1 s clip with 0.5 s cut is not one)."""
+        rules = AsrSettings()
+        if audio.size < rules.segment_min_seconds * SR:
+            return False
         key = f"{model}:lang:{digest(audio)}"
         if key not in cache:
             cache[key] = m.detect_language(audio)[0]
-        return cache[key] in AsrSettings().languages
+        return cache[key] in rules.languages
 
     try:
         rows = _accuracy("Whisper base transcripts", transcribe)
         rows += _accuracy("Whisper base transcripts, text keys only", transcribe,
                           acoustic=False)
         rows += _accuracy("Whisper base transcripts, the versions the asr stage keeps "
-                          "(language en/ja)", transcribe, keep=kept)
+                          "(language en/ja, at least 1 s)", transcribe, keep=kept)
     finally:
         _save_asr_cache(cache)
     return rows

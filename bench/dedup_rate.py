@@ -43,7 +43,7 @@ def unrelated_rate(quick: bool) -> tuple[float, float, float, int, int] | None:
     confirmation, pairs, true copies set aside); None without the Debian data."""
     from bench.dedup_corpus import SR
     from services.dedup import landmarks as lm
-    from services.dedup.fingerprint import compare, fingerprint_of, power_spectrogram
+    from services.dedup.fingerprint import compare, fingerprint_of, power_of, telephone_rate
     from services.dedup.settings import DedupSettings
     from services.dedup.verify import SCREEN_MARGIN, Rule
 
@@ -52,9 +52,9 @@ def unrelated_rate(quick: bool) -> tuple[float, float, float, int, int] | None:
         return None
     s = DedupSettings()
     rule = Rule(s.dedup_max_ber, s.dedup_min_overlap, s.dedup_max_shift_seconds)
-    powers = [power_spectrogram(a, SR) for a in clips]
-    codes = [set(lm.landmarks(*lm.peaks(p)).tolist()) for p in powers]
-    fps = [fingerprint_of(p) for p in powers]
+    xs = [telephone_rate(a, SR) for a in clips]
+    codes = [set(lm.landmark_set(x).tolist()) for x in xs]  # the signature's: every phase
+    fps = [fingerprint_of(power_of(x)) for x in xs]
     secs = np.array([a.size / SR for a in clips])
     copies = 0
     probs, passes = [], []
