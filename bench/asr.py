@@ -1,6 +1,7 @@
 """ASR stage vs faster-whisper's ``BatchedInferencePipeline`` (the peer a user would pick:
 Silero VAD, same model, compute type, batch size, beam, temperature 0; its language ID runs
-first and a file in another language is dropped) on the same long-form files.
+first and a file in another language is dropped; word timestamps when the stage gives them,
+as it does by default) on the same long-form files.
 
 Sets: synthetic (espeak-ng, two voices, random 0.3-2 s pauses: English, Japanese, and a share
 of Spanish / German files that both must drop) and real (pocketsphinx-testdata's LibriVox and
@@ -75,7 +76,8 @@ def _side_by_side(stage, files: list[LongForm], rounds: int) -> dict:
         t0 = time.perf_counter()
         for i, f in enumerate(files):
             hyp["peer"][i] = peer_transcribe(model, f.audio, s.languages, s.asr_batch_size,
-                                             s.asr_beam_size, s.language_threshold).text
+                                             s.asr_beam_size, s.language_threshold,
+                                             word_timestamps=s.asr_word_timestamps).text
         return time.perf_counter() - t0
 
     walls: dict[str, list[float]] = {"ours": [], "peer": []}

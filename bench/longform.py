@@ -260,15 +260,18 @@ class PeerResult:
 
 
 def peer_transcribe(model: Any, audio: np.ndarray, languages: list[str], batch_size: int,
-                    beam_size: int = 1, threshold: float = 0.5) -> PeerResult:
+                    beam_size: int = 1, threshold: float = 0.5,
+                    word_timestamps: bool = False) -> PeerResult:
     """What a user would write: ``BatchedInferencePipeline.transcribe`` with Silero VAD, the
     same model and batch size; its language ID runs first (inside ``transcribe``, before any
-    decoding) and a file in another language is dropped without consuming its segments."""
+    decoding) and a file in another language is dropped without consuming its segments.
+    ``word_timestamps``: its word alignment too, when the stage compared gives words."""
     from faster_whisper import BatchedInferencePipeline
 
     pipe = BatchedInferencePipeline(model)
     segments, info = pipe.transcribe(audio, batch_size=batch_size, beam_size=beam_size,
-                                     vad_filter=True, temperature=0.0)
+                                     vad_filter=True, temperature=0.0,
+                                     word_timestamps=word_timestamps)
     if info.language not in languages or info.language_probability < threshold:
         return PeerResult(info.language, info.language_probability, "")
     joiner = "" if info.language == "ja" else " "
