@@ -97,11 +97,11 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     from bench.feed_fakes import instant_annotator
     from common.shards.tar import ShardWriter
     from services.dedup.signature import SignatureWriter
-    from services.dedup.spectrum import DevicePowers
     from services.enhance import chunking, flow, segments, writer
     from services.enhance.quality import annotate, prosody, speaker
     from services.enhance.quality.mel import MelSpec
     from services.enhance.quality.vad import SileroTorch
+    from services.enhance.signature_powers import DevicePowers
     from services.enhance.stage import EnhanceStage
 
     stage = EnhanceStage(settings)

@@ -1,11 +1,7 @@
-"""The signature's power spectrograms, every phase of a segment at once: in numpy (a CPU run)
-or in torch on the enhance stage's device (a GPU node), where the FFTs are no part of the
-node's CPU budget (docs/operations.md, "Feeding the GPU").
-
-Both give :func:`services.dedup.fingerprint.power_of` of each phase: the same frames, window
-and bins; torch computes in float32 where numpy computes in float64 and rounds, so a fingerprint
-bit or a landmark may differ where two values nearly tie (tests/services/dedup/test_spectrum.py
-bounds how many).
+"""The signature's power spectrograms, every phase of a segment at once: :data:`Powers` is
+what the signature writer is given, :func:`numpy_powers` the CPU one
+(:class:`services.enhance.signature_powers.DevicePowers` is the enhance stage's, in torch on
+its device at a GPU node). Both give :func:`services.dedup.fingerprint.power_of` of each phase.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from services.dedup.fingerprint import FRAME, HANN, HOP, power_of
+from services.dedup.fingerprint import power_of
 
 Powers = Callable[[np.ndarray, Sequence[int]], list[np.ndarray]]
 
@@ -22,28 +18,3 @@ Powers = Callable[[np.ndarray, Sequence[int]], list[np.ndarray]]
 def numpy_powers(x: np.ndarray, starts: Sequence[int]) -> list[np.ndarray]:
     """:func:`power_of` of 8 kHz audio from each of ``starts``."""
     return [power_of(x, s) for s in starts]
-
-
-class DevicePowers:
-    """:func:`numpy_powers` in torch on ``device``: one FFT call for all the phases, one copy
-    of the spectrograms back."""
-
-    def __init__(self, device: str) -> None:
-        import torch
-
-        self.device = device
-        self.window = torch.from_numpy(HANN).to(device)
-
-    def __call__(self, x: np.ndarray, starts: Sequence[int]) -> list[np.ndarray]:
-        import torch
-
-        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(self.device)
-        frames = [xt[s:].unfold(0, FRAME, HOP) if x.size - s >= FRAME + HOP else None
-                  for s in starts]
-        rows = [0 if f is None else f.shape[0] for f in frames]
-        if not sum(rows):
-            return [np.zeros((0, FRAME // 2 + 1), np.float32) for _ in starts]
-        spec = torch.fft.rfft(torch.cat([f for f in frames if f is not None]) * self.window,
-                              dim=1)
-        power = (spec.real ** 2 + spec.imag ** 2).cpu().numpy()
-        return list(np.split(power, np.cumsum(rows)[:-1]))

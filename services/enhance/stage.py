@@ -49,7 +49,8 @@ class EnhanceStage(Stage):
         """The dedup signature's spectrograms on the stage's GPU when it has one (its FFTs
         are then off the node's CPU), else in numpy."""
         from common.models.device import resolve_device, torch_cuda_available
-        from services.dedup.spectrum import DevicePowers, numpy_powers
+        from services.dedup.spectrum import numpy_powers
+        from services.enhance.signature_powers import DevicePowers
 
         device = resolve_device(self.settings.enhance_device, "ONSEI_ENHANCE_DEVICE",
                                 torch_cuda_available)

@@ -73,7 +73,8 @@ def test_rerun_rewrites_the_signature_file(base, make_settings, tmp_path) -> Non
 
 
 def test_device_spectrograms_give_the_same_signatures(base, make_settings, tmp_path) -> None:
-    from services.dedup.spectrum import DevicePowers, numpy_powers
+    from services.dedup.spectrum import numpy_powers
+    from services.enhance.signature_powers import DevicePowers
 
     s = make_settings(input_url=str(base / "raw"), enhancer="none", quality_annotations=False,
                       enhance_device="cpu")

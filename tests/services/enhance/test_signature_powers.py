@@ -1,5 +1,5 @@
-"""The signature's spectrograms in torch on a device (services/dedup/spectrum.py) against the
-numpy path: on real speech and its copies the keys and landmarks come out the same, the
+"""The signature's spectrograms in torch on a device (services/enhance/signature_powers.py) against
+the numpy path: on real speech and its copies the keys and landmarks come out the same, the
 fingerprints within a bit in 10,000."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from bench.dedup_corpus import SR, TRANSFORMS
 from bench.speechgen import have_espeak
 from services.dedup import fingerprint as fp
 from services.dedup.landmarks import PHASE_STARTS, audio_keys_of, landmark_set
-from services.dedup.spectrum import DevicePowers, numpy_powers
+from services.dedup.spectrum import numpy_powers
+from services.enhance.signature_powers import DevicePowers
 from tests.services.dedup.helpers import clips
 
 torch = pytest.importorskip("torch")
