@@ -9,50 +9,22 @@ queues and storage; no model), about 2-3 minutes. ``-m slow`` adds the same faul
 stages (asr with bundled:whisper-base, enhance with ONSEI_ENHANCER=none) and longer kill series:
 
     pytest tests/reliability/test_faults.py -m "slow or not slow"
+
+The outages of a node's disk and of Redis are in test_faults_outages.py (a file apiece lets the
+two campaigns run side by side).
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
-from pathlib import Path
 
 import pytest
 
-from common.queue.sick import EXIT_SICK
 from tests.faultproxy import FaultProxy
 from tests.harness import wait_until
-from tests.reliability.records import failure_docs
-from tests.reliability.rig import REDELIVER_SECONDS, Rig
-from tests.reliability.tmpfs import resize, tmpfs
-
-REAL = pytest.param("real", marks=pytest.mark.slow, id="real")
-DUMMY = pytest.param("dummy", id="dummy")
-
-
-def _timeouts(pipeline: str) -> float:
-    return 150 if pipeline == "dummy" else 600
-
-
-@pytest.fixture
-def rigs(tmp_path):
-    made: list[Rig] = []
-    yield made
-    for r in made:
-        r.close()
-
-
-def _make(rigs: list[Rig], tmp_path: Path, s3_endpoint: str, pipeline: str, **kw) -> Rig:
-    rig = Rig.create(tmp_path / "rig", s3_endpoint, pipeline=pipeline, **kw)
-    rigs.append(rig)
-    return rig
-
-
-def _finish(rig: Rig, timeout: float, allow_redone: bool = False) -> None:
-    missing = rig.wait_all(timeout)
-    assert not missing, rig.not_done(missing)
-    rig.audit().assert_exactly_once(allow_redone=allow_redone)
+from tests.reliability.fault_runs import DUMMY, REAL, finish, make_rig, timeouts
+from tests.reliability.rig import REDELIVER_SECONDS
 
 
 # --- kill -9 -------------------------------------------------------------------------------------
@@ -61,7 +33,7 @@ def _finish(rig: Rig, timeout: float, allow_redone: bool = False) -> None:
     pytest.param("dummy", 12, marks=pytest.mark.slow, id="dummy-long"),
     pytest.param("real", 4, marks=pytest.mark.slow, id="real")])
 def test_kill9_random_workers_repeatedly(pipeline, kills, rigs, tmp_path, s3_endpoint):
-    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=12,
+    rig = make_rig(rigs, tmp_path, s3_endpoint, pipeline, shards=12,
                 ONSEI_DUMMY_SECONDS="0.6", ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS[pipeline])
     rig.start_workers(3)
     rig.enqueue()
@@ -75,17 +47,17 @@ def test_kill9_random_workers_repeatedly(pipeline, kills, rigs, tmp_path, s3_end
         done_at_kill.append(len(led.done_ids(rig.chain[-1], rig.ids)))
         rig.start_workers(1)
     assert done_at_kill[0] < len(rig.ids), "the run ended before the first kill"
-    _finish(rig, _timeouts(pipeline))
+    finish(rig, timeouts(pipeline))
 
 
 # --- Redis lost -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("pipeline", [DUMMY, REAL])
 def test_redis_restarted_and_wiped_then_enqueue_again(pipeline, rigs, tmp_path, s3_endpoint):
-    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=6, ONSEI_DUMMY_SECONDS="0.5")
+    rig = make_rig(rigs, tmp_path, s3_endpoint, pipeline, shards=6, ONSEI_DUMMY_SECONDS="0.5")
     rig.start_workers(2)
     rig.enqueue()
     led = rig._ledger()
-    assert wait_until(lambda: len(led.done_ids("asr", rig.ids)) >= 2, _timeouts(pipeline)), \
+    assert wait_until(lambda: len(led.done_ids("asr", rig.ids)) >= 2, timeouts(pipeline)), \
         rig.logs()[-4000:]
     assert len(led.done_ids(rig.chain[-1], rig.ids)) < len(rig.ids)
     before = rig.redis.client().info("server")["run_id"]
@@ -98,7 +70,7 @@ def test_redis_restarted_and_wiped_then_enqueue_again(pipeline, rigs, tmp_path, 
     assert "enqueued" in out
     # A shard in hand during the wipe cannot be known as running any more: re-enqueueing it
     # may redo it once (idempotent outputs, same result). Lost and duplicated stay 0.
-    _finish(rig, _timeouts(pipeline), allow_redone=True)
+    finish(rig, timeouts(pipeline), allow_redone=True)
 
 
 # --- S3 failing -----------------------------------------------------------------------------------
@@ -113,13 +85,13 @@ CHAOS_EVERY = 4
 @pytest.mark.parametrize("pipeline", [DUMMY, REAL])
 def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
     with FaultProxy(s3_endpoint) as proxy:
-        rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=6, member_bytes=200_000,
+        rig = make_rig(rigs, tmp_path, s3_endpoint, pipeline, shards=6, member_bytes=200_000,
                     s3_for_workers=proxy.url, ONSEI_S3_READ_TIMEOUT="1",
                     ONSEI_S3_CONNECT_TIMEOUT="1", ONSEI_MAX_TASK_FAILURES="6")
         rig.start_workers(2)
         proxy.set_cycle(CHAOS, every=CHAOS_EVERY)
         rig.enqueue()
-        missing = rig.wait_all(_timeouts(pipeline))
+        missing = rig.wait_all(timeouts(pipeline))
         proxy.clear()
         # A shard needs several requests per stage (input, output, done record), so a whole
         # run makes >= 40 requests however fast it goes: >= 10 faults, every kind met.
@@ -129,78 +101,15 @@ def test_s3_failing_requests(pipeline, rigs, tmp_path, s3_endpoint):
         rig.audit().assert_exactly_once()
 
 
-# --- scratch disk full ----------------------------------------------------------------------------
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    """A 3 MiB tmpfs as the workers' scratch dir."""
-    with tmpfs(tmp_path / "scratch-tmpfs", 3) as mnt:
-        yield mnt
-
-
-@pytest.mark.parametrize("pipeline", [DUMMY, REAL])
-def test_scratch_disk_full(pipeline, rigs, tmp_path, s3_endpoint, small_tmpfs):
-    filler = small_tmpfs / "filler"
-    with open(filler, "wb") as f:  # leave ~256 KiB: every shard (~1.2 MB) fails mid-download
-        f.write(b"\0" * (3 * 1024**2 - 256 * 1024))
-    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=4, member_bytes=400_000,
-                scratch=small_tmpfs / "work", ONSEI_MAX_TASK_FAILURES="1000",
-                ONSEI_RETRY_BACKOFF_SECONDS="0.5", ONSEI_RETRY_BACKOFF_MAX_SECONDS="2")
-    if pipeline == "real":  # real shards are small: fill up to what they cannot fit
-        os.truncate(filler, 3 * 1024**2 - 64 * 1024)
-    sick = rig.start_workers(2)
-    rig.enqueue()
-    led = rig._ledger()
-    # A full disk is the node's fault (issue 25): each worker hands its shard back and exits
-    # 75 instead of failing shards; nothing is recorded against them.
-    assert wait_until(lambda: not any(w.alive for w in sick), 120), rig.logs()[-5000:]
-    assert [w.proc.returncode for w in sick] == [EXIT_SICK] * 2, rig.logs()[-5000:]
-    assert "this node cannot work (disk full" in rig.logs(tail=10**6)
-    assert failure_docs(led, "asr") == []
-    assert not led.done_ids("asr", rig.ids)  # nothing half-done was published
-    assert list(led.store.list("asr/")) == []
-    for w in sick:
-        rig.workers.remove(w)
-        rig.retired.append(w)
-    # The operator frees space: enough for two workers' shards at once (a full disk again
-    # would stop them again, rightly).
-    filler.unlink()
-    resize(small_tmpfs, 64)
-    rig.start_workers(2)
-    _finish(rig, _timeouts(pipeline))
-
-
 # --- a hung worker --------------------------------------------------------------------------------
 @pytest.mark.parametrize("pipeline", [DUMMY, REAL])
 def test_hung_shard_freed_by_hard_time_limit(pipeline, rigs, tmp_path, s3_endpoint):
     limit = "5" if pipeline == "dummy" else "90"  # a dummy shard takes ~0.5 s: 5 s is ample
-    rig = _make(rigs, tmp_path, s3_endpoint, pipeline, shards=3, ONSEI_TASK_TIME_LIMIT=limit,
+    rig = make_rig(rigs, tmp_path, s3_endpoint, pipeline, shards=3, ONSEI_TASK_TIME_LIMIT=limit,
                 ONSEI_FAULT_HANG="asr:1,enhance:2")
     rig.start_workers(1)
     rig.enqueue()
-    _finish(rig, _timeouts(pipeline) + 2 * int(limit))
+    finish(rig, timeouts(pipeline) + 2 * int(limit))
     assert (rig.root / "hung-asr-1").exists() and (rig.root / "hung-enhance-2").exists()
     logs = rig.logs(tail=10**7)
     assert logs.count("Hard time limit") >= 2, logs[-5000:]  # freed by the hard limit
-
-
-# --- Redis down for a while ----------------------------------------------------------------------
-@pytest.mark.parametrize("stage", [pytest.param("asr", marks=pytest.mark.slow), "enhance",
-                                   pytest.param("tokenize", marks=pytest.mark.slow)])
-def test_worker_survives_redis_down_while_a_message_is_reserved(stage, rigs, tmp_path,
-                                                                s3_endpoint):
-    """Redis stopped for 20 s while ``stage``'s worker holds a message (kombu can
-    crash a worker restoring unacked messages: common/queue/kombu_fix.py): every worker lives on and
-    the run ends."""
-    rig = _make(rigs, tmp_path, s3_endpoint, "dummy", shards=2, persist_redis=True,
-                ONSEI_DUMMY_SECONDS="3", ONSEI_VISIBILITY_TIMEOUT=REDELIVER_SECONDS["dummy"])
-    workers = {s: rig.start_workers(1, queues=s)[0] for s in rig.chain}
-    rig.enqueue()
-    held = f"onsei.{stage}.process_shard"
-    assert wait_until(lambda: f"{held}[" in workers[stage].log_text(), 60), rig.logs()[-4000:]
-    rig.redis.stop(hard=True)
-    time.sleep(20)
-    rig.redis.start()
-    _finish(rig, _timeouts("dummy"), allow_redone=True)
-    logs = rig.logs(tail=10**6)
-    assert all(w.alive for w in workers.values()), logs[-6000:]
-    assert "Unrecoverable error" not in logs, logs[-6000:]
