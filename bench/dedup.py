@@ -70,7 +70,7 @@ def _root(tmp: Path, transcribe: Callable[[np.ndarray], str] | None = None,
             w.add(sid, key, int(idx), round(audio.size / SR, 3), text, "en", 3.0, audio, SR)
         w.write(Path(s.output_url) / signature_key(s.shard_stem(shard)))
         ledger.mark_done("enhance", shard, {})
-    return s, ledger, truth, kinds, len(clips)
+    return s, ledger, truth, kinds, [c.audio.size / SR for c in clips]
 
 
 def accuracy(quick: bool) -> list[dict]:
@@ -146,7 +146,7 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
               keep: Callable[[np.ndarray], bool] | None = None) -> list[dict]:
     import shutil
 
-    from bench.dedup_corpus import SR, originals
+    from bench.dedup_corpus import originals
     from common.storage import open_store
     from services.dedup.result import DedupResult
     from services.dedup.run import Deduper
@@ -154,7 +154,7 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
     if not shutil.which("espeak-ng") or not originals():
         return []
     with tempfile.TemporaryDirectory() as d:
-        s, ledger, truth, kinds, n_clips = _root(Path(d), transcribe, keep)
+        s, ledger, truth, kinds, clip_seconds = _root(Path(d), transcribe, keep)
         s = s.model_copy(update={"dedup_acoustic_keys": acoustic})
         store = open_store(s.output_url, s)
         t0 = time.process_time()
@@ -171,7 +171,7 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
             if truth[p[0]] == truth[p[1]]}
     tp = len(predicted & true)
     fp = predicted - true
-    short = {f"clip{ci}" for ci, c in enumerate(originals()) if c.audio.size < SHORT * SR}
+    short = {f"clip{ci}" for ci, sec in enumerate(clip_seconds) if sec < SHORT}
     true_short = {p for p in true if truth[next(iter(p))] in short}
 
     def kind(p: frozenset) -> str:
@@ -190,9 +190,9 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
     neg_espeak_pairs = sum(1 for a, b in itertools.combinations(espeak, 2) if a[:4] == b[:4])
     real_fp = fp_kinds["real_vs_espeak"] + fp_kinds["other_copy"]
     rows = [
-        {"name": f"dedup ({label}): recall, copy pairs found ({len(true)} pairs of {n_clips} "
-                 "real clips x 13 versions: mp3, opus, telephone 8k, gain, noise 20 dB, "
-                 "trim/pad 0.5 s, "
+        {"name": f"dedup ({label}): recall, copy pairs found ({len(true)} pairs of "
+                 f"{len(clip_seconds)} real clips x 13 versions: mp3, opus, telephone 8k, gain, "
+                 "noise 20 dB, trim/pad 0.5 s, "
                  "moved boundaries, combined)",
          "ours": round(tp / len(true), 4), "baseline": len(truth), "ratio": None,
          "goal": ">= 0.95 (baseline: segments)", "unit": "recall"},
