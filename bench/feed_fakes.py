@@ -45,29 +45,25 @@ class InstantTranscriber(ClipTranscriber):
         self.model = SimpleNamespace(feature_extractor=FeatureExtractor(feature_size=MEL_BINS))
         self.settings = settings
         self.language = language
-        self._speech: dict[int, list[float]] = {}
         self._rng = random.Random(0)
         self.encoder_rows = 0
-
-    def features(self, audio: np.ndarray, clips: list) -> np.ndarray:
-        out = super().features(audio, clips)
-        self._speech[id(out)] = [c.speech_seconds for c in clips]
-        return out
 
     def encode(self, features: np.ndarray) -> Any:
         self.encoder_rows += len(features)
         return np.zeros((len(features), 1, 1), np.float16)  # the device keeps the real one
 
+    def host(self, encoded: Any) -> np.ndarray:
+        return np.asarray(encoded)
+
     def detect_language(self, encoded: Any) -> list[list[tuple[str, float]]]:
         return [[(f"<|{self.language}|>", 0.98), ("<|de|>", 0.01)] for _ in range(len(encoded))]
 
-    def transcribe(self, features: np.ndarray, language: str, encoded: Any = None,
+    def transcribe(self, features: np.ndarray, language: str, encoded: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
         # no words: their alignment is cross-attention on the device, not CPU work around it
-        if encoded is None:
-            self.encoder_rows += len(features)
-        speech = self._speech.pop(id(features), [10.0] * len(features))
+        self.encoder_rows += len(features) - (0 if encoded is None else len(encoded))
+        speech = [f / 100 for f in frames] if frames else [10.0] * len(features)  # window s
         return [ClipText(sentence(self._rng, s), -0.2, 0.01) for s in speech]
 
 

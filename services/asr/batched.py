@@ -6,8 +6,10 @@ timestamps off, temperature 0, one full text per window. Packing several clips i
 ends a window after its first sentence, and later clips got nothing (docs/asr.md).
 
 The clips picked for language ID are encoded once: the encoder output serves language ID first,
-then their transcription (the pipeline's model is a thin proxy that hands back the cached output
-for exactly those features).
+then their transcription, in the same batch as the first other clips (the pipeline's model is a
+thin proxy that hands back the cached rows for exactly those features and encodes the rest): one
+generate call over a batch costs about what one over a single row does on a CPU, so decoding
+the looks apart cost a kept file two more calls.
 """
 
 from __future__ import annotations
@@ -68,24 +70,45 @@ def file_time(pieces: list[tuple[int, int]], t: float) -> float:
 
 
 class _CachingModel:
-    """Proxy of a WhisperModel whose ``encode`` returns a cached output for given features."""
+    """Proxy of a WhisperModel whose ``encode``, for given features, hands back rows it was given
+    (the language-ID looks' encoder output, as a host array) and encodes only the rows after
+    them, so that one batch decodes cached and new rows together."""
 
     def __init__(self, model: Any) -> None:
         self._model = model
         self._features: np.ndarray | None = None
-        self._encoded: Any = None
+        self._cached: np.ndarray | None = None
+        self._stacked: np.ndarray | None = None  # the memory the last StorageView shares
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
 
-    def prime(self, features: np.ndarray, encoded: Any) -> None:
-        self._features, self._encoded = features, encoded
+    def prime(self, features: np.ndarray, cached: np.ndarray) -> None:
+        self._features, self._cached = features, cached
 
     def encode(self, features: np.ndarray) -> Any:
-        if features is self._features:
-            encoded, self._features, self._encoded = self._encoded, None, None
-            return encoded
-        return self._model.encode(features)
+        if features is not self._features or self._cached is None:
+            return self._model.encode(features)
+        import ctranslate2
+
+        cached, self._features, self._cached = self._cached, None, None
+        n = len(cached)
+        parts = [cached]
+        if n < len(features):
+            parts.append(host_rows(self._model.encode(np.ascontiguousarray(features[n:]))))
+        # a host StorageView: generate and align copy it to the model's device, as they do
+        # for faster-whisper's own multi-GPU encoder output
+        self._stacked = np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else cached)
+        return ctranslate2.StorageView.from_array(self._stacked)
+
+
+def host_rows(encoded: Any) -> np.ndarray:
+    """An encoder output (a CTranslate2 StorageView, on any device) as a host array."""
+    import ctranslate2
+
+    if encoded.device != "cpu":
+        encoded = encoded.to_device(ctranslate2.Device.cpu)
+    return np.array(encoded)
 
 
 class ClipTranscriber:
@@ -105,6 +128,10 @@ class ClipTranscriber:
 
     def encode(self, features: np.ndarray) -> Any:
         return self.model.encode(features)
+
+    def host(self, encoded: Any) -> np.ndarray:
+        """An output of :meth:`encode` as a host array: rows of several looks stack."""
+        return host_rows(encoded)
 
     def detect_language(self, encoded: Any) -> list[list[tuple[str, float]]]:
         return self.model.model.detect_language(encoded)
@@ -130,16 +157,17 @@ class ClipTranscriber:
         return [min(N_FRAMES, max(1, -(-sum(b - a for a, b in window_pieces(c)) // hop)))
                 for c in clips]
 
-    def transcribe(self, features: np.ndarray, language: str, encoded: Any = None,
+    def transcribe(self, features: np.ndarray, language: str, encoded: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
         """One batched decode over ``features`` (one row per clip): one text per row; with
-        ``frames`` (:meth:`frames`) and word timestamps on, each text's words too."""
+        ``frames`` (:meth:`frames`) and word timestamps on, each text's words too. ``encoded``
+        (:meth:`host`): the encoder output of the first rows, already computed."""
         from faster_whisper.tokenizer import Tokenizer
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                               task="transcribe", language=language)
-        if encoded is not None:
+        if encoded is not None and len(encoded):
             self._proxy.prime(features, encoded)
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,

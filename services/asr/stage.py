@@ -171,16 +171,25 @@ class AsrStage(Stage):
             return out
 
         texts: list = [None] * len(clips)
-        for idx, feats, encoded in looks:  # their encoder output serves their transcription
-            look_clips = [clips[i] for i in idx]
+        looked = [i for idx, _, _ in looks for i in idx]
+        look_feats = np.concatenate([feats for _, feats, _ in looks])
+        look_rows = np.concatenate([tr.host(encoded) for _, _, encoded in looks])
+        taken = set(looked)
+        order = looked + [i for i in range(len(clips)) if i not in taken]
+        for b in range(0, len(order), s.asr_batch_size):  # the looks' rows lead the first batch
+            part = order[b:b + s.asr_batch_size]
+            cached = look_rows[b:b + len(part)]
+            new = [clips[i] for i in part[len(cached):]]
+            feats = look_feats[b:b + len(cached)]
+            if new:
+                feats = np.concatenate([feats, tr.features(audio, new)]) if len(cached) \
+                    else tr.features(audio, new)
+            part_clips = [clips[i] for i in part]
             with self.clock.model():
-                placed = place(look_clips, tr.transcribe(feats, language, encoded,
-                                                         frames=tr.frames(look_clips)), audio)
-            for i, t in zip(idx, placed):
+                placed = place(part_clips, tr.transcribe(feats, language, cached,
+                                                         frames=tr.frames(part_clips)), audio)
+            for i, t in zip(part, placed):
                 texts[i] = t
-        rest = [i for i in range(len(clips)) if texts[i] is None]
-        for i, t in zip(rest, decode([clips[i] for i in rest])):
-            texts[i] = t
         cov = recover(clips, texts, language, decode,
                       lambda text: is_loop(text, s.max_compression_ratio))
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)

@@ -56,6 +56,23 @@ def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
     assert line["segments"][0]["start"] <= english.spans[0][0] + 0.1
 
 
+def test_kept_file_encodes_each_clip_once_and_decodes_in_full_batches(
+        asr_stage, encoded_rows, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Language ID's clips are encoded once and decoded in the same batch as the others."""
+    tr = asr_stage._transcriber()
+    batches: list[int] = []
+    orig = tr.pipeline.generate_segment_batched
+    monkeypatch.setattr(tr.pipeline, "generate_segment_batched",
+                        lambda f, *a: (batches.append(len(f)), orig(f, *a))[1])
+    english = make_longform("en", seconds=100.0, min_sentences=10, seed=3)
+    out = asr_stage.transcribe_file("en", english.audio)
+    n = out.segments
+    assert out.line.status == "ok" and out.extra.get("coverage_retried", 0) == 0
+    assert 3 < n <= asr_stage.settings.asr_batch_size  # more clips than language ID looks at
+    assert len(encoded_rows) == 3  # first look, second look, the rest
+    assert sum(encoded_rows) == n and batches == [n]
+
+
 def test_truncated_file_flags_the_segment_at_the_cut(asr_stage, tmp_path) -> None:
     from common.shards.audio import flac_bytes
 
