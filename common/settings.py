@@ -101,6 +101,10 @@ class Settings(BaseSettings):
                            "daemon so a worker's processes share the GPU's SMs")
     worker_concurrency: int = Field(
         1, ge=1, le=1024, description="processes per worker; each loads its model")
+    worker_native_threads: int = Field(
+        0, ge=0, le=1024,
+        description="BLAS/OpenMP threads per worker process (0: the node's cores shared among "
+                    "worker_concurrency)")
     prefetch_shards: int = Field(
         1, ge=0, le=64,
         description="shards reserved and downloaded ahead while one is computed (0: off)")

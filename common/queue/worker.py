@@ -27,6 +27,7 @@ from celery import Celery, Task
 from celery.exceptions import Reject
 from celery.signals import task_received, worker_process_init
 
+from common.node.threads import limit_native_threads
 from common.queue import poison, sick
 from common.queue.config import app_settings, send_stage_task, task_name
 from common.queue.handon import retry_until_sent, send_until_sent
@@ -142,6 +143,10 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
 
     @worker_process_init.connect(weak=False)
     def _load_model(**_: object) -> None:  # after fork, in each pool process
+        try:
+            limit_native_threads(runtime.settings)
+        except Exception:  # a library's own pool size is slower, not wrong
+            log.exception("%s: cannot limit native threads", stage_name)
         try:
             runtime.engine.load()
         except Exception:  # the first shard tries again: a node fault then stops the worker
