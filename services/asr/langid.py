@@ -6,16 +6,19 @@ these encoder passes, never VAD or decoding of the whole file. Their encoder out
 for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
 file. Whisper's language distributions are averaged, weighted by the speech seconds of each clip.
 
-A first look encodes one of them (the middle one): a clip in a language not kept, at least
-``lid_first_look_probability`` sure, drops the file after one encoder pass, as the batched
-peer's language ID costs. Anything else (a kept language, or a close call) encodes the others
+A first look encodes one of them (the middle one): a clip at least
+``lid_first_look_probability`` sure to be in no kept language (the probabilities of all the
+languages not kept, summed) drops the file after one encoder pass, as the batched peer's
+language ID costs. Summed, because Whisper unsure between two languages not kept (German 0.35,
+Welsh 0.14, Latvian 0.09, ... and English 0.05) is still sure the file is not English. Anything
+else (a kept language, or a close call between a kept language and another) encodes the others
 too and decides on all of them, so a mixed-language head is still judged on every window; for
 a kept file this costs nothing, their encoder output serving their transcription.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -23,6 +26,7 @@ class LanguageGuess:
     language: str | None
     probability: float
     windows: int
+    shares: dict[str, float] = field(default_factory=dict)  # every language's probability
 
 
 def pick_clips(n_clips: int, k: int) -> list[int]:
@@ -43,7 +47,8 @@ def aggregate(distributions: list[list[tuple[str, float]]], weights: list[float]
             totals[lang] = totals.get(lang, 0.0) + weight * prob
     total_weight = sum(weights) or 1.0
     language, score = max(totals.items(), key=lambda kv: kv[1])
-    return LanguageGuess(language, score / total_weight, len(distributions))
+    return LanguageGuess(language, score / total_weight, len(distributions),
+                         {k: v / total_weight for k, v in totals.items()})
 
 
 def first_look(picked: list[int]) -> list[int]:
@@ -53,7 +58,8 @@ def first_look(picked: list[int]) -> list[int]:
 
 
 def settled(guess: LanguageGuess, kept: list[str], probability: float) -> bool:
-    """Whether one look decides: a language not kept, and sure enough (``probability`` > 1:
-    never, every file gets every window)."""
-    return guess.language is not None and guess.language not in kept \
-        and guess.probability >= probability
+    """Whether one look decides: at least ``probability`` sure that the speech is in none of
+    the ``kept`` languages (``probability`` > 1: never, every file gets every window)."""
+    if guess.language is None:
+        return False
+    return 1.0 - sum(guess.shares.get(k, 0.0) for k in kept) >= probability

@@ -20,8 +20,9 @@ class AsrSettings(WhisperSettings):
     lid_windows: int = Field(
         3, ge=1, le=100, description="clips spread over a file's head for language ID")
     lid_first_look_probability: float = Field(
-        0.7, ge=0, le=2, description="one clip this sure of a language not kept drops the file "
-        "after one encoder pass; closer calls look at all the windows (above 1: always all)")
+        0.7, ge=0, le=2, description="one clip this sure to be in no kept language (the "
+        "languages not kept, summed) drops the file after one encoder pass; closer calls look "
+        "at all the windows (above 1: always all)")
     lid_head_seconds: float = Field(
         90.0, gt=0, le=86400,
         description="language ID looks at this head; the rest is VAD-ed only if kept")

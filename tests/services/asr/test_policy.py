@@ -137,13 +137,19 @@ def test_window_audio_caps_long_pauses_with_their_own_edges() -> None:
     assert np.array_equal(window_audio(audio, Clip(2.0, 3.0)), audio[2 * sr:3 * sr])
 
 
-def test_first_look_settles_only_a_sure_language_not_kept() -> None:
-    from services.asr.langid import LanguageGuess
-
+def test_first_look_settles_only_when_sure_of_no_kept_language() -> None:
     assert first_look([1, 5, 8]) == [5] and first_look([0, 1]) == [1] and first_look([]) == []
     kept = ["ja", "en"]
-    assert settled(LanguageGuess("es", 0.9, 1), kept, 0.8)
-    assert not settled(LanguageGuess("es", 0.7, 1), kept, 0.8)  # close: look at every window
-    assert not settled(LanguageGuess("en", 0.99, 1), kept, 0.8)  # kept: the others are free
-    assert not settled(LanguageGuess("es", 1.0, 1), kept, 1.01)  # above 1: always every window
-    assert not settled(LanguageGuess(None, 0.0, 0), kept, 0.8)
+
+    def guess(*pairs: tuple[str, float]):
+        return aggregate([[(f"<|{k}|>", p) for k, p in pairs]], [1.0])
+
+    assert settled(guess(("es", 0.9), ("en", 0.05)), kept, 0.8)
+    # unsure which language, sure it is none kept (whisper base on German): settled
+    assert settled(guess(("de", 0.35), ("cy", 0.14), ("lv", 0.09), ("nn", 0.08), ("en", 0.05),
+                         ("nl", 0.29)), kept, 0.8)
+    assert not settled(guess(("es", 0.6), ("en", 0.3)), kept, 0.8)  # close: every window
+    assert not settled(guess(("de", 0.47), ("en", 0.12), ("yi", 0.11), ("ja", 0.1)), kept, 0.8)
+    assert not settled(guess(("en", 0.99)), kept, 0.8)  # kept: the others are free
+    assert not settled(guess(("es", 1.0)), kept, 1.01)  # above 1: always every window
+    assert not settled(aggregate([], []), kept, 0.8)
