@@ -67,7 +67,7 @@ class SignatureWriter:
         r["text"].append(text)
         r["language"].append(language)
         r["ovrl"].append(ovrl)
-        r["bands"].append(text_keys(text))
+        r["bands"].append(text_keys(text, language))
         x = telephone_rate(audio, rate)
         powers = self.powers(x, PHASE_STARTS)  # the first phase is the fingerprint's too
         r["akeys"].append(audio_keys_of(x, powers))

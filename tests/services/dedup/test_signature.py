@@ -60,6 +60,11 @@ def test_text_normalisation() -> None:
     assert minhash("") is None and text_keys("...") == []
     assert text_keys("Hello, world.") == text_keys("hello world")
     assert text_keys("きょうは とても いい てんき です ね。")  # no spaces needed
+    # an ASR writes a spoken number either way
+    assert text_keys("Ten of clubs.", "en") == text_keys("10 of clubs", "en")
+    assert normalise("Episode 1,024!", "en") == "episode one thousand and twenty four"
+    assert normalise("第10話", "ja").replace(" ", "") == "第十話"
+    assert normalise("10 of clubs", "xx") == normalise("10 of clubs") == "10 of clubs"
 
 
 def test_a_damaged_file_is_refused_with_its_reason(tmp_path: Path) -> None:
