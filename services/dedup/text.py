@@ -2,7 +2,8 @@
 
 Two transcripts of one recording differ by a word or two (boundaries moved, an ASR slip); two
 unrelated transcripts share almost no word pair. Numbers are spelled out in the segment's
-language first: an ASR writes the same spoken "ten" as "10" in one copy and "ten" in another. Shingles are word bigrams (character trigrams
+language first: an ASR writes the same spoken "ten" as "10" in one copy and "ten" in another.
+Shingles are word bigrams (character trigrams
 for scripts written without spaces); a MinHash of ``BANDS x ROWS`` values estimates their
 Jaccard similarity, and each band of ``ROWS`` values is hashed into one 64-bit key: two
 segments are candidates when any key is equal (probability ``1 - (1 - J^ROWS)^BANDS``:
