@@ -5,8 +5,8 @@ unrelated transcripts share almost no word pair. Numbers are spelled out in the 
 language first: an ASR writes the same spoken "ten" as "10" in one copy and "ten" in another.
 Shingles are word bigrams (character trigrams for scripts written without spaces); a MinHash of
 ``BANDS x ROWS`` values estimates their Jaccard similarity, and each band of ``ROWS`` values is
-hashed into one 64-bit key: two segments are candidates when any key is equal (probability ``1 - (1 - J^ROWS)^BANDS``:
-0.999 at J=0.85, 0.89 at J=0.7, under 1e-7 per pair of unrelated texts).
+hashed into one 64-bit key: two segments are candidates when any key is equal (probability
+``1 - (1 - J^ROWS)^BANDS``: 0.999 at J=0.85, 0.89 at J=0.7, under 1e-7 per pair of unrelated texts).
 
 Every constant here is part of the signature format (:data:`TEXT_VERSION`): changing one makes
 old signatures incomparable, so it is a new version.
