@@ -6,7 +6,8 @@ Every pair of real clips that is not a copy: fillets-ng-data's English dialog li
 level (the sound files its scripts give a line of text; not its music, songs and effects,
 which the asr stage would not keep) and the pocketsphinx clips. The chance that a pair shares
 an audio key is exactly ``1 - (1 - J^rows)^bands`` for the Jaccard J of their landmark sets
-(MinHash's collision probability), averaged over the pairs; pairs whose durations fail the
+(MinHash's collision probability; both families' bands when both clips are short enough for
+the second), averaged over the pairs; pairs whose durations fail the
 candidate rule are not proposed. The game data holds a few true copies (one line in two
 levels' folders): found by the fingerprint and counted, not taken as unrelated.
 """
@@ -70,7 +71,8 @@ def unrelated_rate(quick: bool) -> tuple[float, float, float, int, int] | None:
                                  rule.min_overlap).ber <= rule.max_ber:
             copies += 1
             continue
-        probs.append(1.0 - (1.0 - jac ** lm.ROWS) ** lm.BANDS)
+        probs.append(lm.collision_probability(
+            jac, max(secs[i], secs[j]) <= lm.SHORT_SECONDS))  # both with the short keys
         passes.append(ok)
         if ok and timed < (300 if quick else 2000):
             t0 = time.process_time()

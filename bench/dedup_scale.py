@@ -1,9 +1,9 @@
 """Duplicate detection at scale (docs/dedup.md, "Scale"): N synthetic signatures (random text
-and audio keys, 0.5% planted copy pairs sharing all keys, 0.1% stock phrases shared by 10
-segments each) indexed and matched in one batch in a subprocess, for its wall and CPU time and
-peak memory (RSS) under the memory limit setting; the projection to 200,000,000 segments on 16
-cores assumes the time linear in N and adds confirming the unrelated audio-key pairs real speech
-proposes (bench/dedup_rate.py).
+and audio keys, the short family's too for the 1 in 13 of 3 s or less; 0.5% planted copy
+pairs sharing all keys, 0.1% stock phrases shared by 10 segments each) indexed and matched in
+one batch in a subprocess, for its wall and CPU time and peak memory (RSS) under the memory
+limit setting; the projection to 200,000,000 segments on 16 cores assumes the time linear in N
+and adds confirming the unrelated audio-key pairs real speech proposes (bench/dedup_rate.py).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
     from common.ledger.store import Ledger
     from common.storage import open_store
     from services.dedup.landmarks import BANDS as AUDIO_BANDS
+    from services.dedup.landmarks import SHORT_BANDS, SHORT_SECONDS
     from services.dedup.settings import DedupSettings
     from services.dedup.signature import _schema, signature_key
     from services.dedup.text import BANDS
@@ -44,7 +45,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
     for shard, lo in enumerate(range(0, n, per_shard)):
         m = min(per_shard, n - lo)
         keys = rng.integers(-(1 << 62), 1 << 62, (m, BANDS))
-        akeys = rng.integers(-(1 << 62), 1 << 62, (m, AUDIO_BANDS))
+        akeys = rng.integers(-(1 << 62), 1 << 62, (m, AUDIO_BANDS + SHORT_BANDS))
         raw = rng.integers(0, 1 << 32, (m, 60), dtype=np.uint32).astype("<u4")  # 1 s each
         fps = [r.tobytes() for r in raw]
         copies = rng.random(m) < 0.005  # a copy of the row before (same keys, same audio)
@@ -54,6 +55,9 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
         akeys[idx] = akeys[idx - 1]
         seconds = rng.uniform(2, 15, m).astype(np.float32)
         seconds[idx] = seconds[idx - 1]
+        # the short family's keys only for the segments short enough (1 in 13 here)
+        audio = [list(k if s <= SHORT_SECONDS else k[:AUDIO_BANDS])
+                 for k, s in zip(akeys, seconds)]
         for i in idx:
             fps[i] = fps[i - 1]
         planted += len(idx)
@@ -68,7 +72,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
             "text": [""] * m, "language": ["en"] * m,
             "ovrl": pa.array(rng.uniform(2, 4, m).astype(np.float32)),
             "bands": pa.array(list(keys), pa.list_(pa.int64())),
-            "akeys": pa.array(list(akeys), pa.list_(pa.int64())), "fp": fps,
+            "akeys": pa.array(audio, pa.list_(pa.int64())), "fp": fps,
         }, schema=_schema())
         path = out / signature_key(s.shard_stem(shard))
         path.parent.mkdir(parents=True, exist_ok=True)

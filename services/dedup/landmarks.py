@@ -43,8 +43,16 @@ PHASE_STARTS = tuple(k * HOP // PHASES for k in range(PHASES))  # their first sa
 BANDS = 20
 ROWS = 4
 FAMILY = MinHashFamily("audio-", BANDS, ROWS, band_base=1000)
+# A segment this short holds a few dozen landmarks, and a 0.5 s cut takes a third of its audio
+# and often half of them (speech is dense where it starts): Jaccard 0.15-0.25 with its original,
+# where 4-value bands rarely agree. Its landmarks get a second family of 3-value bands too;
+# unrelated short clips sit at J 0.0005 on average (docs/dedup.md: the candidate rate it costs).
+SHORT_SECONDS = 3.0
+SHORT_BANDS = 60
+SHORT_ROWS = 3
+SHORT_FAMILY = MinHashFamily("short-", SHORT_BANDS, SHORT_ROWS, band_base=3000)
 AUDIO_VERSION = (f"lm{POOL}-{DT}x{DF}-{PER_SECOND}-{FAN}-{MAX_DT}q{DTQ}x2p{PHASES}-"
-                 f"mh{BANDS}x{ROWS}")
+                 f"mh{BANDS}x{ROWS}-s{SHORT_SECONDS:g}mh{SHORT_BANDS}x{SHORT_ROWS}")
 
 _FREQS = np.fft.rfftfreq(FRAME, 1.0 / RATE)
 _SEL = np.nonzero((_FREQS >= LO_HZ) & (_FREQS < HI_HZ))[0]
@@ -122,10 +130,25 @@ def landmark_set(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> n
 
 
 def audio_keys_of(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> list[int]:
-    """The LSH keys of 8 kHz audio's landmarks (``powers``: as :func:`landmark_set`); none when
-    it has fewer than :data:`MIN_LANDMARKS`."""
+    """The LSH keys of 8 kHz audio's landmarks (``powers``: as :func:`landmark_set`), with the
+    short family's for audio up to :data:`SHORT_SECONDS`; none when it has fewer than
+    :data:`MIN_LANDMARKS`."""
     codes = landmark_set(x, powers)
-    return FAMILY.keys(codes) if codes.size >= MIN_LANDMARKS else []
+    if codes.size < MIN_LANDMARKS:
+        return []
+    keys = FAMILY.keys(codes)
+    if x.size <= SHORT_SECONDS * RATE:
+        keys += SHORT_FAMILY.keys(codes)
+    return keys
+
+
+def collision_probability(jaccard: float, short: bool) -> float:
+    """The chance that two segments whose landmark sets have this Jaccard share an audio key
+    (``short``: both have the short family's keys too)."""
+    miss = (1.0 - jaccard ** ROWS) ** BANDS
+    if short:
+        miss *= (1.0 - jaccard ** SHORT_ROWS) ** SHORT_BANDS
+    return 1.0 - miss
 
 
 def audio_keys(audio: np.ndarray, rate: int) -> list[int]:
