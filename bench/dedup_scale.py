@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.dedup_rate import projected_cpu_hours
+from bench.dedup_rate import SHORT_SHARE, projected_cpu_hours
+from services.dedup.landmarks import SHORT_SECONDS
 
 SCALE_MEMORY_MB = 2048
 
@@ -31,7 +32,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
     from common.ledger.store import Ledger
     from common.storage import open_store
     from services.dedup.landmarks import BANDS as AUDIO_BANDS
-    from services.dedup.landmarks import SHORT_BANDS, SHORT_SECONDS
+    from services.dedup.landmarks import SHORT_BANDS
     from services.dedup.settings import DedupSettings
     from services.dedup.signature import _schema, signature_key
     from services.dedup.text import BANDS
@@ -56,7 +57,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
         seconds = rng.uniform(2, 15, m).astype(np.float32)
         seconds[idx] = seconds[idx - 1]
         # the short family's keys only for the segments short enough (1 in 13 here)
-        audio = [list(k if s <= SHORT_SECONDS else k[:AUDIO_BANDS])
+        short = [list(k[AUDIO_BANDS:]) if s <= SHORT_SECONDS else []
                  for k, s in zip(akeys, seconds)]
         for i in idx:
             fps[i] = fps[i - 1]
@@ -72,7 +73,8 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
             "text": [""] * m, "language": ["en"] * m,
             "ovrl": pa.array(rng.uniform(2, 4, m).astype(np.float32)),
             "bands": pa.array(list(keys), pa.list_(pa.int64())),
-            "akeys": pa.array(audio, pa.list_(pa.int64())), "fp": fps,
+            "akeys": pa.array(list(akeys[:, :AUDIO_BANDS]), pa.list_(pa.int64())),
+            "skeys": pa.array(short, pa.list_(pa.int64())), "fp": fps,
         }, schema=_schema())
         path = out / signature_key(s.shard_stem(shard))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,14 +140,25 @@ def scale(quick: bool) -> list[dict]:
                      "goal": "info (baseline: candidate pairs)", "unit": "CPU s"})
         # DuckDB's phases and the confirmation run on every core; reading and the result on one
         ph, k = last["phases"], 200e6 / last["n"]
-        par = (ph.get("index", 0) + ph.get("candidates", 0) + ph.get("confirm", 0)) * k / 16
-        par += projected_cpu_hours(quick) * 3600 / 16  # unrelated pairs of real speech
+        own = (ph.get("index", 0) + ph.get("candidates", 0) + ph.get("confirm", 0)) * k / 16
         ser = (ph.get("read", 0) + ph.get("result", 0)) * k
+
+        def hours(share: float) -> tuple[float, float]:
+            """(all, the share on 16 cores) with ``share`` of the segments short."""
+            par = own + projected_cpu_hours(quick, share) * 3600 / 16  # real speech's pairs
+            return (par + ser) / 3600, par / 3600
+
+        total, par = hours(SHORT_SHARE)
+        lo, hi = 0.0, 1.0  # the largest share of short segments within the goal
+        for _ in range(30):
+            lo, hi = ((lo + hi) / 2, hi) if hours((lo + hi) / 2)[0] < 2.0 else (lo, (lo + hi) / 2)
         rows.append({"name": "dedup scale: projected 200,000,000 segments on one 16-core "
-                             f"machine (phases at {last['n']:,} scaled linearly, plus confirming "
+                             f"machine, {SHORT_SHARE:.0%} of them {SHORT_SECONDS:g} s or less "
+                             f"(phases at {last['n']:,} scaled linearly, plus confirming "
                              "the unrelated audio-key pairs of real speech at its measured "
                              "rate; DuckDB's and the confirmation on 16 cores, the rest on one)",
-                     "ours": round((par + ser) / 3600, 2), "baseline": round(par / 3600, 2),
-                     "ratio": None, "goal": "< 2 h (baseline: the share on 16 cores)",
+                     "ours": round(total, 2), "baseline": round(par, 2),
+                     "ratio": round(lo, 3), "goal": "< 2 h (baseline: the share on 16 cores; "
+                     "ratio: the largest share of short segments within 2 h)",
                      "unit": "hours"})
     return rows

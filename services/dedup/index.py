@@ -40,10 +40,11 @@ _TABLES = (
 
 class Index:
     def __init__(self, path: Path, memory_limit_mb: int, threads: int = 0,
-                 acoustic: bool = True) -> None:
+                 acoustic: bool = True, short: bool = True) -> None:
         import duckdb
 
         self.acoustic = acoustic
+        self.short = short
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / "duckdb-tmp"
         try:
@@ -88,6 +89,18 @@ class Index:
     def rollback(self) -> None:
         self.con.execute("ROLLBACK")
 
+    def _keys(self, columns: list[str]) -> str:
+        """The key lists a segment is indexed under: its text's, and its audio's when on."""
+        keys = ["bands"]
+        if self.acoustic and "akeys" in columns:
+            keys.append("akeys")
+            if self.short and "skeys" in columns:
+                keys.append("skeys")
+        out = keys[0]
+        for k in keys[1:]:  # two at a time: DuckDB before 1.2 takes no more
+            out = f"list_concat({out}, {k})"
+        return out
+
     def add_shard(self, shard: int, source: Path | Any) -> int:
         """A shard's signatures, from its Parquet file (read by DuckDB, in parallel) or an Arrow
         table with the same columns, in one transaction of its own: all its rows or none.
@@ -95,15 +108,12 @@ class Index:
         import duckdb
         import pyarrow as pa
 
-        keys = "bands"
         if isinstance(source, Path):
             rel = f"read_parquet('{_quote(str(source))}', file_row_number = true)"
             row = "file_row_number"
-            if self.acoustic:
-                keys = "list_concat(bands, akeys)"
+            keys = self._keys(["akeys", "skeys"])
         else:
-            if self.acoustic and "akeys" in source.column_names:
-                keys = "list_concat(bands, akeys)"
+            keys = self._keys(source.column_names)
             source = source.append_column("row", pa.array(range(source.num_rows), pa.int64()))
             self.con.register("incoming_arrow", source)
             rel, row = "incoming_arrow", "row"

@@ -129,17 +129,22 @@ def landmark_set(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> n
     return np.unique(np.concatenate([landmarks(*peaks(p)) for p in powers]))
 
 
-def audio_keys_of(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> list[int]:
-    """The LSH keys of 8 kHz audio's landmarks (``powers``: as :func:`landmark_set`), with the
-    short family's for audio up to :data:`SHORT_SECONDS`; none when it has fewer than
-    :data:`MIN_LANDMARKS`."""
+def audio_key_families(x: np.ndarray, powers: Sequence[np.ndarray] | None = None
+                       ) -> tuple[list[int], list[int]]:
+    """The LSH keys of 8 kHz audio's landmarks (``powers``: as :func:`landmark_set`), and the
+    short family's for audio up to :data:`SHORT_SECONDS` (else none); none at all when it has
+    fewer than :data:`MIN_LANDMARKS`."""
     codes = landmark_set(x, powers)
     if codes.size < MIN_LANDMARKS:
-        return []
-    keys = FAMILY.keys(codes)
-    if x.size <= SHORT_SECONDS * RATE:
-        keys += SHORT_FAMILY.keys(codes)
-    return keys
+        return [], []
+    short = SHORT_FAMILY.keys(codes) if x.size <= SHORT_SECONDS * RATE else []
+    return FAMILY.keys(codes), short
+
+
+def audio_keys_of(x: np.ndarray, powers: Sequence[np.ndarray] | None = None) -> list[int]:
+    """Both families' keys (:func:`audio_key_families`) in one list."""
+    keys, short = audio_key_families(x, powers)
+    return keys + short
 
 
 def collision_probability(jaccard: float, short: bool) -> float:

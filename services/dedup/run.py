@@ -138,7 +138,8 @@ class Deduper:
             raise NothingToDedup(f"no enhanced shards under {self.s.output_url}{where}: run the "
                                  "enhance stage first (`onsei status` shows how far it is)")
         index = Index(self.workdir / "index.duckdb", self.s.dedup_memory_limit_mb,
-                      self.s.dedup_threads, acoustic=self.s.dedup_acoustic_keys)
+                      self.s.dedup_threads, acoustic=self.s.dedup_acoustic_keys,
+                      short=self.s.dedup_short_keys)
         self.pool = confirm_pool(self.workers)
         try:
             done = self._repair(done)

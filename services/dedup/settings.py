@@ -33,6 +33,10 @@ class DedupSettings(Settings):
     dedup_acoustic_keys: bool = Field(
         True, description="propose candidates from the audio's landmark keys as well as the "
         "text's (finds copies transcribed differently; applies to shards indexed from then on)")
+    dedup_short_keys: bool = Field(
+        True, description="segments of 3 s or less also propose candidates from their short "
+        "audio-key family (finds their cut and padded copies; costs confirmation time growing "
+        "with the square of their count: docs/dedup.md, Scale)")
     dedup_max_bucket: int = Field(
         10000, ge=2, le=10_000_000, description="a key shared by more segments than this "
         "proposes no candidates (a stock phrase said by thousands of speakers)")

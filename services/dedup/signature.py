@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from services.dedup.fingerprint import FP_VERSION, fingerprint_of, telephone_rate
-from services.dedup.landmarks import AUDIO_VERSION, PHASE_STARTS, audio_keys_of
+from services.dedup.landmarks import AUDIO_VERSION, PHASE_STARTS, audio_key_families
 from services.dedup.spectrum import Powers, numpy_powers
 from services.dedup.text import TEXT_VERSION, text_keys
 
-FORMAT = f"onsei-signatures-2/{TEXT_VERSION}/{AUDIO_VERSION}/{FP_VERSION}"
+FORMAT = f"onsei-signatures-3/{TEXT_VERSION}/{AUDIO_VERSION}/{FP_VERSION}"
 META_KEY = b"onsei_signatures"
 MAX_ROWS = 1 << 20  # a segment's number in the index is shard << 20 | row
 
@@ -44,7 +44,8 @@ def _schema() -> Any:
         ("id", pa.string()), ("key", pa.string()), ("idx", pa.int32()),
         ("seconds", pa.float32()), ("text", pa.string()), ("language", pa.string()),
         ("ovrl", pa.float32()), ("bands", pa.list_(pa.int64())),
-        ("akeys", pa.list_(pa.int64())), ("fp", pa.binary()),
+        ("akeys", pa.list_(pa.int64())), ("skeys", pa.list_(pa.int64())),
+        ("fp", pa.binary()),
     ], metadata={META_KEY: FORMAT.encode()})
 
 
@@ -70,7 +71,9 @@ class SignatureWriter:
         r["bands"].append(text_keys(text, language))
         x = telephone_rate(audio, rate)
         powers = self.powers(x, PHASE_STARTS)  # the first phase is the fingerprint's too
-        r["akeys"].append(audio_keys_of(x, powers))
+        akeys, skeys = audio_key_families(x, powers)
+        r["akeys"].append(akeys)
+        r["skeys"].append(skeys)
         r["fp"].append(fingerprint_of(powers[0]).astype("<u4").tobytes())
 
     def __len__(self) -> int:

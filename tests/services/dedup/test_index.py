@@ -69,3 +69,14 @@ def test_audio_keys_propose_pairs_only_when_asked(tmp_path: Path) -> None:
                                                           pa.list_(pa.int64()))))
         assert [p for c in ix.candidates([0], 1.5, 0.25, max_bucket=10) for p in c] == want
         ix.close()
+
+
+def test_short_audio_keys_propose_pairs_only_when_asked(tmp_path: Path) -> None:
+    for short, want in ((True, [(seg(0, 0), seg(0, 1))]), (False, [])):
+        ix = Index(tmp_path / f"{short}.duckdb", 256, short=short)
+        t = _table([("a", 1.5, 3.0, [1]), ("b", 1.4, 3.0, [2])])
+        t = t.append_column("akeys", pa.array([[7], [9]], pa.list_(pa.int64())))
+        ix.add_shard(0, t.append_column("skeys", pa.array([[5, 6], [6, 4]],
+                                                          pa.list_(pa.int64()))))
+        assert [p for c in ix.candidates([0], 1.5, 0.25, max_bucket=10) for p in c] == want
+        ix.close()
