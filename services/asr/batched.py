@@ -127,7 +127,16 @@ class ClipTranscriber:
         return np.stack([pad_or_trim(fe(window_audio(audio, c))[..., :-1]) for c in clips])
 
     def encode(self, features: np.ndarray) -> Any:
-        return self.model.encode(features)
+        """Whisper's encoder output for ``features``. On a CPU one row at a time: batching
+        rows makes the encoder no cheaper there but 12-20 % slower (7 rows of whisper base,
+        int8, 2 cores: 2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all."""
+        if len(features) == 1 or self.model.model.device != "cpu":
+            return self.model.encode(features)
+        import ctranslate2
+
+        self._rows = np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
+                                     for i in range(len(features))])  # what the view shares
+        return ctranslate2.StorageView.from_array(self._rows)
 
     def host(self, encoded: Any) -> np.ndarray:
         """An output of :meth:`encode` as a host array: rows of several looks stack."""

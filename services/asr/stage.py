@@ -181,11 +181,13 @@ class AsrStage(Stage):
             cached = look_rows[b:b + len(part)]
             new = [clips[i] for i in part[len(cached):]]
             feats = look_feats[b:b + len(cached)]
-            if new:
-                feats = np.concatenate([feats, tr.features(audio, new)]) if len(cached) \
-                    else tr.features(audio, new)
             part_clips = [clips[i] for i in part]
             with self.clock.model():
+                if new:  # encoded here, the stage's way (batched.py), not by the pipeline
+                    new_feats = tr.features(audio, new)
+                    new_rows = tr.host(tr.encode(new_feats))
+                    feats = np.concatenate([feats, new_feats]) if len(cached) else new_feats
+                    cached = np.concatenate([cached, new_rows]) if len(cached) else new_rows
                 placed = place(part_clips, tr.transcribe(feats, language, cached,
                                                          frames=tr.frames(part_clips)), audio)
             for i, t in zip(part, placed):
