@@ -1,7 +1,9 @@
 """Copies and look-alikes of real speech, to measure the duplicate matcher (docs/dedup.md).
 
 Originals: pocketsphinx-testdata's LibriVox lines (one reader) and card names (another
-speaker), fillets-ng-data's elk-level lines (two voices), with their reference texts.
+speaker), fillets-ng-data's elk-level lines (two voices), with their reference texts; and,
+where pyannote-audio's sample is found (bench/known_speakers.py: ``ONSEI_PYANNOTE_SAMPLE``), the
+lines of its two-speaker telephone call, cut at the times of its transcript (``sample.stm``).
 Copies of one original: re-encoded (mp3 64 kbit/s, opus 24 kbit/s), telephone band
 (300-3400 Hz, 8 kHz), gain changed (-12 dB, +6 dB), noise at 20 dB SNR, 0.5 s trimmed or
 padded, both boundaries moved, and those combined. Look-alikes: the same words by other
@@ -72,7 +74,24 @@ def originals(min_seconds: float = 1.0) -> list[Clip]:
         if p.stem in ft:
             clips.append(Clip(f"fillets/{p.stem}", decode_audio(p.read_bytes(), SR),
                               ft[p.stem], f"fillets-{p.stem.split('-')[1]}"))
+    clips += _pyannote_lines()
     return [c for c in clips if c.audio.size >= min_seconds * SR]
+
+
+def _pyannote_lines() -> list[Clip]:
+    from bench.known_speakers import pyannote_dir
+
+    d = pyannote_dir()
+    if d is None or not (d / "sample.stm").is_file():
+        return []
+    audio = decode_audio((d / "sample.wav").read_bytes(), SR)
+    out = []
+    for i, ln in enumerate((d / "sample.stm").read_text().splitlines()):
+        f = ln.split(maxsplit=5)  # file, channel, speaker, start, end, text
+        if len(f) == 6:
+            a, b = int(float(f[3]) * SR), int(float(f[4]) * SR)
+            out.append(Clip(f"pyannote/{i:02d}", audio[a:b], f[5], f"pyannote-{f[2]}"))
+    return out
 
 
 def _ffmpeg(audio: np.ndarray, args: list[str], ext: str) -> np.ndarray:

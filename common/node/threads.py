@@ -31,8 +31,10 @@ def limit_native_threads(settings: Settings) -> int:
     from threadpoolctl import threadpool_limits
 
     n = native_threads(settings)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(n))  # read by a library loaded after this call
+    # read by a library loaded after this call (torch's OpenMP); a value set outside stays
+    os.environ.setdefault("OMP_NUM_THREADS", str(n))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(n))
+    os.environ.setdefault("MKL_NUM_THREADS", str(n))
     threadpool_limits(limits=n)  # the pools of libraries already loaded (numpy's BLAS)
     log.info("native thread pools limited to %d per process", n)
     return n
