@@ -48,7 +48,7 @@ FAMILY = MinHashFamily("audio-", BANDS, ROWS, band_base=1000)
 # where 4-value bands rarely agree. Its landmarks get a second family of 3-value bands too;
 # unrelated short clips sit at J 0.0005 on average (docs/dedup.md: the candidate rate it costs).
 SHORT_SECONDS = 3.0
-SHORT_BANDS = 60
+SHORT_BANDS = 50
 SHORT_ROWS = 3
 SHORT_FAMILY = MinHashFamily("short-", SHORT_BANDS, SHORT_ROWS, band_base=3000)
 AUDIO_VERSION = (f"lm{POOL}-{DT}x{DF}-{PER_SECOND}-{FAN}-{MAX_DT}q{DTQ}x2p{PHASES}-"
