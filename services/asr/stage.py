@@ -166,7 +166,8 @@ class AsrStage(Stage):
             out = []
             for b in range(0, len(batch), s.asr_batch_size):
                 part = batch[b:b + s.asr_batch_size]
-                out += place(part, tr.transcribe(tr.features(audio, part), language,
+                feats = tr.features(audio, part)
+                out += place(part, tr.transcribe(feats, language, tr.host(tr.encode(feats)),
                                                  beam_size=beam, frames=tr.frames(part)), audio)
             return out
 

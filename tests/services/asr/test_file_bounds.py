@@ -96,3 +96,19 @@ def test_truncated_file_flags_the_segment_at_the_cut(asr_stage, tmp_path) -> Non
     assert "truncated" in cut["segments"][-1]["reason"] and not cut["segments"][-1]["kept"]
     assert all("truncated" not in (x["reason"] or "") for x in cut["segments"][:-1])
     assert all("truncated" not in (x["reason"] or "") for x in ok["segments"])
+
+
+def test_decoding_the_stages_own_encoder_rows_gives_the_pipelines_text(asr_stage) -> None:
+    """The rows the stage encodes itself (one per call on a CPU) decode, with beam search as a
+    coverage retry does, to what the pipeline's own batched encoding gives."""
+    from services.asr.clips import file_spans, plan_clips
+
+    s = asr_stage.settings
+    tr = asr_stage._transcriber()
+    english = make_longform("en", seconds=40.0, min_sentences=6, seed=5)
+    clips = plan_clips(file_spans(english.audio, s), s)
+    assert len(clips) >= 2
+    feats = tr.features(english.audio, clips)
+    theirs = tr.transcribe(feats, "en", beam_size=5)
+    ours = tr.transcribe(feats, "en", tr.host(tr.encode(feats)), beam_size=5)
+    assert [t.text for t in ours] == [t.text for t in theirs] and all(t.text for t in ours)
