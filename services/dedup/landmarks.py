@@ -11,7 +11,8 @@ are quantised on two grids half a step apart, so a peak moved by a frame keeps o
 landmarks; and the peaks are taken from two spectrograms half a hop apart, so a cut or a pad
 that moves the frames by part of a hop is never more than a quarter hop from one of them. A
 MinHash of the set gives LSH keys (:mod:`services.dedup.minhash`) in their own family, beside
-the text's in the index.
+the text's in the index; a segment of :data:`SHORT_SECONDS` or less gets a second, looser
+family over the same set (:func:`audio_key_families`).
 
 Measured on real speech (docs/dedup.md): landmark-set Jaccard 0.5-1.0 on average between a
 recording and its re-encoded, telephone-band or noisy copies, about 0.001 between unrelated
