@@ -36,12 +36,16 @@ def spell_numbers(text: str, language: str | None) -> str:
     nine hundred and eighty-four"); left as digits where num2words has no such language."""
     if not language or not any(c.isdigit() for c in text):
         return text
-    from num2words import num2words
+    from num2words import CONVERTER_CLASSES
+
+    speller = CONVERTER_CLASSES.get(language)
+    if speller is None:
+        return text
 
     def say(m: re.Match[str]) -> str:
         try:
-            return f" {num2words(int(m.group().replace(',', '')), lang=language)} "
-        except (NotImplementedError, OverflowError, ValueError, KeyError):
+            return f" {speller.to_cardinal(int(m.group().replace(',', '')))} "
+        except (OverflowError, ValueError):  # past the language's largest named number
             return m.group()
 
     return _NUMBER.sub(say, text)
