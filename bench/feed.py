@@ -86,7 +86,7 @@ def run_asr(root: Path, settings: Any) -> dict[str, Any]:
     m.patch(decode_ahead, "decode_audio", "decode")
     m.patch(clips, "speech_spans", "VAD")
     m.patch(ClipTranscriber, "features", "features (Whisper log-mel)")
-    for name in ("encode", "detect_language", "transcribe"):
+    for name in ("rows", "detect_language", "transcribe"):
         m.patch(type(tr), name, MODEL)
     out = _run(stage, settings, m, warmed=lambda: setattr(tr, "encoder_rows", 0))
     out["encoder_rows"] = tr.encoder_rows

@@ -48,21 +48,18 @@ class InstantTranscriber(ClipTranscriber):
         self._rng = random.Random(0)
         self.encoder_rows = 0
 
-    def encode(self, features: np.ndarray) -> Any:
+    def rows(self, features: np.ndarray) -> np.ndarray:
         self.encoder_rows += len(features)
         return np.zeros((len(features), 1, 1), np.float16)  # the device keeps the real one
 
-    def host(self, encoded: Any) -> np.ndarray:
-        return np.asarray(encoded)
+    def detect_language(self, rows: np.ndarray) -> list[list[tuple[str, float]]]:
+        return [[(f"<|{self.language}|>", 0.98), ("<|de|>", 0.01)] for _ in range(len(rows))]
 
-    def detect_language(self, encoded: Any) -> list[list[tuple[str, float]]]:
-        return [[(f"<|{self.language}|>", 0.98), ("<|de|>", 0.01)] for _ in range(len(encoded))]
-
-    def transcribe(self, features: np.ndarray, language: str, encoded: np.ndarray | None = None,
+    def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
         # no words: their alignment is cross-attention on the device, not CPU work around it
-        self.encoder_rows += len(features) - (0 if encoded is None else len(encoded))
+        self.encoder_rows += len(features) - (0 if rows is None else len(rows))
         speech = [f / 100 for f in frames] if frames else [10.0] * len(features)  # window s
         return [ClipText(sentence(self._rng, s), -0.2, 0.01) for s in speech]
 

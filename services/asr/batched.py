@@ -6,10 +6,11 @@ timestamps off, temperature 0, one full text per window. Packing several clips i
 ends a window after its first sentence, and later clips got nothing (docs/asr.md).
 
 The clips picked for language ID are encoded once: the encoder output serves language ID first,
-then their transcription, in the same batch as the first other clips (the pipeline's model is a
-thin proxy that hands back the cached rows for exactly those features and encodes the rest): one
-generate call over a batch costs about what one over a single row does on a CPU, so decoding
-the looks apart cost a kept file two more calls.
+then their transcription, in the same batch as the first other clips: one generate call over
+a batch costs about what one over a single row does on a CPU, so decoding the looks apart cost
+a kept file two more calls. The stage encodes every row itself (:meth:`ClipTranscriber.rows`,
+host arrays that stack) and the pipeline's model is a thin proxy that hands them back for
+exactly those features.
 """
 
 from __future__ import annotations
@@ -70,36 +71,34 @@ def file_time(pieces: list[tuple[int, int]], t: float) -> float:
 
 
 class _CachingModel:
-    """Proxy of a WhisperModel whose ``encode``, for given features, hands back rows it was given
-    (the language-ID looks' encoder output, as a host array) and encodes only the rows after
-    them, so that one batch decodes cached and new rows together."""
+    """Proxy of a WhisperModel whose ``encode`` hands back the rows it was given (a host array
+    of encoder output) for exactly the features they were computed from."""
 
     def __init__(self, model: Any) -> None:
         self._model = model
         self._features: np.ndarray | None = None
-        self._cached: np.ndarray | None = None
-        self._stacked: np.ndarray | None = None  # the memory the last StorageView shares
+        self._rows: np.ndarray | None = None  # also the memory the last StorageView shares
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
 
-    def prime(self, features: np.ndarray, cached: np.ndarray) -> None:
-        self._features, self._cached = features, cached
+    def prime(self, features: np.ndarray, rows: np.ndarray) -> None:
+        self._features, self._rows = features, rows
 
     def encode(self, features: np.ndarray) -> Any:
-        if features is not self._features or self._cached is None:
+        if features is not self._features or self._rows is None:
             return self._model.encode(features)
-        import ctranslate2
+        self._features = None
+        return storage(self._rows)
 
-        cached, self._features, self._cached = self._cached, None, None
-        n = len(cached)
-        parts = [cached]
-        if n < len(features):
-            parts.append(host_rows(self._model.encode(np.ascontiguousarray(features[n:]))))
-        # a host StorageView: generate and align copy it to the model's device, as they do
-        # for faster-whisper's own multi-GPU encoder output
-        self._stacked = np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else cached)
-        return ctranslate2.StorageView.from_array(self._stacked)
+
+def storage(rows: np.ndarray) -> Any:
+    """Host rows of encoder output as a CTranslate2 StorageView sharing their memory (keep them
+    alive while it is used): generate, align and language ID copy it to the model's device, as
+    they do for faster-whisper's own multi-GPU encoder output."""
+    import ctranslate2
+
+    return ctranslate2.StorageView.from_array(rows)
 
 
 def host_rows(encoded: Any) -> np.ndarray:
@@ -126,24 +125,18 @@ class ClipTranscriber:
         fe = self.model.feature_extractor
         return np.stack([pad_or_trim(fe(window_audio(audio, c))[..., :-1]) for c in clips])
 
-    def encode(self, features: np.ndarray) -> Any:
-        """Whisper's encoder output for ``features``. On a CPU one row at a time: batching
-        rows makes the encoder no cheaper there but 12-20 % slower (7 rows of whisper base,
-        int8, 2 cores: 2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all."""
+    def rows(self, features: np.ndarray) -> np.ndarray:
+        """Whisper's encoder output for ``features``, one row per clip, as a host array (rows
+        of several calls stack into one batch). On a CPU one row at a time: batching rows makes
+        the encoder no cheaper there but 12-20 % slower (7 rows of whisper base, int8, 2 cores:
+        2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all at once."""
         if len(features) == 1 or self.model.model.device != "cpu":
-            return self.model.encode(features)
-        import ctranslate2
+            return host_rows(self.model.encode(features))
+        return np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
+                               for i in range(len(features))])
 
-        self._rows = np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
-                                     for i in range(len(features))])  # what the view shares
-        return ctranslate2.StorageView.from_array(self._rows)
-
-    def host(self, encoded: Any) -> np.ndarray:
-        """An output of :meth:`encode` as a host array: rows of several looks stack."""
-        return host_rows(encoded)
-
-    def detect_language(self, encoded: Any) -> list[list[tuple[str, float]]]:
-        return self.model.model.detect_language(encoded)
+    def detect_language(self, rows: np.ndarray) -> list[list[tuple[str, float]]]:
+        return self.model.model.detect_language(storage(rows))
 
     def _options(self, tokenizer: Any, beam_size: int) -> Any:
         from faster_whisper.transcribe import TranscriptionOptions, get_suppressed_tokens
@@ -166,18 +159,18 @@ class ClipTranscriber:
         return [min(N_FRAMES, max(1, -(-sum(b - a for a, b in window_pieces(c)) // hop)))
                 for c in clips]
 
-    def transcribe(self, features: np.ndarray, language: str, encoded: np.ndarray | None = None,
+    def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
         """One batched decode over ``features`` (one row per clip): one text per row; with
-        ``frames`` (:meth:`frames`) and word timestamps on, each text's words too. ``encoded``
-        (:meth:`host`): the encoder output of the first rows, already computed."""
+        ``frames`` (:meth:`frames`) and word timestamps on, each text's words too. ``rows``
+        (:meth:`rows`): their encoder output, already computed (else the pipeline encodes)."""
         from faster_whisper.tokenizer import Tokenizer
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                               task="transcribe", language=language)
-        if encoded is not None and len(encoded):
-            self._proxy.prime(features, encoded)
+        if rows is not None:
+            self._proxy.prime(features, rows)
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)

@@ -135,13 +135,13 @@ class AsrStage(Stage):
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
         lid_idx = pick_clips(len(clips), s.lid_windows)
-        looks: list[tuple[list[int], Any, Any]] = []  # (clip indices, features, encoder output)
+        looks: list[tuple[list[int], Any, Any]] = []  # (clip indices, features, encoder rows)
 
         def look(idx: list[int]) -> list:
             feats = tr.features(audio, [clips[i] for i in idx])
-            encoded = tr.encode(feats)
-            looks.append((idx, feats, encoded))
-            return tr.detect_language(encoded)
+            rows = tr.rows(feats)
+            looks.append((idx, feats, rows))
+            return tr.detect_language(rows)
 
         with self.clock.model():
             first = first_look(lid_idx)
@@ -167,14 +167,14 @@ class AsrStage(Stage):
             for b in range(0, len(batch), s.asr_batch_size):
                 part = batch[b:b + s.asr_batch_size]
                 feats = tr.features(audio, part)
-                out += place(part, tr.transcribe(feats, language, tr.host(tr.encode(feats)),
+                out += place(part, tr.transcribe(feats, language, tr.rows(feats),
                                                  beam_size=beam, frames=tr.frames(part)), audio)
             return out
 
         texts: list = [None] * len(clips)
         looked = [i for idx, _, _ in looks for i in idx]
         look_feats = np.concatenate([feats for _, feats, _ in looks])
-        look_rows = np.concatenate([tr.host(encoded) for _, _, encoded in looks])
+        look_rows = np.concatenate([rows for _, _, rows in looks])
         taken = set(looked)
         order = looked + [i for i in range(len(clips)) if i not in taken]
         for b in range(0, len(order), s.asr_batch_size):  # the looks' rows lead the first batch
@@ -186,7 +186,7 @@ class AsrStage(Stage):
             with self.clock.model():
                 if new:  # encoded here, the stage's way (batched.py), not by the pipeline
                     new_feats = tr.features(audio, new)
-                    new_rows = tr.host(tr.encode(new_feats))
+                    new_rows = tr.rows(new_feats)
                     feats = np.concatenate([feats, new_feats]) if len(cached) else new_feats
                     cached = np.concatenate([cached, new_rows]) if len(cached) else new_rows
                 placed = place(part_clips, tr.transcribe(feats, language, cached,
