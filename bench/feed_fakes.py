@@ -37,7 +37,7 @@ def sentence(rng: random.Random, seconds: float) -> str:
 
 class InstantTranscriber(ClipTranscriber):
     """The stage's clip transcriber with Whisper's encoder and decoder answering at once:
-    language ``language`` at 0.98, a text of about 2.6 words per second of speech per clip."""
+    language ``language`` at 0.98, a text of about 2.6 words per second of speech per window."""
 
     def __init__(self, settings: Any, language: str = "en") -> None:
         from faster_whisper.feature_extractor import FeatureExtractor
@@ -58,10 +58,18 @@ class InstantTranscriber(ClipTranscriber):
     def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
-        # no words: their alignment is cross-attention on the device, not CPU work around it
+        # words evenly over the window: their alignment is cross-attention on the device, not
+        # CPU work around it, but placing them in clips is
         self.encoder_rows += len(features) - (0 if rows is None else len(rows))
         speech = [f / 100 for f in frames] if frames else [10.0] * len(features)  # window s
-        return [ClipText(sentence(self._rng, s), -0.2, 0.01) for s in speech]
+        return [_with_words(sentence(self._rng, s), s) for s in speech]
+
+
+def _with_words(text: str, seconds: float) -> ClipText:
+    words = text.split()
+    step = seconds / len(words)
+    return ClipText(text, -0.2, 0.01, [(" " + w, i * step, (i + 1) * step, 0.9)
+                                       for i, w in enumerate(words)])
 
 
 class InstantWhisperModel:

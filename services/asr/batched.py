@@ -1,28 +1,30 @@
-"""Batched Whisper over clips, one clip per encoder window, one text per clip.
+"""Batched Whisper over encoder windows (windows.py): one text per window, with its words.
 
-Each clip is decoded alone, as faster-whisper's ``BatchedInferencePipeline`` decodes its chunks:
-timestamps off, temperature 0, one full text per window. Packing several clips into one window
-(separated by silence) and mapping timestamped phrases back to clips lost text: Whisper often
-ends a window after its first sentence, and later clips got nothing (docs/asr.md).
+Each window is decoded as faster-whisper's ``BatchedInferencePipeline`` decodes its chunks:
+timestamps off, temperature 0, one full text per window, then word alignment (cross-attention
++ DTW), which places each word in a clip (windows.split). Timestamp tokens are not used to cut
+a window's text: Whisper often ends a window after its first sentence in that mode and later
+speech got nothing (docs/asr.md).
 
-The clips picked for language ID are encoded once: the encoder output serves language ID first,
-then their transcription, in the same batch as the first other clips: one generate call over
-a batch costs about what one over a single row does on a CPU, so decoding the looks apart cost
-a kept file two more calls. The stage encodes every row itself (:meth:`ClipTranscriber.rows`,
-host arrays that stack) and the pipeline's model is a thin proxy that hands them back for
-exactly those features.
+The windows picked for language ID are encoded once: the encoder output serves language ID
+first, then their transcription, in the same batch as the first other windows: one generate
+call over a batch costs about what one over a single row does on a CPU, so decoding the looks
+apart cost a kept file two more calls. The stage encodes every row itself
+(:meth:`ClipTranscriber.rows`, host arrays that stack) and the pipeline's model is a thin
+proxy that hands them back for exactly those features.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from services.asr.clips import Clip
 from services.asr.settings import AsrSettings
-from services.asr.vad import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from services.asr.windows import Window
 
 
 @dataclass
@@ -30,44 +32,9 @@ class ClipText:
     text: str
     avg_logprob: float
     no_speech_prob: float
-    # (word, start, end, probability): seconds of the clip's window as decoded, of the file
-    # once the stage has placed them (words.place)
+    # (word, start, end, probability): seconds of the window as decoded, of the file once
+    # split into clips (windows.split)
     words: list[tuple[str, float, float, float]] | None = None
-
-
-N_FRAMES = 3000  # mel frames in Whisper's 30 s window
-MAX_PAUSE_SECONDS = 0.8  # longer pauses inside a clip are shortened to this in its window
-
-
-def window_pieces(clip: Clip) -> list[tuple[int, int]]:
-    """The file's sample ranges that make up the clip's window, in order: its speech with its
-    pauses capped at ``MAX_PAUSE_SECONDS``, as the peer's windows hold speech with VAD padding
-    only: long silences inside a window cost Whisper words (docs/asr.md). The text still
-    belongs to the whole clip."""
-    half = int(MAX_PAUSE_SECONDS * SAMPLE_RATE) // 2
-    out: list[tuple[int, int]] = []
-    for i, p in enumerate(clip.parts()):
-        a, b = int(p.start * SAMPLE_RATE), int(p.end * SAMPLE_RATE)
-        if i:  # the pause's own edges (its background, not digital silence), middle left out
-            gap_start = int(clip.pauses[i - 1][0] * SAMPLE_RATE)
-            out.append((gap_start, min(a, gap_start + half)))
-            out.append((max(gap_start + half, a - half), a))
-        out.append((a, b))
-    return out
-
-
-def window_audio(audio: np.ndarray, clip: Clip) -> np.ndarray:
-    return np.concatenate([audio[a:b] for a, b in window_pieces(clip)])
-
-
-def file_time(pieces: list[tuple[int, int]], t: float) -> float:
-    """A time in seconds of a clip's window (its ``pieces``), in seconds of the file."""
-    pos = max(0.0, t) * SAMPLE_RATE
-    for a, b in pieces:
-        if pos <= b - a:
-            return (a + pos) / SAMPLE_RATE
-        pos -= b - a
-    return pieces[-1][1] / SAMPLE_RATE
 
 
 class _CachingModel:
@@ -119,11 +86,11 @@ class ClipTranscriber:
         self._proxy = _CachingModel(model)
         self.pipeline = BatchedInferencePipeline(self._proxy)
 
-    def features(self, audio: np.ndarray, clips: list[Clip]) -> np.ndarray:
+    def features(self, audio: np.ndarray, windows: list[Window]) -> np.ndarray:
         from faster_whisper.audio import pad_or_trim
 
         fe = self.model.feature_extractor
-        return np.stack([pad_or_trim(fe(window_audio(audio, c))[..., :-1]) for c in clips])
+        return np.stack([pad_or_trim(fe(w.audio(audio))[..., :-1]) for w in windows])
 
     def rows(self, features: np.ndarray) -> np.ndarray:
         """Whisper's encoder output for ``features``, one row per clip, as a host array (rows
@@ -153,17 +120,15 @@ class ClipTranscriber:
             multilingual=False, max_new_tokens=None, clip_timestamps="0",
             hallucination_silence_threshold=None, hotwords=None)
 
-    def frames(self, clips: list[Clip]) -> list[int]:
-        """Each clip's window length in mel frames (what word alignment looks at)."""
-        hop = self.model.feature_extractor.hop_length
-        return [min(N_FRAMES, max(1, -(-sum(b - a for a, b in window_pieces(c)) // hop)))
-                for c in clips]
+    def frames(self, windows: list[Window]) -> list[int]:
+        """Each window's length in mel frames (what word alignment looks at)."""
+        return [w.frames(self.model.feature_extractor.hop_length) for w in windows]
 
     def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
-        """One batched decode over ``features`` (one row per clip): one text per row; with
-        ``frames`` (:meth:`frames`) and word timestamps on, each text's words too. ``rows``
+        """One batched decode over ``features`` (one row per window): one text per row; with
+        ``frames`` (:meth:`frames`), each text's words too (they place it in clips). ``rows``
         (:meth:`rows`): their encoder output, already computed (else the pipeline encodes)."""
         from faster_whisper.tokenizer import Tokenizer
 
@@ -176,7 +141,7 @@ class ClipTranscriber:
                                                                          options)
         out = [ClipText(tokenizer.decode(o["tokens"]).strip(), float(o["avg_logprob"]),
                         float(o["no_speech_prob"])) for o in outputs]
-        if frames is not None and self.settings.asr_word_timestamps:
+        if frames is not None:
             for t, words in zip(out, self._words(tokenizer, encoder_output, outputs, frames,
                                                  options)):
                 t.words = words

@@ -1,12 +1,13 @@
-"""Plan a file into clips: contiguous stretches of speech, each one Whisper window and one segment.
+"""Plan a file into clips: contiguous stretches of speech, each one TTS segment.
 
 VAD runs in windows of ``asr_chunk_seconds`` (bounded cost and memory whatever the file length;
 a span still going on at a window's end is carried into the next window, not cut). Speech spans
 (already split by VAD at pauses so none exceeds the max) are joined across pauses up to
 ``asr_merge_gap_seconds`` while the clip stays within the max (``segment_max_seconds``, at most
-one 30 s window). A clip is decoded alone and becomes one TTS segment with its full text, so
-text and audio always span the same speech. The pauses inside a clip are kept: a clip whose
-text comes out short is re-decoded in parts split there (stage.py).
+one 30 s window). A clip becomes one TTS segment with the words spoken in it: its speech is
+decoded in windows packed across clips (windows.py), each word given to the clip it was
+aligned in. The pauses inside a clip are kept: a clip whose text comes out short is re-decoded
+alone, in parts split there (stage.py).
 
 Language ID needs only the head of a file (:func:`head_spans`): the rest is VAD-ed only when
 the file is kept.

@@ -1,12 +1,12 @@
-"""Language ID from several clips spread over a file's head, not only its first 30 s.
+"""Language ID from several windows spread over a file's head, not only its first 30 s.
 
-Up to ``lid_windows`` clips (one encoder window each, clips.py) are picked evenly over the
-clips of the first ``lid_head_seconds``: a file in another language costs VAD of its head and
+Up to ``lid_windows`` encoder windows (windows.py) are picked evenly over the windows of the
+first ``lid_head_seconds``: a file in another language costs VAD of its head and
 these encoder passes, never VAD or decoding of the whole file. Their encoder output is reused
 for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
-file. Whisper's language distributions are averaged, weighted by the speech seconds of each clip.
+file. Whisper's language distributions are averaged, weighted by the speech seconds of each window.
 
-A first look encodes one of them (the middle one): a clip at least
+A first look encodes one of them (the middle one): a window at least
 ``lid_first_look_probability`` sure to be in no kept language (the probabilities of all the
 languages not kept, summed) drops the file after one encoder pass, as the batched peer's
 language ID costs. Summed, because Whisper unsure between two languages not kept (German 0.35,
@@ -29,11 +29,11 @@ class LanguageGuess:
     shares: dict[str, float] = field(default_factory=dict)  # every language's probability
 
 
-def pick_clips(n_clips: int, k: int) -> list[int]:
-    """``k`` clip indices spread evenly over ``n_clips`` (all of them when there are few)."""
-    if n_clips <= k:
-        return list(range(n_clips))
-    return sorted({min(n_clips - 1, int((i + 0.5) * n_clips / k)) for i in range(k)})
+def pick_windows(n: int, k: int) -> list[int]:
+    """``k`` window indices spread evenly over ``n`` (all of them when there are few)."""
+    if n <= k:
+        return list(range(n))
+    return sorted({min(n - 1, int((i + 0.5) * n / k)) for i in range(k)})
 
 
 def aggregate(distributions: list[list[tuple[str, float]]], weights: list[float]) -> LanguageGuess:
@@ -52,7 +52,7 @@ def aggregate(distributions: list[list[tuple[str, float]]], weights: list[float]
 
 
 def first_look(picked: list[int]) -> list[int]:
-    """The clip of the first look: the middle one of those picked (the head's body, not its
+    """The window of the first look: the middle one of those picked (the head's body, not its
     opening words, which are the likeliest to be in another language: a title, a greeting)."""
     return [picked[len(picked) // 2]] if picked else []
 

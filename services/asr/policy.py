@@ -1,15 +1,14 @@
-"""TTS segment policy: one segment per clip, with the clip's full text.
+"""TTS segment policy: one segment per clip, with the words spoken in it.
 
-A clip is speech joined across short pauses up to the segment max (clips.py) and decoded alone
-(batched.py), so a segment's text and audio span the same speech by construction: no phrase
-is mapped back by timestamps and no cut can fall inside a word. Flags come from quality.py,
-with ``text_coverage`` from coverage.py and ``truncated`` for the segment that ends where a
-truncated file was cut (its last words are cut).
+A clip is speech joined across short pauses up to the segment max (clips.py); its words come
+from the encoder windows that hold its speech, given to it by their aligned times
+(windows.split): clips meet only at VAD pauses, so no cut falls inside a word. Flags come
+from quality.py, with ``text_coverage`` from coverage.py and ``truncated`` for the segment that
+ends where a truncated file was cut (its last words are cut).
 
-With word timestamps (``words.py``), a segment's words are mapped from its clip's window to
-file time and the segment is trimmed to its first and last word plus a margin, never beyond
-the clip (the VAD's own padding): a breath or the next speaker's onset at the clip's edge is
-left out, and no first syllable is cut.
+With word timestamps (``words.py``), a segment is trimmed to its first and last word plus a
+margin, never beyond the clip (the VAD's own padding): a breath or the next speaker's onset at
+the clip's edge is left out, and no first syllable is cut.
 """
 
 from __future__ import annotations

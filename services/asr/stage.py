@@ -120,10 +120,10 @@ class AsrStage(Stage):
         ``truncated``: the file was cut short, so the segment ending at its end is flagged."""
         from services.asr.clips import file_spans, head_spans, plan_clips
         from services.asr.coverage import recover
-        from services.asr.langid import aggregate, first_look, pick_clips, settled
+        from services.asr.langid import aggregate, first_look, pick_windows, settled
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
-        from services.asr.words import place
+        from services.asr.windows import Window, alone, pack, split, units_of
 
         s = self.settings
         tr = self._transcriber()
@@ -134,24 +134,27 @@ class AsrStage(Stage):
             clips, resume = plan_clips(file_spans(audio, s, resume), s), audio.size
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
-        lid_idx = pick_clips(len(clips), s.lid_windows)
-        looks: list[tuple[list[int], Any, Any]] = []  # (clip indices, features, encoder rows)
+        head = pack(units_of(clips))
+        # the head's last window takes more speech once the file is kept: not looked at
+        lid_idx = pick_windows(len(head) - (resume < audio.size and len(head) > 1),
+                               s.lid_windows)
+        looks: list[tuple[list[Window], Any, Any]] = []  # (windows, features, encoder rows)
 
         def look(idx: list[int]) -> list:
-            feats = tr.features(audio, [clips[i] for i in idx])
+            windows = [head[i] for i in idx]
+            feats = tr.features(audio, windows)
             rows = tr.rows(feats)
-            looks.append((idx, feats, rows))
+            looks.append((windows, feats, rows))
             return tr.detect_language(rows)
 
         with self.clock.model():
             first = first_look(lid_idx)
             dists = look(first)
-            guess = aggregate(dists, [clips[i].speech_seconds for i in first])
+            guess = aggregate(dists, [head[i].speech_seconds for i in first])
             if not settled(guess, s.languages, s.lid_first_look_probability):
                 rest = [i for i in lid_idx if i not in first]
                 dists += look(rest) if rest else []
-                used = first + rest
-                guess = aggregate(dists, [clips[i].speech_seconds for i in used])
+                guess = aggregate(dists, [head[i].speech_seconds for i in first + rest])
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
         if guess.language not in s.languages or guess.probability < s.language_threshold:
@@ -161,38 +164,34 @@ class AsrStage(Stage):
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
 
-        @self.clock.timed
-        def decode(batch: list, beam: int | None = None) -> list:
-            out = []
-            for b in range(0, len(batch), s.asr_batch_size):
-                part = batch[b:b + s.asr_batch_size]
-                feats = tr.features(audio, part)
-                out += place(part, tr.transcribe(feats, language, tr.rows(feats),
-                                                 beam_size=beam, frames=tr.frames(part)), audio)
+        def run(windows: list[Window], beam: int | None = None, feats: Any = None,
+                rows: Any = None) -> list:
+            """Texts of ``windows``, batched; the first ``len(rows)`` already encoded."""
+            out: list = []
+            for b in range(0, len(windows), s.asr_batch_size):
+                part = windows[b:b + s.asr_batch_size]
+                done = 0 if rows is None else len(rows[b:b + len(part)])
+                f = feats[b:b + done] if done else None
+                r = rows[b:b + done] if done else None
+                with self.clock.model():
+                    if done < len(part):  # encoded here, the stage's way (batched.py)
+                        nf = tr.features(audio, part[done:])
+                        nr = tr.rows(nf)
+                        f = nf if f is None else np.concatenate([f, nf])
+                        r = nr if r is None else np.concatenate([r, nr])
+                    out += tr.transcribe(f, language, r, beam_size=beam, frames=tr.frames(part))
             return out
 
-        texts: list = [None] * len(clips)
-        looked = [i for idx, _, _ in looks for i in idx]
-        look_feats = np.concatenate([feats for _, feats, _ in looks])
-        look_rows = np.concatenate([rows for _, _, rows in looks])
-        taken = set(looked)
-        order = looked + [i for i in range(len(clips)) if i not in taken]
-        for b in range(0, len(order), s.asr_batch_size):  # the looks' rows lead the first batch
-            part = order[b:b + s.asr_batch_size]
-            cached = look_rows[b:b + len(part)]
-            new = [clips[i] for i in part[len(cached):]]
-            feats = look_feats[b:b + len(cached)]
-            part_clips = [clips[i] for i in part]
-            with self.clock.model():
-                if new:  # encoded here, the stage's way (batched.py), not by the pipeline
-                    new_feats = tr.features(audio, new)
-                    new_rows = tr.rows(new_feats)
-                    feats = np.concatenate([feats, new_feats]) if len(cached) else new_feats
-                    cached = np.concatenate([cached, new_rows]) if len(cached) else new_rows
-                placed = place(part_clips, tr.transcribe(feats, language, cached,
-                                                         frames=tr.frames(part_clips)), audio)
-            for i, t in zip(part, placed):
-                texts[i] = t
+        def decode(parts: list, beam: int | None = None) -> list:  # coverage retries
+            windows = alone(parts)
+            return split(parts, windows, run(windows, beam), audio, s.asr_word_timestamps)
+
+        looked = [w for ws, _, _ in looks for w in ws]
+        taken = {u for w in looked for u in w.units}
+        windows = looked + pack([u for u in units_of(clips) if u not in taken])
+        texts = split(clips, windows, run(windows, None, np.concatenate([f for _, f, _ in looks]),
+                                          np.concatenate([r for _, _, r in looks])),
+                      audio, s.asr_word_timestamps)
         cov = recover(clips, texts, language, decode,
                       lambda text: is_loop(text, s.max_compression_ratio))
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)

@@ -1,10 +1,10 @@
 """Word timestamps of a segment: Whisper's word alignment (cross-attention + DTW, no extra model;
-``batched.ClipTranscriber``) in the clip's window, mapped to seconds of the raw member, and the
-segment's bounds trimmed to them (docs/asr.md, word timestamps).
+``batched.ClipTranscriber``) in its encoder window, mapped to seconds of the raw member
+(windows.split), and the segment's bounds trimmed to them (docs/asr.md, word timestamps).
 
 Whisper's alignment has no gaps: a word starts where the previous one ended, so a pause before
 a word is counted in it (measured: starts 0.26 s early, median, on words with pauses between
-them). :func:`place` therefore moves a word's start to the end of the last pause (80 ms or more
+them). :func:`snapped` therefore moves a word's start to the end of the last pause (80 ms or more
 of 10 ms frames ``QUIET_DB`` below the clip's loud frames) in its first half, and its end to
 the start of the first pause in its second half; in connected speech there are none and
 nothing moves.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.asr.batched import ClipText, file_time, window_pieces
 from services.asr.clips import Clip
 from services.records import Word
 
@@ -28,25 +27,11 @@ FLOOR_DB = 6.0  # or within this of the quietest frames (10th percentile): backg
 MIN_PAUSE_FRAMES = 8  # 80 ms: longer than a stop's closure in connected speech
 
 
-def place(clips: list[Clip], texts: list[ClipText], audio: np.ndarray | None = None
-          ) -> list[ClipText]:
-    """Each text's words moved from its clip's window (what Whisper saw: pauses capped) to
-    seconds of the file, and (with ``audio``, 16 kHz) off the quiet frames at their edges;
-    ``texts`` is returned, updated in place."""
-    for clip, t in zip(clips, texts):
-        if t.words:
-            pieces = window_pieces(clip)
-            t.words = [(w, file_time(pieces, a), file_time(pieces, b), p)
-                       for w, a, b, p in t.words]
-            if audio is not None:
-                t.words = snapped(t.words, audio, clip)
-    return texts
-
-
-def snapped(words: WordTimes, audio: np.ndarray, clip: Clip) -> WordTimes:
-    """``words`` with starts moved past leading quiet frames and ends before trailing ones."""
-    a0 = int(clip.start * SAMPLE_RATE)
-    x = np.asarray(audio[a0:int(clip.end * SAMPLE_RATE)], np.float64)
+def snapped(words: WordTimes, x: np.ndarray, offset: float) -> WordTimes:
+    """``words`` with starts moved past leading quiet frames and ends before trailing ones;
+    ``x`` is the audio (16 kHz) they were spoken in, its first sample at ``offset`` seconds
+    (a clip of the file, or a window)."""
+    x = np.asarray(x, np.float64)
     n = x.size // FRAME
     if n < 3:
         return words
@@ -55,24 +40,32 @@ def snapped(words: WordTimes, audio: np.ndarray, clip: Clip) -> WordTimes:
     loud = db >= max(np.percentile(db, 95) - QUIET_DB, np.percentile(db, 10) + FLOOR_DB)
     out = []
     for w, a, b, p in words:
-        i, j = _frame(a, clip, n), _frame(b, clip, n)
+        i, j = _frame(a, offset, n), _frame(b, offset, n)
         if j - i >= 2:
             mid = (i + j) // 2
             # the last pause in the word's first half ends where the word starts; the first
             # pause in its second half starts where it ends
             runs = _quiet_runs(loud, i, mid)
             i = runs[-1][1] if runs else i
-            runs = _quiet_runs(loud, mid, j)
+            while i < j and not loud[i]:  # a pause across the middle is the leading one
+                i += 1
+            runs = _quiet_runs(loud, max(mid, i), j)
             j = runs[0][0] if runs else j
         while i < j and not loud[i]:
             i += 1
         while j > i and not loud[j - 1]:
             j -= 1
         if i < j:  # a word with no loud frame at all keeps Whisper's times
-            a = max(a, clip.start + i * FRAME / SAMPLE_RATE)
-            b = min(b, clip.start + j * FRAME / SAMPLE_RATE)
+            a = max(a, offset + i * FRAME / SAMPLE_RATE)
+            b = min(b, offset + j * FRAME / SAMPLE_RATE)
         out.append((w, a, b, p))
     return out
+
+
+def snapped_in_clip(words: WordTimes, audio: np.ndarray, clip: Clip) -> WordTimes:
+    """:func:`snapped` over the clip's own audio (``audio``: the whole file)."""
+    return snapped(words, audio[int(clip.start * SAMPLE_RATE):int(clip.end * SAMPLE_RATE)],
+                   clip.start)
 
 
 def _quiet_runs(loud: np.ndarray, i: int, j: int) -> list[tuple[int, int]]:
@@ -89,8 +82,8 @@ def _quiet_runs(loud: np.ndarray, i: int, j: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _frame(t: float, clip: Clip, n: int) -> int:
-    return min(n, max(0, round((t - clip.start) * SAMPLE_RATE / FRAME)))
+def _frame(t: float, offset: float, n: int) -> int:
+    return min(n, max(0, round((t - offset) * SAMPLE_RATE / FRAME)))
 
 
 def segment_words(clip: Clip, words: WordTimes | None) -> list[Word] | None:

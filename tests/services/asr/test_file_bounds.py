@@ -60,9 +60,10 @@ def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
     assert line["segments"][0]["start"] <= english.spans[0][0] + 0.1
 
 
-def test_kept_file_encodes_each_clip_once_and_decodes_in_full_batches(
+def test_kept_file_encodes_each_window_once_and_decodes_in_full_batches(
         asr_stage, encoded_rows, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Language ID's clips are encoded once and decoded in the same batch as the others."""
+    """Speech is packed into fewer windows than there are clips; language ID's windows are
+    encoded once and decoded in the same batch as the others."""
     tr = asr_stage._transcriber()
     batches: list[int] = []
     orig = tr.pipeline.generate_segment_batched
@@ -73,8 +74,10 @@ def test_kept_file_encodes_each_clip_once_and_decodes_in_full_batches(
     n = out.segments
     assert out.line.status == "ok" and out.extra.get("coverage_retried", 0) == 0
     assert 3 < n <= asr_stage.settings.asr_batch_size  # more clips than language ID looks at
-    assert encoded_rows == [1] * n  # each clip once, one row per call on a CPU
-    assert batches == [n]  # language ID's clips decoded with the rest
+    rows = len(encoded_rows)
+    assert encoded_rows == [1] * rows  # one row per call on a CPU
+    assert 3 <= rows < n  # windows packed across clips: fewer rows than segments
+    assert batches == [rows]  # each window decoded once, language ID's with the rest
 
 
 def test_truncated_file_flags_the_segment_at_the_cut(asr_stage, tmp_path) -> None:
@@ -102,13 +105,14 @@ def test_decoding_the_stages_own_encoder_rows_gives_the_pipelines_text(asr_stage
     """The rows the stage encodes itself (one per call on a CPU) decode, with beam search as a
     coverage retry does, to what the pipeline's own batched encoding gives."""
     from services.asr.clips import file_spans, plan_clips
+    from services.asr.windows import alone
 
     s = asr_stage.settings
     tr = asr_stage._transcriber()
     english = make_longform("en", seconds=40.0, min_sentences=6, seed=5)
     clips = plan_clips(file_spans(english.audio, s), s)
     assert len(clips) >= 2
-    feats = tr.features(english.audio, clips)
+    feats = tr.features(english.audio, alone(clips))
     theirs = tr.transcribe(feats, "en", beam_size=5)
     ours = tr.transcribe(feats, "en", tr.rows(feats), beam_size=5)
     assert [t.text for t in ours] == [t.text for t in theirs] and all(t.text for t in ours)

@@ -83,6 +83,22 @@ def test_every_sentence_inside_a_kept_segment(compared: Compared) -> None:
         assert inside >= 0.8 * (end - start), (start, end)  # VAD may split at a word gap
 
 
+def test_each_segment_holds_the_text_of_its_own_speech(compared: Compared) -> None:
+    """Windows are packed across clips and their words given to clips by aligned time: each
+    kept segment's text is that of the sentences spoken inside it (a word given to the wrong
+    neighbour counts twice here, and not at all in the whole file's error)."""
+    f, lang = compared.form, compared.form.language
+    joiner = "" if lang == "ja" else " "
+    errors = units = 0.0
+    for s in compared.kept:
+        ref = joiner.join(t for t, (a, b) in zip(f.sentences, f.spans)
+                          if s["start"] <= (a + b) / 2 <= s["end"])
+        n = len(ref) if lang == "ja" else len(ref.split())
+        errors += error_rate(lang, ref, s["text"]) * n if ref else 1.0
+        units += n
+    assert errors / units <= compared.ours + 0.01
+
+
 def test_no_kept_segment_below_the_coverage_floor(compared: Compared) -> None:
     rate = floor_rate(compared.form.language)
     for s in compared.kept:

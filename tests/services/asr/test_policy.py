@@ -9,7 +9,7 @@ import pytest
 from services.asr.batched import ClipText
 from services.asr.clips import Clip, join_spans
 from services.asr.coverage import expected_rate, floor_rate, is_short, recover, units
-from services.asr.langid import aggregate, first_look, pick_clips, settled
+from services.asr.langid import aggregate, first_look, pick_windows, settled
 from services.asr.policy import build_segments
 from services.asr.quality import flag_segment, has_repeated_ngram
 from services.asr.settings import AsrSettings
@@ -115,8 +115,8 @@ def test_flags() -> None:
 
 
 def test_language_windows_and_aggregate() -> None:
-    assert pick_clips(2, 3) == [0, 1]
-    assert pick_clips(10, 3) == [1, 5, 8]
+    assert pick_windows(2, 3) == [0, 1]
+    assert pick_windows(10, 3) == [1, 5, 8]
     g = aggregate([[("<|en|>", 0.9), ("<|de|>", 0.1)], [("<|ja|>", 0.6), ("<|en|>", 0.4)]],
                   [20.0, 10.0])
     assert g.language == "en" and g.probability == pytest.approx((18 + 4) / 30)
@@ -124,17 +124,18 @@ def test_language_windows_and_aggregate() -> None:
 
 
 def test_window_audio_caps_long_pauses_with_their_own_edges() -> None:
-    from services.asr.batched import MAX_PAUSE_SECONDS, window_audio
+    from services.asr.windows import MAX_PAUSE_SECONDS, alone
 
     sr = 16000
     audio = np.arange(sr * 20, dtype=np.float32)
     clip = Clip(1.0, 10.0, pauses=[(3.0, 7.0), (8.0, 8.2)])
-    w = window_audio(audio, clip)
+    (window,) = alone([clip])
+    w = window.audio(audio)
     cap = int(MAX_PAUSE_SECONDS * sr) // 2 * 2
     assert w.size == 2 * sr + cap + sr + int(0.2 * sr) + int(1.8 * sr)
     assert w[0] == sr and w[-1] == 10 * sr - 1  # starts and ends where the clip does
     assert w[2 * sr] == 3 * sr and w[2 * sr + cap - 1] == 7 * sr - 1  # the pause's two edges
-    assert np.array_equal(window_audio(audio, Clip(2.0, 3.0)), audio[2 * sr:3 * sr])
+    assert np.array_equal(alone([Clip(2.0, 3.0)])[0].audio(audio), audio[2 * sr:3 * sr])
 
 
 def test_first_look_settles_only_when_sure_of_no_kept_language() -> None:

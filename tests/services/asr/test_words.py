@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from bench.word_times import errors, utterances
-from services.asr.batched import ClipText, file_time, window_pieces
+from services.asr.batched import ClipText
 from services.asr.clips import Clip
 from services.asr.policy import build_segments
 from services.asr.settings import AsrSettings
-from services.asr.words import place, segment_words, snapped, trimmed
+from services.asr.windows import Window, file_time, pieces, split
+from services.asr.words import segment_words, snapped_in_clip, trimmed
 from tests.services.asr.conftest import asr_settings
 
 SR = 16000
@@ -19,27 +20,28 @@ SR = 16000
 
 def test_window_times_map_back_across_capped_pauses() -> None:
     clip = Clip(10.0, 20.0, pauses=[(12.0, 15.0)])  # a 3 s pause: 0.8 s of it in the window
-    pieces = window_pieces(clip)
-    assert sum(b - a for a, b in pieces) == int(7.8 * SR)
-    assert file_time(pieces, 0.0) == 10.0 and file_time(pieces, 1.5) == 11.5
-    assert file_time(pieces, 2.2) == pytest.approx(12.2)  # the pause's first 0.4 s
-    assert file_time(pieces, 2.6) == pytest.approx(14.8)  # its last 0.4 s
-    assert file_time(pieces, 3.0) == pytest.approx(15.2)  # speech again, 2.2 s later
-    assert file_time(pieces, 99.0) == 20.0
+    window = pieces([(p.start, p.end) for p in clip.parts()])
+    assert sum(b - a for a, b in window) == int(7.8 * SR)
+    assert file_time(window, 0.0) == 10.0 and file_time(window, 1.5) == 11.5
+    assert file_time(window, 2.2) == pytest.approx(12.2)  # the pause's first 0.4 s
+    assert file_time(window, 2.6) == pytest.approx(14.8)  # its last 0.4 s
+    assert file_time(window, 3.0) == pytest.approx(15.2)  # speech again, 2.2 s later
+    assert file_time(window, 99.0) == 20.0
 
 
-def test_place_and_snap_move_words_off_silence() -> None:
+def test_split_and_snap_move_words_off_silence() -> None:
     audio = np.zeros(4 * SR, np.float32)
     audio[int(1.0 * SR):int(1.5 * SR)] = 0.5  # word one
     audio[int(2.0 * SR):int(2.6 * SR)] = 0.5  # word two, after a 0.5 s pause
     clip = Clip(0.5, 3.5)
     # Whisper's way: no gaps, the pause counted in the next word (window time from 0.5 s)
     t = ClipText("one two", -0.1, 0.01, [(" one", 0.3, 1.1, 0.9), (" two", 1.1, 2.3, 0.6)])
-    place([clip], [t], audio)
-    (_, a1, b1, _), (_, a2, b2, p2) = t.words
+    (got,) = split([clip], [Window([((0.5, 3.5), 0)])], [t], audio)
+    assert got.text == "one two" and got.words is not None
+    (_, a1, b1, _), (_, a2, b2, p2) = got.words
     assert (a1, b1) == pytest.approx((1.0, 1.5), abs=0.011)
     assert (a2, b2) == pytest.approx((2.0, 2.6), abs=0.011) and p2 == 0.6
-    quiet = snapped([(" x", 0.6, 0.9, 0.5)], audio, clip)  # nothing loud: kept as is
+    quiet = snapped_in_clip([(" x", 0.6, 0.9, 0.5)], audio, clip)  # nothing loud: kept as is
     assert quiet == [(" x", 0.6, 0.9, 0.5)]
 
 
