@@ -161,7 +161,8 @@ def split(clips: list[Clip], windows: list[Window], texts: list[ClipText],
     """One text per clip from one per window: each window's words, snapped to its speech with
     ``audio`` (16 kHz, the file) given, in file seconds, given to the clip they were spoken in
     (:func:`_placed`), in time order. A window with text but no words (no alignment) gives its
-    text to the clip with the most speech in it. ``keep_words`` False: texts only."""
+    text to the clip with the most speech in it, as one word over the window's speech with
+    probability 0 (not aligned). ``keep_words`` False: texts only."""
     got: list[WordTimes] = [[] for _ in clips]
     scores: list[list[tuple[int, float, float]]] = [[] for _ in clips]  # (words, logp, nsp)
     for w, t in zip(windows, texts):
