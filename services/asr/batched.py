@@ -17,14 +17,19 @@ proxy that hands them back for exactly those features.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from services.asr.settings import AsrSettings
 
-if TYPE_CHECKING:
-    from services.asr.windows import Window
+
+class Window(Protocol):
+    """What the transcriber needs of an encoder window (windows.Window)."""
+
+    def audio(self, audio: np.ndarray) -> np.ndarray: ...
+
+    def frames(self, hop: int) -> int: ...
 
 
 @dataclass
