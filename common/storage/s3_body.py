@@ -28,17 +28,21 @@ class BodyBroken(ConnectionError):
 def read_body(body: Any, sink: Callable[[bytes], None] | None = None,
               expected: int | None = None) -> bytes:
     """Drain a botocore StreamingBody (into ``sink`` chunk by chunk when given), turning any
-    failure while reading into ``BodyBroken``."""
+    failure while reading into ``BodyBroken``. A failure of ``sink`` (a full local disk) is
+    raised as it is: fetching the body again would not cure it."""
     out, n = bytearray(), 0
-    try:
-        while chunk := body.read(MiB):
-            n += len(chunk)
-            if sink is None:
-                out += chunk
-            else:
-                sink(chunk)
-    except Exception as e:
-        raise BodyBroken(f"response body broke off after {n} bytes: {e}") from e
+    while True:
+        try:
+            chunk = body.read(MiB)
+        except Exception as e:
+            raise BodyBroken(f"response body broke off after {n} bytes: {e}") from e
+        if not chunk:
+            break
+        n += len(chunk)
+        if sink is None:
+            out += chunk
+        else:
+            sink(chunk)
     if expected is not None and n != expected:
         raise BodyBroken(f"short body: {n} of {expected} bytes")
     return bytes(out)

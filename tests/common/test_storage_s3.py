@@ -194,6 +194,28 @@ def test_read_timeout_is_retried(s3_bucket: str, s3_proxy, make_settings) -> Non
     assert s3_proxy.counts["GET"] == 2
 
 
+def test_a_full_local_disk_is_not_fetched_again(s3_bucket: str, s3_proxy, make_settings,
+                                                blob, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing a downloaded part fails (ENOSPC): the error is the node's, raised at once; a
+    broken body is retried, a full disk would only be refilled."""
+    import errno
+
+    src = blob(2 * MiB)
+    boto3.client("s3").upload_file(str(src), s3_bucket, "d/obj.bin")
+    store = open_store(f"s3://{s3_bucket}/d", make_settings(
+        s3_endpoint_url=s3_proxy.url, s3_max_attempts=4, s3_part_size_mb=8, s3_concurrency=1))
+
+    def full(fd: int, data: bytes, pos: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    with pytest.raises(OSError) as ei:
+        store.get_file("obj.bin", tmp_path / "dl" / "obj.bin")
+    assert ei.value.errno == errno.ENOSPC and not is_transient(ei.value)
+    assert s3_proxy.counts["GET"] == 1
+
+
 def test_transient_errors_give_up_after_bounded_attempts(s3_bucket: str, s3_proxy,
                                                          make_settings) -> None:
     store = open_store(f"s3://{s3_bucket}", make_settings(
