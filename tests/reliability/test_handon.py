@@ -2,7 +2,7 @@
 
 The asr worker writes shard 0's done record, then (``ONSEI_FAULT_PAUSE_AFTER_DONE``) stops
 before the hand-on; the test takes the private redis-server down (SIGKILL; AOF fsynced per
-write: an outage, not a wipe), lets the hand-on run into it, keeps Redis down 35 s and starts it
+write: an outage, not a wipe), lets the hand-on run into it, keeps Redis down 15 s and starts it
 again. Before the fix the send failed, the ack was lost with the connection and enhance waited
 for the visibility timeout (6 h by default, 600 s here). Now: enhance is done within a minute
 of Redis coming back, every stage exactly once, and the asr message whose ack was lost is gone
@@ -16,7 +16,7 @@ import time
 from tests.harness import wait_until
 from tests.reliability.rig import Rig
 
-DOWN_SECONDS = 35
+DOWN_SECONDS = 15  # the hand-on waits 0.5 s doubling to 5 s: several tries at the cap
 
 
 def test_handon_survives_redis_down_at_that_moment(tmp_path, s3_endpoint):
