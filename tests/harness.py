@@ -79,13 +79,20 @@ def pipeline_env(redis_url: str, input_url: str, output_url: str, scratch: str |
     return env
 
 
-def stop_process(proc: subprocess.Popen, grace: float = 30.0) -> None:
-    """SIGTERM (a Celery warm shutdown), then SIGKILL if it has not exited within ``grace``."""
-    proc.terminate()
+def stop_process(proc: subprocess.Popen, grace: float = 30.0, group: bool = False) -> None:
+    """SIGTERM (a Celery warm shutdown), then SIGKILL if it has not exited within ``grace``;
+    ``group``: to its whole process group (started with ``start_new_session``)."""
+    def send(sig: int) -> None:
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+
+    send(signal.SIGTERM)
     try:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        send(signal.SIGKILL)
         proc.wait(10)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from services.asr.batched import ClipText
 from services.asr.clips import WHISPER_WINDOW_SECONDS, Clip
 from services.asr.vad import SAMPLE_RATE
-from services.asr.words import WordTimes, snapped
+from services.asr.words import WordTimes, loud_frames, snapped
 
 N_FRAMES = 3000  # mel frames in Whisper's 30 s window
 MAX_PAUSE_SECONDS = 0.8  # longer pauses inside a window are shortened to this
@@ -134,9 +134,9 @@ def _placed(w: Window, words: WordTimes, audio: np.ndarray | None) -> list[tuple
         t += _gap(prev, span)
         bounds.append((t, t + span[1] - span[0]))
         t, prev = bounds[-1][1], span
-    x = w.audio(audio) if audio is not None else None
-    if x is not None:
-        words = snapped(words, x, 0.0)
+    loud = loud_frames(w.audio(audio)) if audio is not None else None
+    if loud is not None:
+        words = snapped(words, loud, 0.0)
     near = [min(range(len(bounds)), key=lambda k: max(bounds[k][0] - (a + b) / 2,
                                                        (a + b) / 2 - bounds[k][1], 0.0))
             for _, a, b, _ in words]
@@ -148,8 +148,8 @@ def _placed(w: Window, words: WordTimes, audio: np.ndarray | None) -> list[tuple
             word, a, b, p = words[k + 1]
             words[k + 1] = (word, min(a, bounds[near[k + 1]][0]), b, p)
             edges += [k, k + 1]
-    if x is not None and edges:
-        for k, moved in zip(edges, snapped([words[k] for k in edges], x, 0.0)):
+    if loud is not None and edges:
+        for k, moved in zip(edges, snapped([words[k] for k in edges], loud, 0.0)):
             words[k] = moved
     window = w.pieces()
     return [(w.units[u][1], (word, file_time(window, a), file_time(window, b), p))

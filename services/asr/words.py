@@ -27,17 +27,24 @@ FLOOR_DB = 6.0  # or within this of the quietest frames (10th percentile): backg
 MIN_PAUSE_FRAMES = 8  # 80 ms: longer than a stop's closure in connected speech
 
 
-def snapped(words: WordTimes, x: np.ndarray, offset: float) -> WordTimes:
-    """``words`` with starts moved past leading quiet frames and ends before trailing ones;
-    ``x`` is the audio (16 kHz) they were spoken in, its first sample at ``offset`` seconds
-    (a clip of the file, or a window)."""
+def loud_frames(x: np.ndarray) -> np.ndarray:
+    """Which 10 ms frames of ``x`` (16 kHz audio) are loud (none under three frames)."""
     x = np.asarray(x, np.float64)
     n = x.size // FRAME
     if n < 3:
-        return words
+        return np.zeros(0, bool)
     db = 10 * np.log10(np.mean(x[:n * FRAME].reshape(n, FRAME) ** 2, axis=1) + 1e-12)
     # quiet: far below the loud frames, or (in noise) near the floor of the quietest frames
-    loud = db >= max(np.percentile(db, 95) - QUIET_DB, np.percentile(db, 10) + FLOOR_DB)
+    return db >= max(np.percentile(db, 95) - QUIET_DB, np.percentile(db, 10) + FLOOR_DB)
+
+
+def snapped(words: WordTimes, loud: np.ndarray, offset: float) -> WordTimes:
+    """``words`` with starts moved past leading quiet frames and ends before trailing ones;
+    ``loud`` (:func:`loud_frames`) of the audio they were spoken in, whose first frame is at
+    ``offset`` seconds (a window's start, 0)."""
+    n = loud.size
+    if n < 3:
+        return words
     out = []
     for w, a, b, p in words:
         i, j = _frame(a, offset, n), _frame(b, offset, n)
@@ -60,12 +67,6 @@ def snapped(words: WordTimes, x: np.ndarray, offset: float) -> WordTimes:
             b = min(b, offset + j * FRAME / SAMPLE_RATE)
         out.append((w, a, b, p))
     return out
-
-
-def snapped_in_clip(words: WordTimes, audio: np.ndarray, clip: Clip) -> WordTimes:
-    """:func:`snapped` over the clip's own audio (``audio``: the whole file)."""
-    return snapped(words, audio[int(clip.start * SAMPLE_RATE):int(clip.end * SAMPLE_RATE)],
-                   clip.start)
 
 
 def _quiet_runs(loud: np.ndarray, i: int, j: int) -> list[tuple[int, int]]:

@@ -12,7 +12,7 @@ from services.asr.clips import Clip
 from services.asr.policy import build_segments
 from services.asr.settings import AsrSettings
 from services.asr.windows import Window, file_time, pieces, split
-from services.asr.words import segment_words, snapped_in_clip, trimmed
+from services.asr.words import loud_frames, segment_words, snapped, trimmed
 from tests.services.asr.conftest import asr_settings
 
 SR = 16000
@@ -41,7 +41,8 @@ def test_split_and_snap_move_words_off_silence() -> None:
     (_, a1, b1, _), (_, a2, b2, p2) = got.words
     assert (a1, b1) == pytest.approx((1.0, 1.5), abs=0.011)
     assert (a2, b2) == pytest.approx((2.0, 2.6), abs=0.011) and p2 == 0.6
-    quiet = snapped_in_clip([(" x", 0.6, 0.9, 0.5)], audio, clip)  # nothing loud: kept as is
+    clip_loud = loud_frames(audio[int(clip.start * SR):int(clip.end * SR)])
+    quiet = snapped([(" x", 0.6, 0.9, 0.5)], clip_loud, clip.start)  # nothing loud: as is
     assert quiet == [(" x", 0.6, 0.9, 0.5)]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from bench.speech_corpus import EN_SENTENCES
 from bench.speechgen import concat, have_espeak, make_shard, synth, wav_bytes
+from tests.harness import stop_process
 from tests.services.asr.conftest import MODEL, _model_cache
 
 REPO = Path(__file__).resolve().parents[3]
@@ -94,12 +94,7 @@ def test_worker_answers_ping_and_processes_a_shard(tmp_path: Path,
         assert lines[0]["status"] == "ok" and lines[0]["language"] == "en"
         assert lines[1]["status"] == "error:undecodable"
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(10)
+        stop_process(worker, group=True)
         log.close()
 
 

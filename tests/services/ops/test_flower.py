@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -12,6 +11,7 @@ from base64 import b64encode
 from pathlib import Path
 
 from tests.conftest import _wait_port, free_port
+from tests.harness import stop_process
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -47,13 +47,7 @@ def test_flower_behind_auth_on_loopback(private_redis_url: str, tmp_path: Path) 
         assert code == 200 and all(f'<tr id="{q}">' in page for q in ("asr", "enhance",
                                                                        "tokenize")), page
     finally:
-        # its own process group; a loaded machine may take Flower longer than a moment to stop
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_process(proc, group=True)  # a loaded machine may take Flower a while to stop
 
 
 def test_broker_page_lists_every_stage_queue_while_workers_are_online() -> None:
