@@ -26,7 +26,7 @@ OPS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
 
 class Tally:
     """Request counts in shared memory: threads and forked processes (a fresh ledger's first
-    status reads its records in forked processes: services/ops/status/recordcache.py) add to the
+    status reads its records in forked processes: common/ledger/index.py) add to the
     same."""
 
     def __init__(self) -> None:
@@ -195,7 +195,7 @@ def time_status(s: Settings, ids: range) -> dict[str, object]:
 
 
 def rollup_dir(led: Any, stage: str) -> str:
-    from services.ops.status import rollup
+    from common.ledger import rollup
 
     return rollup.rollup_key(led, stage, 0).rsplit("/", 1)[0]
 

@@ -67,3 +67,13 @@ def test_only_operations_import_operations() -> None:
     wrong = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
                    if t.startswith("services.ops") and not m.startswith("services.ops"))
     assert wrong == []
+
+
+def test_scheduling_imports_no_operator_command() -> None:
+    """``enqueue-shards`` and ``onsei run`` read the ledger's index (common/ledger/index.py),
+    never a module of ``onsei status``: what is scheduled does not hang on a report's cache."""
+    graph = import_graph()
+    wrong = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
+                   if t.startswith("services.ops.status")
+                   and not m.startswith("services.ops.status"))
+    assert wrong == []

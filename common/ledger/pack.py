@@ -1,6 +1,6 @@
 """The compact form of trimmed done records that the per-machine record cache
-(services/ops/status/recordcache.py) and the shared rollups in the store
-(services/ops/status/rollup.py) both keep.
+(common/ledger/index.py) and the shared rollups in the store
+(common/ledger/rollup.py) both keep.
 
 Columnar JSON: one list per field, so 50,000 records decode in a fraction of the time of
 50,000 objects, and each distinct ``node`` block is written once (a fleet has a handful) and

@@ -142,7 +142,7 @@ class Ledger:
         """Shard ids with a done record: one LIST per page of the stage's prefix, no per-shard
         request. With ``ids`` (a range or set) the listing is narrowed to their common name
         prefix where the names allow it. A listing cannot tell a corrupt record: readers that
-        must (status, enqueue) read the bodies through services/ops/status/recordcache.py."""
+        must (status, enqueue) read the bodies through common/ledger/index.py."""
         return self._ids_under(self.stage_dir(stage) + "/", ids)
 
     def done_records(self, stage: str) -> Scan[DoneRecord]:
@@ -189,7 +189,7 @@ class Ledger:
 
     def done_tagged(self, stage: str, ids: Collection[int] | None = None) -> dict[int, str]:
         """Like :meth:`done_ids`, with each record's tag (changes when it is rewritten: see
-        ``Store.list_tagged``), for a cache of the records (services/ops/status/recordcache.py)."""
+        ``Store.list_tagged``), for a cache of the records (common/ledger/index.py)."""
         return self._tagged_under(self.stage_dir(stage) + "/", ids, tagged=True)
 
     def _ids_under(self, prefix: str, ids: Collection[int] | None) -> set[int]:

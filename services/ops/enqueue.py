@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import click
 
+from common.ledger.index import valid_done
 from common.settings import Settings, one_of
 from common.stages.preflight import check_input_root
 from services.ops.errors import friendly
-from services.ops.status.recordcache import valid_done
 from services.stages import PIPELINE, STAGES, PipelineSettings, open_ledger
 
 

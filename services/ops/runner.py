@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from common.ledger.index import valid_done
 from common.settings import Settings
 from common.stages.contract import Stage
 from common.stages.engine import Engine, reason_of
 from common.stages.prefetch import Prefetcher
 from common.stages.spec import Pipeline
 from common.storage import open_store
-from services.ops.status.recordcache import valid_done
 from services.stages import PIPELINE, open_ledger
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from bench.scale_ledger import fill_ledger, status_rows, time_status
 @pytest.mark.parametrize("forked", [False, True], ids=["in-process", "forked-readers"])
 def test_status_calls_count_their_requests(forked, make_settings, monkeypatch) -> None:
     if forked:  # the records read by forked processes count too (shared memory)
-        import services.ops.status.recordcache as rc
+        import common.ledger.index as rc
 
         monkeypatch.setattr(rc, "PROCESS_MIN", 100)
         monkeypatch.setattr(rc.os, "cpu_count", lambda: 2)

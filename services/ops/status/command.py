@@ -22,9 +22,9 @@ from services.stages import STAGES, PipelineSettings, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
+    from common.ledger.index import load_done
     from common.queue.tracking import Tracker
     from services.ops.costs import summary
-    from services.ops.status.recordcache import load_done
 
     ledger = open_ledger(settings)
     tracker = Tracker(settings)
@@ -37,7 +37,7 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     records: dict[str, list[Trimmed]] = {}
     for stage in STAGES:
         # one listing (the done count); record bodies from the local cache, the store's
-        # rollups, and a GET only for what neither has (services/ops/status/recordcache.py)
+        # rollups, and a GET only for what neither has (common/ledger/index.py)
         loaded = load_done(ledger, stage, ids)
         done_sets[stage] = loaded.done
         recs = records[stage] = loaded.records

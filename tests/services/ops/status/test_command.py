@@ -52,7 +52,7 @@ def test_queue_state_from_redis(make_settings, private_redis_url, monkeypatch) -
 
 
 def test_a_corrupt_rollup_never_changes_the_counts(make_settings, tmp_path) -> None:
-    from services.ops.status import rollup
+    from common.ledger import rollup
 
     s = make_settings(broker_url="redis://127.0.0.1:1/0")
     led = Ledger(open_store(s.output_url, s), s, PIPELINE)

@@ -1,13 +1,15 @@
-"""Done records read once: ``onsei status`` over 50,000 shards reads only the records written
-or rewritten since its last call on this machine, and a machine's first call reads the shared
-rollups of the store (services/ops/status/rollup.py) instead of every record.
+"""The ledger's index: done records read once. Whoever needs the done shards with readable
+records (``enqueue-shards`` and ``onsei run`` to schedule, ``onsei status`` to report) reads
+them here: over 50,000 shards only the records written or rewritten since the last call on this
+machine are read, and a machine's first call reads the shared rollups of the store
+(common/ledger/rollup.py) instead of every record.
 
 Two caches, both keyed by each record's listing tag (``Store.list_tagged``: its ETag on S3,
 inode, mtime and size on a local disk), so a redone shard is re-read and never served stale:
 a local file per output root and stage under ``scratch_dir/ledger-cache/``, and the store's
-rollups of 1,000 shard ids. The listing status makes anyway gives the current tags and the done
-count; records the caches cannot vouch for are read one by one, and the blocks where that
-happened get their rollup rewritten. Deleting either cache costs reads, never correctness.
+rollups of 1,000 shard ids. The listing every caller makes anyway gives the current tags and
+the done count; records the caches cannot vouch for are read one by one, and the blocks where
+that happened get their rollup rewritten. Deleting either cache costs reads, never correctness.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from common.ledger import rollup
 from common.ledger.pack import FIELDS, Entries, Trimmed, dumps, pack, trim, unpack
 from common.ledger.records import RecordError
 from common.ledger.store import Ledger
-from services.ops.status import rollup
 
 log = logging.getLogger(__name__)
 

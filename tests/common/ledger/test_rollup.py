@@ -1,5 +1,5 @@
-"""Shared rollups of done records (services/ops/status/rollup.py via
-services/ops/status/recordcache.py): a machine's first status reads the rollups instead of every
+"""Shared rollups of done records (common/ledger/rollup.py via
+common/ledger/index.py): a machine's first status reads the rollups instead of every
 record; a stale entry is read again from its record, a corrupt rollup is ignored and rewritten, and
 neither ever changes the done count."""
 
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from services.ops.status import rollup
-from services.ops.status.recordcache import load_done
+from common.ledger import rollup
+from common.ledger.index import load_done
 from services.stages import open_ledger
 
 N = 25  # one block, more than ROLLUP_MIN records
@@ -114,7 +114,7 @@ def test_a_malformed_rollup_is_ignored_whole(breakage, make_settings, tmp_path) 
 
 
 def test_a_range_keeps_the_rest_of_the_block(make_settings, tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("services.ops.status.recordcache.ROLLUP_MIN", 3)
+    monkeypatch.setattr("common.ledger.index.ROLLUP_MIN", 3)
     a = _machine(make_settings, tmp_path, "a")
     _fill(a, 10)
     load_done(a, "asr", range(5))  # rollup holds 0..4

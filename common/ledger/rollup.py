@@ -8,7 +8,7 @@ used only when its tag equals the record's tag in this listing (a redone shard h
 on S3, a new inode on a local disk), so a stale entry is read again from its record; a
 malformed rollup (bad JSON, mismatched columns, wrong types) is ignored as a whole and entries
 of ids outside its block are dropped. Any reader that had to read records
-itself writes the block's rollup back (services/ops/status/recordcache.py); deleting rollups is
+itself writes the block's rollup back (common/ledger/index.py); deleting rollups is
 always safe.
 """
 

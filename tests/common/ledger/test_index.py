@@ -1,4 +1,4 @@
-"""Done records read once per machine (services/ops/status/recordcache.py): only new or rewritten
+"""Done records read once per machine (common/ledger/index.py): only new or rewritten
 records are read again, a rewritten one is never served stale, deleting the cache costs a full read.
 On the local store and on the S3 server (ETags)."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from services.ops.status.recordcache import cache_path, done_records
+from common.ledger.index import cache_path, done_records
 from services.stages import open_ledger
 
 
@@ -83,7 +83,7 @@ def test_many_local_records_read_by_forked_processes(make_settings,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """From PROCESS_MIN records on a local disk they are read by worker processes: the same
     records, node blocks shared, a non-JSON record corrupt (not done) in both."""
-    import services.ops.status.recordcache as rc
+    import common.ledger.index as rc
 
     s = make_settings()
     led = open_ledger(s)
@@ -121,7 +121,7 @@ def test_a_corrupt_done_record_is_not_done(make_settings, body: bytes) -> None:
     """Empty, not an object, wrong types, out of bounds, or naming another shard: reported as
     corrupt and not done, so enqueue-shards and `onsei run` redo the shard; the engine's own
     done check agrees."""
-    from services.ops.status.recordcache import load_done, valid_done
+    from common.ledger.index import load_done, valid_done
 
     led = open_ledger(make_settings())
     for i in (1, 2):
