@@ -28,6 +28,32 @@ class IndexBusy(RuntimeError):
 class IndexInputError(ValueError):
     """A signature file DuckDB could not read (a damaged page past the footer)."""
 
+
+class IndexDamaged(RuntimeError):
+    """The index file is not a DuckDB database, or one of its blocks fails its checksum. It is
+    a cache of the store: the caller removes it and builds it again."""
+
+    def __init__(self, path: Path, error: BaseException) -> None:
+        super().__init__(f"{path}: {type(error).__name__}: {str(error)[:160]}")
+
+
+def is_damage(e: BaseException) -> bool:
+    """A DuckDB error that a damaged index file gives (its own lock held elsewhere is not)."""
+    import duckdb
+
+    text = str(e)
+    if isinstance(e, duckdb.IOException):
+        return "not a valid DuckDB database file" in text
+    return isinstance(e, duckdb.Error) and (
+        text.startswith("Corrupt database file") or "INTERNAL Error" in text
+        or isinstance(e, duckdb.SerializationException))
+
+
+def discard(path: Path) -> None:
+    """The index file and its write-ahead log."""
+    for p in (path, path.with_name(path.name + ".wal")):
+        p.unlink(missing_ok=True)
+
 _TABLES = (
     ("CREATE TABLE IF NOT EXISTS segments (seg BIGINT, id VARCHAR, shard BIGINT, seconds FLOAT,"
     " ovrl FLOAT, text VARCHAR)"),
@@ -49,17 +75,28 @@ class Index:
         tmp = path.parent / "duckdb-tmp"
         try:
             self.con = duckdb.connect(str(path))
-        except duckdb.IOException as e:
+        except duckdb.Error as e:
+            if is_damage(e):
+                raise IndexDamaged(path, e) from None
             raise IndexBusy(f"the dedup index {path} is in use (another `onsei dedup` on this "
                             f"output root?): {str(e)[:120]}") from None
-        self.con.execute(f"SET memory_limit = '{int(memory_limit_mb)}MB'")
-        self.con.execute(f"SET temp_directory = '{_quote(str(tmp))}'")
-        self.con.execute("SET preserve_insertion_order = false")
-        self.con.execute("SET enable_progress_bar = false")
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}")
-        for sql in _TABLES:
-            self.con.execute(sql)
+        try:
+            self.con.execute(f"SET memory_limit = '{int(memory_limit_mb)}MB'")
+            self.con.execute(f"SET temp_directory = '{_quote(str(tmp))}'")
+            self.con.execute("SET preserve_insertion_order = false")
+            self.con.execute("SET enable_progress_bar = false")
+            if threads:
+                self.con.execute(f"SET threads = {int(threads)}")
+            for sql in _TABLES:
+                self.con.execute(sql)
+            # every table read once: a damaged block is found here, not halfway through a run
+            for table in ("segments", "bands", "edges", "shards", "parts"):
+                self.con.execute(f"SELECT count(*), max(hash(t)) FROM {table} t").fetchall()
+        except duckdb.Error as e:
+            self.con.close()
+            if is_damage(e):
+                raise IndexDamaged(path, e) from None
+            raise
 
     def close(self) -> None:
         self.con.close()
@@ -154,16 +191,27 @@ class Index:
         self.con.execute("DELETE FROM shards WHERE shard IN (SELECT shard FROM gone)")
 
     def add_part_file(self, name: str, path: Path) -> None:
-        """A published part's confirmed pairs (its local copy), and its name: both or none."""
+        """A published part's confirmed pairs (its local copy), and its name: both or none.
+        Raises :class:`IndexInputError` when the file cannot be read."""
+        import duckdb
+
         self.begin()
         try:
             self.con.execute(f"INSERT INTO edges SELECT a, b, score FROM "
                              f"read_parquet('{_quote(str(path))}')")
             self.con.execute("INSERT INTO parts VALUES (?)", [name])
+        except duckdb.Error as e:
+            self.rollback()
+            raise IndexInputError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
         except BaseException:
             self.rollback()
             raise
         self.commit()
+
+    def forget_parts(self, names: Iterable[str]) -> None:
+        """Part names no longer published (their pairs go with their shards)."""
+        for name in sorted(names):
+            self.con.execute("DELETE FROM parts WHERE name = ?", [name])
 
     # --- matching -----------------------------------------------------------------------------
     def candidates(self, new_shards: Iterable[int], slack_seconds: float, slack_fraction: float,

@@ -13,8 +13,10 @@ Exactly once, under the ledger's rules (docs/dedup.md):
 After a crash: a part none of whose shards has a record is deleted and its shards indexed
 again; a part with some records gets the rest (it was published whole); a local index that
 lacks what the records say is rebuilt from the signature files and the parts, so any machine
-can carry on. The result is written from every published pair, the list first, the summary
-(naming the list's SHA-256) last.
+can carry on. The local files are a cache of the store: an index file DuckDB cannot read is
+built again, a local copy of a part or a signature file that does not read is fetched again,
+and shards recorded under a part gone from the store are indexed again. The result is written
+from every published pair, the list first, the summary (naming the list's SHA-256) last.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Self
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
-from services.dedup.index import Index, IndexInputError
+from services.dedup.index import Index, IndexDamaged, IndexInputError, discard
 from services.dedup.result import (
     DUPLICATES_KEY,
     SUMMARY_KEY,
@@ -64,6 +66,10 @@ class NothingToDedup(RuntimeError):
     """No shard under the output root has finished the enhance stage."""
 
 
+class DedupPartError(RuntimeError):
+    """A published part (the store's copy) that cannot be read."""
+
+
 @dataclass
 class Progress:
     indexed: int = 0
@@ -72,6 +78,7 @@ class Progress:
     confirmed: int = 0
     unchecked: int = 0
     bad: dict[str, str] = field(default_factory=dict)
+    rebuilt: str | None = None  # why the local index was built again from the store
     # CPU seconds of this process by phase (DuckDB's threads included)
     cpu: dict[str, float] = field(default_factory=dict)
 
@@ -118,7 +125,12 @@ class Deduper:
 
     def _table(self, shard: int, columns: list[str], fresh: bool = True):
         try:
-            return read_signatures(self._local(shard, fresh), columns)
+            try:
+                return read_signatures(self._local(shard, fresh), columns)
+            except SignatureError:
+                if fresh:
+                    raise
+                return read_signatures(self._local(shard, True), columns)  # a bad local copy
         except SignatureError as e:
             self.progress.bad[self._sig_key(shard)] = str(e)
             (self.sigdir / Path(self._sig_key(shard)).name).unlink(missing_ok=True)
@@ -137,14 +149,12 @@ class Deduper:
             where = "" if ids is None else " in the range given"
             raise NothingToDedup(f"no enhanced shards under {self.s.output_url}{where}: run the "
                                  "enhance stage first (`onsei status` shows how far it is)")
-        index = Index(self.workdir / "index.duckdb", self.s.dedup_memory_limit_mb,
-                      self.s.dedup_threads, acoustic=self.s.dedup_acoustic_keys,
-                      short=self.s.dedup_short_keys)
+        index = self._open_index()
         self.pool = confirm_pool(self.workers)
         try:
-            done = self._repair(done)
+            done, again = self._repair(done)
             self._sync(index, done)
-            new = sorted(enhanced - done)
+            new = sorted((enhanced - done) | again)
             step = self.s.dedup_batch_shards
             for i in range(0, len(new), step):
                 self._index_batch(index, new[i:i + step])
@@ -158,6 +168,24 @@ class Deduper:
                 self.pool.shutdown(cancel_futures=True)
                 self.pool = None
 
+    def _open_index(self) -> Index:
+        """The local index; one DuckDB cannot read is removed and started empty (``_sync``
+        fills it from the store)."""
+        path = self.workdir / "index.duckdb"
+
+        def one() -> Index:
+            return Index(path, self.s.dedup_memory_limit_mb, self.s.dedup_threads,
+                         acoustic=self.s.dedup_acoustic_keys, short=self.s.dedup_short_keys)
+
+        try:
+            return one()
+        except IndexDamaged as e:
+            log.warning("dedup: the local index cannot be read (%s): built again from the "
+                        "store", e)
+            self.progress.rebuilt = str(e)
+            discard(path)
+            return one()
+
     def _parts(self) -> dict[str, list[int]]:
         """Published parts -> the shards each indexed (read from the part's metadata)."""
         out = {}
@@ -166,9 +194,20 @@ class Deduper:
                 out[key] = _part_shards(self.store, key, self.workdir / "parts")
         return out
 
-    def _repair(self, done: set[int]) -> set[int]:
-        """A crash's leftovers: finish a part's records, or drop a part that has none."""
-        for key, shards in self._parts().items():
+    def _repair(self, done: set[int]) -> tuple[set[int], set[int]]:
+        """A crash's leftovers: finish a part's records, or drop a part that has none. Also
+        the recorded shards whose part is gone from the store (its pairs lost): returned apart,
+        left out of ``done``, to be indexed again (whether or not in the range asked for)."""
+        parts = self._parts()
+        covered = {s for shards in parts.values() for s in shards}
+        lost = done - covered
+        again: set[int] = set()
+        if lost:
+            again = lost & self.ledger.done_ids("enhance")
+            log.warning("dedup: %d recorded shards have no part in the store (%s...): indexed "
+                        "again", len(lost), sorted(lost)[:5])
+            done = done - lost
+        for key, shards in parts.items():
             have = [s for s in shards if s in done]
             if not have:
                 log.info("dedup: %s was published but none of its shards recorded: dropped", key)
@@ -179,15 +218,24 @@ class Deduper:
                     if s not in done:
                         self._record(s, key, None)
                         done.add(s)
-        return done
+        return done, again
 
     def _sync(self, index: Index, done: set[int]) -> None:
         """Make the local index hold exactly the recorded shards and every published pair."""
         index.remove_shards(index.shards() - done)  # added locally, never recorded
         for shard in sorted(done - index.shards()):
             self._add(index, shard)
-        for key in sorted(set(self._parts()) - index.parts()):
-            index.add_part_file(key, self.workdir / "parts" / Path(key).name)
+        published = set(self._parts())
+        index.forget_parts(index.parts() - published)  # gone: their shards are indexed again
+        for key in sorted(published - index.parts()):
+            local = self.workdir / "parts" / Path(key).name
+            try:
+                index.add_part_file(key, local)
+            except IndexInputError:  # the local copy is damaged past its footer
+                try:
+                    index.add_part_file(key, _fetch_part(self.store, key, local.parent))
+                except IndexInputError as e:
+                    raise DedupPartError(f"the dedup part {key} cannot be read: {e}") from None
 
     def _add(self, index: Index, shard: int) -> int | None:
         """The shard's signatures into the index; None (and named as bad) when unusable."""
@@ -284,14 +332,34 @@ class Deduper:
 
 
 def _part_shards(store: Store, key: str, cache: Path) -> list[int]:
+    """The shards a part indexed, from its local copy; a copy that does not read is fetched
+    again, and a store's copy that does not read is :class:`DedupPartError`, naming it."""
     import pyarrow.parquet as pq
 
+    def read(path: Path) -> list[int]:
+        meta = pq.ParquetFile(path).schema_arrow.metadata or {}
+        return [int(x) for x in meta.get(b"shards", b"").decode().split(",") if x]
+
     local = cache / Path(key).name
-    if not local.exists():
-        store.get_file(key, local)
-    meta = pq.ParquetFile(local).schema_arrow.metadata or {}
-    raw = meta.get(b"shards", b"").decode()
-    return [int(x) for x in raw.split(",") if x]
+    if local.exists():
+        try:
+            return read(local)
+        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a damaged file
+            log.warning("dedup: the local copy of %s cannot be read (%s): fetched again", key,
+                        type(e).__name__)
+    try:
+        return read(_fetch_part(store, key, cache))
+    except Exception as e:  # noqa: BLE001 - the same, for the store's copy
+        raise DedupPartError(f"the dedup part {key} cannot be read: "
+                             f"{type(e).__name__}: {str(e)[:160]}") from None
+
+
+def _fetch_part(store: Store, key: str, cache: Path) -> Path:
+    """The store's copy of a part, replacing the local one."""
+    local = cache / Path(key).name
+    local.unlink(missing_ok=True)
+    store.get_file(key, local)
+    return local
 
 
 class PartWriter:

@@ -16,7 +16,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     dedup/summary.json under the output root. Incremental: indexes only new shards."""
     from common.storage import open_store
     from services.dedup.index import IndexBusy
-    from services.dedup.run import Deduper, NothingToDedup
+    from services.dedup.run import Deduper, DedupPartError, NothingToDedup
     from services.dedup.settings import DedupSettings
     from services.ops.enqueue import parse_range
     from services.stages import open_ledger
@@ -32,7 +32,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
 
     try:
         s = Deduper(settings, store, ledger).run(ids, progress)
-    except (NothingToDedup, IndexBusy) as e:
+    except (NothingToDedup, IndexBusy, DedupPartError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{len(s.shards)} shards, {s.segments} segments: {s.clusters} clusters, "
                f"{s.duplicate_segments} duplicates ({s.duplicate_seconds / 3600:.2f} h)")
