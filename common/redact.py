@@ -63,8 +63,26 @@ def secret_literals(value: str) -> list[str]:
     return sorted((x for x in found if len(x) >= MIN_LITERAL), key=len, reverse=True)
 
 
+def url_passwords(value: str) -> list[str]:
+    """The passwords (a userinfo without ``:``: the whole of it) of the URLs in ``value``,
+    also percent-decoded, those shorter than ``MIN_LITERAL`` left out. A library quotes them
+    away from their URL (boto3: ``Invalid bucket name "key:secret@bucket"``), where no
+    pattern finds them."""
+    from urllib.parse import unquote
+
+    found: set[str] = set()
+    for part in value.split(";"):
+        parts = split_userinfo(part)
+        if parts is not None:
+            user, colon, password = parts[1].partition(":")
+            found.add(password if colon else user)
+    found |= {unquote(x) for x in found}
+    return [x for x in found if len(x) >= MIN_LITERAL]
+
+
 def settings_secrets(settings: Any) -> list[str]:
-    """:func:`secret_literals` of every ``SecretStr`` field of a settings object."""
+    """:func:`secret_literals` of every ``SecretStr`` field of a settings object, and the
+    passwords of the URLs its other text fields hold (:func:`url_passwords`)."""
     from pydantic import SecretStr
 
     found: list[str] = []
@@ -72,6 +90,8 @@ def settings_secrets(settings: Any) -> list[str]:
         value = getattr(settings, name)
         if isinstance(value, SecretStr) and value.get_secret_value():
             found += secret_literals(value.get_secret_value())
+        elif isinstance(value, str):
+            found += url_passwords(value)
     return sorted(set(found), key=len, reverse=True)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from common.storage.base import Store
+from common.storage.base import StorageError, Store
 
 if TYPE_CHECKING:
     from common.settings import Settings
@@ -14,14 +14,20 @@ if TYPE_CHECKING:
 def split_url(url: str) -> tuple[str, str, str]:
     """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b"); ``file:///x`` / ``x`` -> ("file", "",
     path)."""
+    from common.redact import redact_url
+
     parsed = urlparse(url)
     if parsed.scheme == "s3":
+        if "@" in parsed.netloc:  # boto3 would take it for the bucket and quote it in its error
+            raise StorageError(f"{redact_url(url)}: an s3:// URL takes no user or password "
+                               "(give the keys as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                               "or AWS_PROFILE)")
         return "s3", parsed.netloc, parsed.path.lstrip("/")
     if parsed.scheme == "file":
         return "file", "", parsed.path
     if parsed.scheme in ("", ) or len(parsed.scheme) == 1:  # plain path (or a Windows drive)
         return "file", "", url
-    raise ValueError(f"unsupported storage URL scheme {parsed.scheme!r} in {url!r}")
+    raise ValueError(f"unsupported storage URL scheme {parsed.scheme!r} in {redact_url(url)!r}")
 
 
 def open_store(url: str, settings: Settings | None = None) -> Store:

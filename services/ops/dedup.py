@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import click
 
+from services.ops.options import output_option, output_settings
+
 
 @click.command()
-@click.option("--output", "output_url", default=None, help="output root URL [settings.output_url]")
+@output_option()
 @click.option("--range", "range_", default=None,
               help="index only the new shards with ids A-B (both included) or N; the matching "
                    "is always against every shard indexed before")
@@ -21,7 +23,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     from services.ops.enqueue import parse_range
     from services.stages import open_ledger
 
-    settings = DedupSettings(**({"output_url": output_url} if output_url else {}))
+    settings = DedupSettings(**output_settings(output_url))
     ids = parse_range(range_, settings.max_range) if range_ else None
     store = open_store(settings.output_url, settings)
     ledger = open_ledger(settings, store)

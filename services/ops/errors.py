@@ -30,10 +30,13 @@ def user_errors(verbose: bool | None = None) -> Iterator[None]:
     try:
         yield
     except ValidationError as e:
-        raise click.ClickException(describe_errors(e)) from None
+        raise click.ClickException(masked(describe_errors(e))) from None
     except (ConfigError, PreflightError, StorageError) as e:
-        raise click.ClickException(str(e)) from None
-    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise click.ClickException(masked(str(e))) from None
+    except click.ClickException as e:  # a command's own message may quote a URL it was given
+        e.message = masked(e.message)
+        raise
+    except (click.exceptions.Exit, click.Abort):
         raise
     except Exception as e:  # noqa: BLE001 - a bug or an unforeseen input: masked, one line
         raise unexpected(e, verbose) from None
@@ -48,6 +51,14 @@ def current_secrets() -> list[str]:
         return settings_secrets(Settings())
     except Exception:  # noqa: BLE001 - settings that do not load: the patterns still mask
         return []
+
+
+def masked(text: str) -> str:
+    """``text`` with its URL passwords and the settings' secrets masked: every message goes
+    out through here."""
+    from common.redact import redact_text
+
+    return redact_text(text, current_secrets())
 
 
 def unexpected(e: BaseException, verbose: bool | None) -> click.ClickException:

@@ -6,12 +6,13 @@ import sys
 
 import click
 
+from services.ops.options import output_option
 from services.stages import STAGES, PipelineSettings
 
 
 @click.command()
 @click.option("--input", "input_url", default=None, help="raw shards URL [settings.input_url]")
-@click.option("--output", "output_url", default=None, help="output root URL [settings.output_url]")
+@output_option("the output root")
 @click.option("--range", "range_", required=True, help="shard ids A-B (both included) or N")
 @click.option("--stages", default=",".join(STAGES), show_default=True,
               help="comma-separated stages to run, in pipeline order")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 
 from common.redact import redact_text
+from services.ops.options import output_option
 
 
 @click.command()
-@click.option("--output", "output_url", default=None,
-              help="output root of the run (default: ONSEI_OUTPUT_URL)")
+@output_option("the output root of the run")
 @click.option("--to", "to", required=True, help="directory (or s3:// prefix) to write it to")
 @click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
 @click.option("--no-tokens", "no_tokens", is_flag=True,

@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from common.redact import redact_text
+from services.ops.options import output_option
 from services.stages import PipelineSettings
 
 
 @click.command()
-@click.option("--output", "output_url", default=None,
-              help="output root to report on (default: ONSEI_OUTPUT_URL)")
+@output_option("the output root to report on")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="write the HTML report (charts inline) here")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")

@@ -1,6 +1,6 @@
-"""``onsei status [--range A-B] [--json]``: per stage done / queued / running / failed, hours,
-throughput over the last hour, slowest and failed shards; GPU-hours, cost per output hour and,
-with a range, the projection to finish it (services/ops/costs.py).
+"""``onsei status [--output URL] [--range A-B] [--json]``: per stage done / queued / running /
+failed, hours, throughput over the last hour, slowest and failed shards; GPU-hours, cost per
+output hour and, with a range, the projection to finish it (services/ops/costs.py).
 
 Done and failed come from the ledger (the truth); queued and running from Redis (a mirror).
 With Redis down or empty the ledger part still prints, and the output says so.
@@ -17,7 +17,9 @@ from typing import Any
 import click
 
 from common.ledger.pack import Trimmed
+from common.redact import redact_text
 from common.settings import Settings
+from services.ops.options import output_option, output_settings
 from services.stages import STAGES, PipelineSettings, open_ledger
 
 
@@ -31,8 +33,9 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     redis_ok = tracker.available()
     now = time.time()
     done_sets: dict[str, Collection[int]] = {}  # per stage: its done shards in the range
-    out: dict[str, Any] = {"output": settings.output_url, "range": None if ids is None else
-                           [ids.start, ids.stop - 1], "redis": redis_ok, "stages": {}}
+    out: dict[str, Any] = {"output": redact_text(settings.output_url),
+                           "range": None if ids is None else [ids.start, ids.stop - 1],
+                           "redis": redis_ok, "stages": {}}
     in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
     records: dict[str, list[Trimmed]] = {}
     for stage in STAGES:
@@ -143,13 +146,14 @@ def render(data: dict[str, Any]) -> None:
 
 
 @click.command()
+@output_option()
 @click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def status(range_: str | None, as_json: bool) -> None:
+def status(output_url: str | None, range_: str | None, as_json: bool) -> None:
     """Per stage: done, queued, running, failed; audio hours; throughput; slow/failed shards."""
     from services.ops.enqueue import parse_range
 
-    settings = PipelineSettings()
+    settings = PipelineSettings(**output_settings(output_url))
     data = collect(settings, parse_range(range_, settings.max_range) if range_ else None)
     if as_json:
         click.echo(json.dumps(data, indent=1))

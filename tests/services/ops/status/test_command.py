@@ -93,3 +93,14 @@ def test_corrupt_records_are_reported_never_counted(make_settings, monkeypatch) 
     data = report_collect(s.output_url, s)
     assert data.stages["asr"].done == 3 and data.stages["asr"].seconds_in == 5400.0
     assert sum("corrupt record" in u for u in data.unreadable) == 4
+
+
+def test_output_option_names_the_root_to_report_on(make_settings, tmp_path) -> None:
+    s = make_settings(broker_url="redis://127.0.0.1:1/0")
+    _fill(s)
+    env = {"ONSEI_OUTPUT_URL": str(tmp_path / "elsewhere"),
+           "ONSEI_BROKER_URL": s.broker_url.get_secret_value()}
+    res = CliRunner().invoke(status, ["--output", s.output_url, "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["output"] == s.output_url and d["stages"]["asr"]["done"] == 3
