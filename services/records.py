@@ -203,6 +203,22 @@ class TokenLine(Record):
         return self.codes.get(NEU_TOKENS, [])
 
 
+def seconds_problem(seconds: float, max_seconds: float | None = None) -> str | None:
+    """Why a segment's ``duration_seconds`` (a tokens line's, a sidecar's, a skipped entry's
+    ``seconds``) cannot be counted, as a short reason kind (None when it can): finite, not
+    negative, at most ``max_seconds`` (a segment is never longer than its member). Summed
+    unchecked, one ``NaN`` made every total ``nan`` hours."""
+    import math
+
+    if not math.isfinite(seconds):
+        return "duration_seconds not finite"
+    if seconds < 0:
+        return "duration_seconds negative"
+    if max_seconds is not None and seconds > max_seconds:
+        return "duration_seconds over max_member_seconds"
+    return None
+
+
 class SkippedSegment(Record):
     """A segment the quality filter kept out of the tokens, with every reason (docs/quality.md)."""
 

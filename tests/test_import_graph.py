@@ -77,3 +77,18 @@ def test_scheduling_imports_no_operator_command() -> None:
                    if t.startswith("services.ops.status")
                    and not m.startswith("services.ops.status"))
     assert wrong == []
+
+
+def test_no_stage_imports_the_pipeline() -> None:
+    """The pipeline's declaration sits above the stages: no module of a stage package imports
+    services/stages.py, and only its fleet entry points (``celery.py``, ``tasks.py``: where
+    ``celery -A services.<stage>`` looks) import services/pipeline.py, for their app and task."""
+    graph = import_graph()
+    stages = {m.removesuffix(".spec") for m in graph if m.endswith(".spec")} - {"common.stages"}
+    assert {"services.asr", "services.enhance", "services.tokenize"} <= stages
+    wrong = sorted(
+        f"{m} -> {t}" for m, ts in graph.items() for t in ts
+        if any(m == s or m.startswith(s + ".") for s in stages)
+        and (t == "services.stages"
+             or (t == "services.pipeline" and m.rsplit(".", 1)[-1] not in ("celery", "tasks"))))
+    assert wrong == []

@@ -1,6 +1,6 @@
 """One queue setup for every stage (docs/architecture.md): routing, JSON only, at-least-once.
 
-Each stage's ``celery.py`` builds its app through ``services.stages.make_app``; stages hand
+Each stage's ``celery.py`` builds its app through ``services.pipeline.worker_app``; stages hand
 work on by task *name* through :func:`send_stage_task`, so no stage imports another. A stage's
 task is ``onsei.<stage>.process_shard`` on the queue ``<stage>``.
 """

@@ -1,6 +1,7 @@
 """The Celery adapter of the attempt engine: count deliveries, retry, dead-letter, hand on.
 
-A stage's ``tasks.py`` is one line: ``process_shard = register_stage_task(app, PIPELINE, name)``.
+A stage's ``tasks.py`` is one line: ``process_shard = worker_task(app, name)``
+(services/pipeline.py), which calls :func:`register_stage_task` with the pipeline.
 The model is loaded once per worker process, after the fork (``worker_process_init``), never in
 the Celery parent: CUDA does not survive fork. The parent only reads inputs ahead
 (``task_received`` -> :mod:`common.stages.prefetch`). What an attempt does is

@@ -60,11 +60,17 @@ class Stage(abc.ABC):
         # the engine's stores, bound before each :meth:`process` (:meth:`bind_stores`)
         self.input_store: Store | None = None
         self.output_store: Store | None = None
+        # each input's key in its store, bound with the stores: what an error names, so a
+        # stage never needs the pipeline to know where another stage's output lives
+        self.input_keys: dict[str, str] = {}
 
-    def bind_stores(self, input_store: Store, output_store: Store) -> None:
+    def bind_stores(self, input_store: Store, output_store: Store,
+                    input_keys: dict[str, str] | None = None) -> None:
         """The stores the engine reads and writes: a stage that reads more than its declared
-        inputs (tokenize: the dedup result) reads it through these, never opens its own."""
+        inputs (tokenize: the dedup result) reads it through these, never opens its own.
+        ``input_keys``: the key of each input of this shard (by input name)."""
         self.input_store, self.output_store = input_store, output_store
+        self.input_keys = dict(input_keys or {})
 
     @abc.abstractmethod
     def load(self) -> None:
@@ -76,4 +82,5 @@ class Stage(abc.ABC):
 
     @abc.abstractmethod
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
-        """Turn the local input files into local output files under ``workdir``."""
+        """Turn the local input files into local output files under ``workdir``; the engine
+        resolved each input (``inputs``: its local path, :attr:`input_keys`: its key)."""

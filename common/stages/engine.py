@@ -162,7 +162,9 @@ class Engine:
                 raise NodeFault(f"model load failed: {reason_of(e)}") from e
             t_loaded = time.monotonic()
             self.stage.clock.reset()  # model_seconds: this shard's model calls only
-            self.stage.bind_stores(self.input, self.output)
+            keys = {n: ref.key for n, ref in
+                    self.pipeline.inputs(self.name, self.settings, shard_id).items()}
+            self.stage.bind_stores(self.input, self.output, keys)
             result = self.stage.process(shard_id, inputs, workdir)
             model_seconds = self.stage.clock.seconds
             t_processed = time.monotonic()

@@ -3,7 +3,7 @@
 Each stage owns its :class:`StageSpec` (``services/<stage>/spec.py``): its name, what it reads,
 the key of its output, its ledger directory, its settings section and the class that processes
 a shard. The pipeline
-order is a :class:`Pipeline` built in ``services/stages.py``; common code is handed one, so
+order is a :class:`Pipeline` declared in ``services/pipeline.py``; common code is handed one, so
 ``common/`` never names a stage (docs/architecture.md).
 """
 
@@ -60,22 +60,54 @@ class StageSpec:
 
 
 class Pipeline:
-    """Stages in order: each hands its shards on to the next."""
+    """Stages in order: each hands its shards on to the next.
 
-    def __init__(self, specs: Iterable[StageSpec]) -> None:
-        self.specs = tuple(specs)
-        self.names: tuple[str, ...] = tuple(s.name for s in self.specs)
-        self._by_name = {s.name: s for s in self.specs}
-        self.settings_class = _joined(tuple(s.settings for s in self.specs), self.names)
+    Built from the specs, or from the names in order and ``load`` (name -> spec), which imports
+    a spec (and its settings section) the first time it is asked for: a worker of one stage
+    then loads its own and those before it (:meth:`settings_upto`), never a later stage's.
+    """
+
+    def __init__(self, specs: Iterable[StageSpec] = (), *, names: Iterable[str] = (),
+                 load: Callable[[str], StageSpec] | None = None) -> None:
+        given = tuple(specs)
+        self.names: tuple[str, ...] = tuple(s.name for s in given) or tuple(names)
+        self._by_name = {s.name: s for s in given}
+        self._load = load
+        self._settings: dict[str, type[Settings]] = {}
+        if not self.names or (load is None) != bool(given):
+            raise ValueError("a pipeline is its specs, or their names in order and a loader")
 
     def __contains__(self, name: object) -> bool:
-        return name in self._by_name
+        return name in self.names
 
     def spec(self, name: str) -> StageSpec:
-        try:
-            return self._by_name[name]
-        except KeyError:
-            raise ValueError(f"unknown stage {name!r} (known: {', '.join(self.names)})") from None
+        if name not in self.names:
+            raise ValueError(f"unknown stage {name!r} (known: {', '.join(self.names)})")
+        if name not in self._by_name:
+            assert self._load is not None
+            spec = self._load(name)
+            if spec.name != name:
+                raise ValueError(f"the spec loaded for {name!r} is {spec.name!r}'s")
+            self._by_name[name] = spec
+        return self._by_name[name]
+
+    @property
+    def specs(self) -> tuple[StageSpec, ...]:
+        return tuple(self.spec(n) for n in self.names)
+
+    @property
+    def settings_class(self) -> type[Settings]:
+        """Every stage's settings section joined: what a process of the whole pipeline reads."""
+        return self.settings_upto(self.last)
+
+    def settings_upto(self, name: str) -> type[Settings]:
+        """The sections of ``name`` and of the stages before it (whose outputs it may read:
+        their keys come from their specs), joined: a worker of ``name`` reads these."""
+        if name not in self._settings:
+            chain = self.names[:self.names.index(self.spec(name).name) + 1]
+            self._settings[name] = _joined(tuple(self.spec(n).settings for n in chain),
+                                           self.names)
+        return self._settings[name]
 
     @property
     def last(self) -> str:

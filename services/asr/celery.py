@@ -2,9 +2,10 @@
 module).
 
 Its worker reads the ``asr`` queue, is named ``asr@host`` and imports its task from
-``services.asr.tasks`` (``include=``); nothing else of the stage is imported here.
+``services.asr.tasks`` (``include=``); nothing else of the stage is imported here, nor any
+later stage's spec or settings (the app comes from services/pipeline.py).
 """
 
-from services.stages import boot_settings, make_app
+from services.pipeline import worker_app
 
-app = make_app("services.asr", boot_settings())  # checked before the worker starts
+app = worker_app("asr")  # its settings checked before the worker starts

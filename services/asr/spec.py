@@ -1,4 +1,4 @@
-"""What the ASR stage reads and writes (the pipeline order: services/stages.py)."""
+"""What the ASR stage reads and writes (the pipeline order: services/pipeline.py)."""
 
 from common.stages.contract import InputRef
 from common.stages.spec import StageSpec

@@ -2,9 +2,10 @@
 this module).
 
 Its worker reads the ``enhance`` queue, is named ``enhance@host`` and imports its task from
-``services.enhance.tasks`` (``include=``); nothing else of the stage is imported here.
+``services.enhance.tasks`` (``include=``); nothing else of the stage is imported here, nor any
+later stage's spec or settings (the app comes from services/pipeline.py).
 """
 
-from services.stages import boot_settings, make_app
+from services.pipeline import worker_app
 
-app = make_app("services.enhance", boot_settings())  # checked before the worker starts
+app = worker_app("enhance")  # its settings checked before the worker starts

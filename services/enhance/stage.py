@@ -88,12 +88,10 @@ class EnhanceStage(Stage):
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
         from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
-        from services.stages import PIPELINE
 
         self.load()
         s, b = self.settings, self.backend
-        plan = read_plan(inputs["asr"], s.max_member_seconds,
-                         name=PIPELINE.output_key("asr", s, shard_id))
+        plan = read_plan(inputs["asr"], s.max_member_seconds, name=self.input_keys.get("asr"))
         geom = self.geometry()
         reader = SegmentReader(inputs["shard"], plan, b.in_rate, geom.margin,
                                Conditioning(b.in_rate, b.peak, b.highpass_hz),

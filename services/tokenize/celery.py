@@ -2,9 +2,10 @@
 finds this module).
 
 Its worker reads the ``tokenize`` queue, is named ``tokenize@host`` and imports its task from
-``services.tokenize.tasks`` (``include=``); nothing else of the stage is imported here.
+``services.tokenize.tasks`` (``include=``); nothing else of the stage is imported here, nor any
+later stage's spec or settings (the app comes from services/pipeline.py).
 """
 
-from services.stages import boot_settings, make_app
+from services.pipeline import worker_app
 
-app = make_app("services.tokenize", boot_settings())  # checked before the worker starts
+app = worker_app("tokenize")  # its settings checked before the worker starts

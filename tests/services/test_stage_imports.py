@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -9,21 +10,44 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+STAGES = ("asr", "enhance", "tokenize")
 
 
-@pytest.mark.parametrize("module, banned", [
-    ("services.asr", ("torch", "transformers", "neucodec")),
-    ("services.tokenize", ("ctranslate2", "faster_whisper")),
-    ("services.enhance", ("ctranslate2", "faster_whisper", "neucodec")),
-    ("common.queue.worker", ("torch", "ctranslate2", "faster_whisper")),
-])
-def test_import_does_not_pull_other_stacks(module: str, banned: tuple[str, ...]) -> None:
-    code = (f"import sys, {module}; "
-            f"print([m for m in {banned!r} if m in sys.modules])")
+def _loaded(module: str) -> list[str]:
+    """The modules a fresh interpreter holds after importing ``module``."""
+    code = f"import sys, {module}; print(sorted(sys.modules))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          timeout=120, check=False)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "[]", f"{module} imported {res.stdout.strip()}"
+    loaded: list[str] = ast.literal_eval(res.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+# what a worker imports: its app module's ``include=`` (``services.<stage>.tasks``), which
+# imports the app (``services.<stage>.celery``); the stage package's __init__ imports nothing
+@pytest.mark.parametrize("module, banned", [
+    ("services.asr.tasks", ("torch", "transformers", "neucodec")),
+    ("services.tokenize.tasks", ("ctranslate2", "faster_whisper")),
+    ("services.enhance.tasks", ("ctranslate2", "faster_whisper", "neucodec")),
+    ("common.queue.worker", ("torch", "ctranslate2", "faster_whisper")),
+])
+def test_import_does_not_pull_other_stacks(module: str, banned: tuple[str, ...]) -> None:
+    loaded = _loaded(module)
+    assert module in loaded and (not module.endswith(".tasks")
+                                 or module.removesuffix("tasks") + "celery" in loaded)
+    assert [m for m in banned if m in loaded] == [], module
+
+
+@pytest.mark.parametrize("stage", ["asr", "enhance"])
+def test_a_worker_loads_no_later_stage(stage: str) -> None:
+    """A worker of a stage loads its own spec and settings and those of the stages before it
+    (their output keys are its inputs), never a later stage's: the pipeline's order comes from
+    services/pipeline.py, which imports a spec only when asked for it."""
+    later = STAGES[STAGES.index(stage) + 1:]
+    loaded = _loaded(f"services.{stage}.tasks")
+    assert f"services.{stage}.settings" in loaded and f"services.{stage}.spec" in loaded
+    assert [m for m in loaded if m.startswith(tuple(f"services.{s}." for s in later))] == []
+    assert "services.stages" not in loaded
 
 
 @pytest.mark.parametrize("stage", ["asr", "enhance", "tokenize"])
@@ -37,14 +61,10 @@ def test_stage_module_imports_without_celery(stage: str) -> None:
     assert res.stdout.strip() == "[]"
 
 
-STAGES = ("asr", "enhance", "tokenize")
-
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_imports_no_other_stage(stage: str) -> None:
     """Stages hand work on by task name, never by import (docs/architecture.md)."""
-    import ast
-
     others = {f"services.{s}" for s in STAGES if s != stage}
     bad = []
     for f in sorted((REPO / "services" / stage).rglob("*.py")):

@@ -5,6 +5,7 @@ way) finds them as ``load_dataset("json", data_dir=DIR)`` does."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -32,6 +33,35 @@ def _h(seconds: float) -> str:
     return f"{seconds / 3600:.3f}"
 
 
+# Text from the data (the output URL, languages, reasons, errors, the done records' models)
+# goes into the card as Markdown that shows it as it is: a backtick or a `<` in it must neither
+# end a code span nor open raw HTML, and a line break or `|` must not end a table row.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_SPECIAL = re.compile(r"[\\`*_\[\]<>&|~]")
+
+
+def _plain(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def _text(text: str) -> str:
+    """Text shown as is: every character Markdown could read as markup backslash-escaped."""
+    return _SPECIAL.sub(lambda m: "\\" + m.group(), _plain(text))
+
+
+def _code(text: str, in_table: bool = False) -> str:
+    """A code span holding ``text`` whatever it holds: fenced by more backticks than its
+    longest run, padded when it starts or ends with a backtick or a space; in a table a `|`
+    is escaped (GFM splits cells before it reads code spans)."""
+    body = _plain(text)
+    if in_table:
+        body = body.replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", body)), default=0) + 1)
+    if body[:1] in ("`", " ") or body[-1:] in ("`", " "):
+        body = f" {body} "
+    return f"{fence}{body}{fence}"
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -47,7 +77,7 @@ def _removed(reads: list[ShardRead]) -> list[list[str]]:
             for k, v in counts.items():
                 n[(where, k)] += v
                 sec[(where, k)] += seconds[k]
-    return [[k, where, str(n[(where, k)]), _h(sec[(where, k)])]
+    return [[_code(k, True), where, str(n[(where, k)]), _h(sec[(where, k)])]
             for where, k in sorted(n, key=lambda wk: (-sec[wk], wk))]
 
 
@@ -56,7 +86,18 @@ def _models(reads: list[ShardRead]) -> list[list[str]]:
     for r in reads:
         for stage, info in r.models.items():
             seen[(stage, info)] += 1
-    return [[stage, f"`{info}`", str(n)] for (stage, info), n in sorted(seen.items())]
+    return [[_text(stage), _code(info, True), str(n)] for (stage, info), n in sorted(seen.items())]
+
+
+def _refused(reads: list[ShardRead]) -> str:
+    """The lines (and skipped entries) refused, by reason: never counted in an hour."""
+    n: Counter[str] = Counter()
+    for r in reads:
+        n.update(r.refused)
+    if not n:
+        return ""
+    return (f"; lines refused: {sum(n.values())} ("
+            + ", ".join(f"{_text(k)}: {v}" for k, v in sorted(n.items())) + ")")
 
 
 def render(info: CardInfo) -> str:
@@ -75,7 +116,7 @@ def render(info: CardInfo) -> str:
     ids = [r.shard_id for r in ok]
     body = [
         "# onsei export", "",
-        f"Speech from `{info.source}`, restored and "
+        f"Speech from {_code(info.source)}, restored and "
         + ("tokenized (NeuCodec, 50 codes per second)" if info.tokens else
            "not tokenized (`--no-tokens`: each line names its FLAC in the enhanced tar)")
         + f"; exported {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(info.created_at))}.",
@@ -92,7 +133,7 @@ def render(info: CardInfo) -> str:
              "that share a line, so neither is ever on both sides."), "",
         "## Hours per language", "",
         *_table(["language", *(s for s in (TRAIN, VALIDATION))],
-                [[lang, *(_h(w.languages[s][lang]) for s in (TRAIN, VALIDATION))]
+                [[_text(lang), *(_h(w.languages[s][lang]) for s in (TRAIN, VALIDATION))]
                  for lang in languages]),
         "", "## Removed", "",
         f"Duplicates removed: {dups} segments, {_h(dup_s)} hours"
@@ -101,23 +142,25 @@ def render(info: CardInfo) -> str:
         *_table(["reason", "removed by", "segments", "hours"], _removed(ok)),
         "", "## Source", "",
         f"Shards exported: {len(ok)}" + (f" ({min(ids)}-{max(ids)})" if ids else "")
-        + f"; lines unreadable in the source: {sum(r.bad_lines for r in ok)}.",
+        + f"; lines unreadable in the source: {sum(r.bad_lines for r in ok)}"
+        + _refused(ok) + ".",
     ]
     if info.dedup is not None:
         not_covered = sum(1 for r in ok if not r.dedup_applied)
-        body += ["", (f"Dedup result `{info.dedup['duplicates_sha256'][:16]}`: "
+        body += ["", (f"Dedup result {_code(str(info.dedup['duplicates_sha256'])[:16])}: "
                       f"{info.dedup['clusters']} clusters over {len(info.dedup['shards'])} "
                       f"shards; {not_covered} exported shards not yet matched by it.")]
     if left_out:
-        body += ["", "Shards left out:", ""] + [f"- {r.shard_id}: {r.error}" for r in left_out]
+        body += ["", "Shards left out:", ""] + [f"- {r.shard_id}: {_text(r.error or '')}"
+                                                for r in left_out]
     if w.moved_to_train:
         body += ["", (f"{len(w.moved_to_train)} group(s) moved to train: they held a field no "
                       "train line had, and a loader infers the schema from train's first lines.")]
     body += ["", "## Settings and models", "",
-             "Filter policy applied at export: `" + json.dumps(info.policy, sort_keys=True) + "`",
+             "Filter policy applied at export: " + _code(json.dumps(info.policy, sort_keys=True)),
              "", *_table(["stage", "model (from the done records)", "shards"], _models(ok)), ""]
     policies = Counter(r.policy for r in ok if r.policy)
     if policies:
         body += ["Tokenize's filter policy (shards): "
-                 + "; ".join(f"`{p}` ({n})" for p, n in sorted(policies.items())), ""]
+                 + "; ".join(f"{_code(p)} ({n})" for p, n in sorted(policies.items())), ""]
     return "\n".join(header + body)

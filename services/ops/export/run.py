@@ -15,18 +15,20 @@ from common.settings import Settings
 from common.storage import open_store
 from services.dedup.result import SUMMARY_KEY, DedupResult
 from services.ops.export.card import CardInfo, render
-from services.ops.export.source import ShardRead, read_shard
-from services.ops.export.write import (
+from services.ops.export.publish import (
     CARD,
-    PART_BYTES,
-    Written,
     check_local_target,
+    check_store_target,
+    check_target_place,
     local_path,
+    new_marker,
     publish_local,
     publish_store,
-    staging_dir,
-    write_parts,
+    recover,
+    staging,
 )
+from services.ops.export.source import ShardRead, read_shard
+from services.ops.export.write import PART_BYTES, Written, write_parts
 from services.records import RecordError
 from services.stages import open_ledger
 from services.tokenize.filter import FilterPolicy
@@ -41,6 +43,7 @@ class ExportResult:
     to: str
     reads: list[ShardRead]
     written: Written
+    recovered: list[str]  # what a killed export had left beside --to, and what became of it
 
 
 def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
@@ -49,9 +52,13 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
     if not 0 <= validation_fraction < 1:
         raise ExportError(f"--validation-fraction {validation_fraction}: between 0 and 1 "
                           "(1 excluded: the train split cannot be empty)")
+    check_target_place(to, output_url)
     dest = local_path(to)
+    recovered = recover(dest) if dest is not None else []
     if dest is not None:
         check_local_target(dest)
+    else:
+        check_store_target(open_store(to, settings), to)
     store = open_store(output_url, settings)
     ledger = open_ledger(settings, store)
     stage = "tokenize" if tokens else "enhance"
@@ -66,31 +73,29 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
     except RecordError as e:
         raise ExportError(f"dedup result {store.child_url(SUMMARY_KEY)} unusable: {e}") from None
     policy = FilterPolicy.from_settings(settings)
-    built = staging_dir(to, settings.scratch_dir)
     work = Path(tempfile.mkdtemp(prefix="onsei-export-", dir=_mkdir(settings.scratch_dir)))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        with staging(dest, settings.scratch_dir, new_marker()) as built, \
+                ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             reads = list(pool.map(
                 lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
                                      tokens, work), shards))
-        built.mkdir(parents=True)
-        written = write_parts(reads, built, seed, validation_fraction, part_bytes)
-        described = policy.describe()
-        described.pop("dedup", None)
-        card = CardInfo(source=redact_text(output_url), tokens=tokens, seed=seed,
-                        validation_fraction=validation_fraction, policy=described,
-                        dedup=None if dedup is None else dedup.summary.to_dict(), reads=reads,
-                        written=written)
-        (built / CARD).write_text(render(card), encoding="utf-8")
-        if dest is not None:
-            publish_local(built, dest)
-        else:
-            publish_store(built, open_store(to, settings),
-                          [f for s in written.files.values() for f in s])
-        return ExportResult(to, reads, written)
+            written = write_parts(reads, built, seed, validation_fraction, part_bytes)
+            described = policy.describe()
+            described.pop("dedup", None)
+            card = CardInfo(source=redact_text(output_url), tokens=tokens, seed=seed,
+                            validation_fraction=validation_fraction, policy=described,
+                            dedup=None if dedup is None else dedup.summary.to_dict(),
+                            reads=reads, written=written)
+            (built / CARD).write_text(render(card), encoding="utf-8")
+            if dest is not None:
+                publish_local(built, dest)
+            else:
+                publish_store(built, open_store(to, settings),
+                              [f for s in written.files.values() for f in s])
+        return ExportResult(to, reads, written, recovered)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(built, ignore_errors=True)  # gone already when published locally
 
 
 def _mkdir(path: str) -> str:

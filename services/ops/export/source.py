@@ -24,7 +24,14 @@ from common.shards.members import iter_keys
 from common.storage import NotFound, Store
 from services.ops.export.line import ExportLine, leaf_paths
 from services.ops.export.split import file_node, speaker_node
-from services.records import AsrLine, RecordError, Sidecar, SkippedSegment, TokenLine
+from services.records import (
+    AsrLine,
+    RecordError,
+    Sidecar,
+    SkippedSegment,
+    TokenLine,
+    seconds_problem,
+)
 from services.stages import PIPELINE
 from services.tokenize.filter import FilterPolicy, reason_kind
 
@@ -43,6 +50,9 @@ class ShardRead:
     lines: int = 0
     seconds: float = 0.0
     bad_lines: int = 0
+    # lines that parsed and cannot be exported (a duration not a number of seconds, an id
+    # seen earlier in the shard), and skipped entries whose seconds cannot be counted
+    refused: Counter[str] = field(default_factory=Counter)
     removed: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (export)
     removed_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     before: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (tokenize)
@@ -85,6 +95,10 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
                 try:
                     e = SkippedSegment.from_dict(entry)
                 except RecordError:
+                    continue
+                why = seconds_problem(e.seconds)
+                if why is not None:
+                    read.refused[f"tokenize skipped entry: {why}"] += 1
                     continue
                 for kind in dict.fromkeys(reason_kind(r) for r in e.reasons):
                     read.before[kind] += 1
@@ -167,10 +181,18 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                            languages))
     first: dict[str, dict[str, int]] = defaultdict(dict)
     read.dedup_applied = policy.dedup is not None
+    ids: set[str] = set()
     try:
         with open(read.staged, "w", encoding="utf-8") as out:
             for line, source in rows:
                 seconds = float(line.duration_seconds)
+                why = seconds_problem(seconds, settings.max_member_seconds)
+                if why is None and line.id in ids:
+                    why = "id repeats in the shard"
+                if why is not None:
+                    read.refused[why] += 1
+                    continue
+                ids.add(line.id)
                 reasons = policy.reasons(line.quality, line.id)
                 if reasons:
                     read.remove(reasons, seconds)

@@ -1,34 +1,24 @@
-"""Staged lines -> ``train/part-NNNNN.jsonl`` and ``validation/part-NNNNN.jsonl``, then
-published whole.
+"""Staged lines -> ``train/part-NNNNN.jsonl`` and ``validation/part-NNNNN.jsonl``.
 
 A JSON loader that infers the schema from the first lines it reads (``datasets``' json
 builder reads the first block of the first train file) fails on a later line whose field was
 null or absent in all of those first lines. So the first train part starts with *witness*
 lines: few train lines that together hold a value at every path any line of the export has.
 They are real lines, moved (not copied) to the front; the rest keep shard order. A path only
-validation lines have moves one group to train (the card counts them).
-
-Publishing: a local ``--to`` is built in a sibling directory and renamed into place, so the
-path holds the previous export or the new one, never a part; on an object store, whose objects
-are each whole but not together, the card (README.md) is removed first and written last, so a
-prefix without its card is an export in progress (docs/operations.md, "Export").
+validation lines have moves one group to train (the card counts them). publish.py publishes
+the parts whole.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from common.storage import Store, split_url
 from services.ops.export.source import ShardRead
 from services.ops.export.split import TRAIN, VALIDATION, Groups, side
 
-CARD = "README.md"
 PART_BYTES = 256 * 1024 * 1024  # a part file is closed past this size
 
 
@@ -163,54 +153,3 @@ def _route(raw: str, parts: dict[str, Parts], written: Written, side_of, groups:
     written.lines[s] += 1
     written.seconds[s] += float(seconds)
     written.languages[s][language] += float(seconds)
-
-
-# --- publishing --------------------------------------------------------------------------------
-def local_path(to: str) -> Path | None:
-    """``--to`` as a local directory, or None for an object store URL."""
-    scheme, _, path = split_url(to)
-    return Path(path).resolve() if scheme == "file" else None
-
-
-def staging_dir(to: str, scratch: str) -> Path:
-    """Where the export is built: beside a local ``--to`` (one rename publishes it), else in
-    scratch."""
-    dest = local_path(to)
-    if dest is not None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        return dest.parent / f".{dest.name}.partial-{uuid.uuid4().hex[:8]}"
-    return Path(scratch) / f"export-{uuid.uuid4().hex[:8]}"
-
-
-def check_local_target(dest: Path) -> None:
-    """A local ``--to`` must be absent, empty, or an earlier export (it is replaced)."""
-    if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
-                                                and not (dest / CARD).is_file())):
-        raise ExportTargetError(f"--to {dest} exists and is not an export (no {CARD}): choose "
-                                "another directory")
-
-
-def publish_local(built: Path, dest: Path) -> None:
-    check_local_target(dest)
-    old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
-    if dest.exists():
-        os.rename(dest, old)
-    os.rename(built, dest)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def publish_store(built: Path, store: Store, files: list[str]) -> None:
-    """Card off first, the parts, stale parts of an earlier export removed, the card last."""
-    store.delete(CARD)
-    for name in files:
-        store.put_file(built / name, name)
-    keep = set(files)
-    for split in (TRAIN, VALIDATION):
-        for key in list(store.list(f"{split}/")):
-            if key not in keep:
-                store.delete(key)
-    store.put_file(built / CARD, CARD)
-
-
-class ExportTargetError(ValueError):
-    """``--to`` cannot receive an export."""

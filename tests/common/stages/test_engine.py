@@ -109,3 +109,22 @@ def test_model_calls_timed_by_the_stage_clock_land_in_the_done_record(make_setti
         rec = e.attempt(i).record
         assert 0.1 <= rec.model_seconds < 0.2, rec
         assert rec.process_seconds >= rec.model_seconds + 0.2
+
+
+def test_the_stage_is_handed_each_inputs_key(make_settings) -> None:
+    """Where an input lives in its store comes from the engine (the pipeline resolved another
+    stage's output), so a stage never looks the pipeline up itself."""
+    from tests.dummy.stages import DummyEnhance
+
+    seen: list[dict[str, str]] = []
+
+    class _Keys(DummyEnhance):
+        def process(self, shard_id, inputs, workdir):
+            seen.append(dict(self.input_keys))
+            return super().process(shard_id, inputs, workdir)
+
+    s = make_settings()
+    _shard(s, 3)
+    assert Engine(s, PIPELINE, DummyAsr).attempt(3).status == "done"
+    assert Engine(s, PIPELINE, _Keys).attempt(3).status == "done"
+    assert seen == [{"shard": s.shard_name(3), "asr": "asr/shard-000003.jsonl"}]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from common.storage import open_store
+from services.ops.export.publish import MARKER, new_marker
 from services.ops.export.run import ExportError, export
 from tests.dedupfiles import write_result
 from tests.services.ops.export.synth import default_run, lines_of, write_run
@@ -96,8 +97,8 @@ def test_filter_policy_and_card(make_settings, tmp_path: Path) -> None:
     got = lines_of(to)["train"]
     assert sorted(x["id"] for x in got) == ["000000_0000", "000000_0001", "000000_0002"]
     card = (to / "README.md").read_text()
-    assert "| dnsmos_ovrl<3.5 | export | 51 |" in card  # 54 less 3 unannotated
-    assert "| dnsmos_ovrl<2 | tokenize | 3 |" in card  # from the done records' skipped
+    assert "| `dnsmos_ovrl<3.5` | export | 51 |" in card  # 54 less 3 unannotated
+    assert "| `dnsmos_ovrl<2` | tokenize | 3 |" in card  # from the done records' skipped
     assert "Duplicates removed: 1 segments" in card
     assert "| en | 0.001 | 0.000 |" in card  # 3 unannotated English segments, 3.75 s
     assert '"version": "0.0.4"' in card and "neuphonic/neucodec" in card
@@ -146,7 +147,7 @@ def test_publish_is_whole_or_nothing(make_settings, tmp_path: Path, monkeypatch)
     other = tmp_path / "notes"
     other.mkdir()
     (other / "mine.txt").write_text("keep")
-    with pytest.raises(Exception, match="exists and is not an export"):
+    with pytest.raises(Exception, match="exists and was not written by onsei export"):
         export(s, s.output_url, str(other))
     assert [p.name for p in other.iterdir()] == ["mine.txt"]
 
@@ -168,10 +169,11 @@ def test_s3_root_and_s3_target(make_settings, s3_bucket: str, tmp_path: Path) ->
     write_result(store, {"001001_0002": "000001_0002"}, shards=[0, 1])
     to = f"s3://{s3_bucket}/sets/v1"
     target = open_store(to, s)
-    target.write_bytes("train/part-00007.jsonl", b"{}\n")  # an older, larger export's part
+    target.write_bytes(MARKER, new_marker().to_json().encode())  # an older, larger export
+    target.write_bytes("train/part-00007.jsonl", b"{}\n")
     res = export(s, root, to, validation_fraction=0.0)
     keys = sorted(target.list(""))
-    assert keys == ["README.md", "train/part-00000.jsonl"]
+    assert keys == [MARKER, "README.md", "train/part-00000.jsonl"]
     rows = [json.loads(x) for x in target.read_bytes("train/part-00000.jsonl").splitlines()]
     assert len(rows) == res.written.lines["train"] == 11
     assert "Duplicates removed: 1 segments" in target.read_bytes("README.md").decode()

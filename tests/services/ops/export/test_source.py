@@ -1,0 +1,89 @@
+"""Export reads every tokens line and sidecar through its typed record and refuses what cannot
+be a segment (a duration that is not a number of seconds, an id seen before in the shard),
+counting it: the card never shows ``nan`` hours."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from common.ledger.store import Ledger
+from common.shards.tar import ShardWriter
+from common.storage import open_store
+from services.ops.export.run import export
+from services.stages import PIPELINE
+from tests.services.ops.export.synth import default_run, lines_of, write_run
+
+BAD = [  # (id, duration_seconds as JSON) of shard 0's extra lines
+    ("000000_0100", "NaN"), ("000000_0101", "-5"), ("000000_0102", "Infinity"),
+    ("000000_0103", "1e308"), ("000000_0000", "2.0"),  # the shard's first line again
+]
+
+
+def _corrupt(store, s) -> None:
+    key = PIPELINE.output_key("tokenize", s, 0)
+    body = store.read_bytes(key).decode()
+    for seg_id, seconds in BAD:
+        line = {"id": seg_id, "text": "t", "codes": {"neu_tokens": [1]}, "duration_seconds": 0}
+        body += json.dumps(line).replace('"duration_seconds": 0', f'"duration_seconds": {seconds}')
+        body += "\n"
+    store.write_bytes(key, body.encode())
+    ledger = Ledger(store, s, PIPELINE)
+    rec = ledger.read_done("tokenize", 0)
+    assert rec is not None
+    stats = dict(rec.stats)
+    stats["skipped"] = [*stats["skipped"], {"key": "x_0000", "reasons": ["dnsmos_ovrl<2"],
+                                             "seconds": math.nan}]
+    ledger.mark_done("tokenize", 0, {"model": rec.model, "version": rec.version,
+                                     "model_info": rec.model_info, "stats": stats})
+
+
+def test_bad_durations_and_repeated_ids_refused(make_settings, tmp_path: Path) -> None:
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    run = default_run(files_per_shard=2, shards=2)
+    write_run(store, s, run)
+    _corrupt(store, s)
+    to = tmp_path / "set"
+    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    rows = lines_of(to)["train"]
+    ids = [x["id"] for x in rows]
+    assert sorted(ids) == sorted(seg.id for segs in run.shards.values() for seg in segs)
+    first = next(x for x in rows if x["id"] == "000000_0000")
+    assert first["duration_seconds"] == 1.0  # the first copy, not the repeat's 2.0
+    assert all(math.isfinite(x["duration_seconds"]) and x["duration_seconds"] >= 0
+               for x in rows)
+    assert dict(res.reads[0].refused) == {
+        "duration_seconds not finite": 2, "duration_seconds negative": 1,
+        "duration_seconds over max_member_seconds": 1, "id repeats in the shard": 1,
+        "tokenize skipped entry: duration_seconds not finite": 1}
+    assert math.isfinite(res.written.seconds["train"])
+    card = (to / "README.md").read_text()
+    assert "nan" not in card.lower() and "inf" not in card.split("## Source")[0].lower()
+    assert ("lines refused: 6 (duration\\_seconds negative: 1, duration\\_seconds not finite: "
+            "2, duration\\_seconds over max\\_member\\_seconds: 1, id repeats in the shard: 1, "
+            "tokenize skipped entry: duration\\_seconds not finite: 1)") in card
+    assert "| `dnsmos_ovrl<2` | tokenize | 2 |" in card  # the NaN entry not counted
+
+
+def test_bad_sidecar_durations_refused(make_settings, tmp_path: Path) -> None:
+    """--no-tokens: the sidecars go through the same checks."""
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    run = default_run(files_per_shard=1, shards=1)
+    write_run(store, s, run, tokens=False)
+    tar = tmp_path / "e.tar"
+    with ShardWriter(tar) as w:
+        for seg, seconds in zip(run.shards[0], ("1.0", "-5", "NaN"), strict=True):
+            meta = json.dumps({"text": "t", "language": "en", "source_key": seg.source,
+                               "duration_seconds": 0})
+            meta = meta.replace('"duration_seconds": 0', f'"duration_seconds": {seconds}')
+            w.write(seg.id, {"flac": b"fLaC-not-decoded", "json": meta.encode()})
+    store.put_file(tar, PIPELINE.output_key("enhance", s, 0))
+    to = tmp_path / "set"
+    res = export(s, s.output_url, str(to), tokens=False, validation_fraction=0.0)
+    assert [x["id"] for x in lines_of(to)["train"]] == ["000000_0000"]
+    assert dict(res.reads[0].refused) == {"duration_seconds negative": 1,
+                                          "duration_seconds not finite": 1}
+    assert "nan" not in (to / "README.md").read_text().lower()
