@@ -1,7 +1,8 @@
 """What a stage task's message must carry, checked before any work is done.
 
-``args``: exactly one shard id, a whole number >= 0 (JSON ``1.5``, ``true``, ``"1"``, ``null``
-and ``1e400`` are refused: ``int()`` would have turned three of them into shard 1).
+``args``: exactly one shard id, a whole number from 0 to :data:`MAX_SHARD_ID` (JSON ``1.5``,
+``true``, ``"1"``, ``null`` and ``1e400`` are refused: ``int()`` would have turned three of them
+into shard 1; ``10**30`` names no shard there can be).
 ``kwargs``: ``until`` (absent, null, or a stage at or after this one) and ``force`` (true or
 false); nothing else. A refused message gets one line saying why (:class:`InvalidMessage`);
 common/queue/worker.py records it under the ledger's failures and lets the message go.
@@ -15,6 +16,10 @@ from typing import Any
 from common.stages.spec import Pipeline
 
 _SHOWN = 80  # characters of a refused value quoted in the reason
+# The largest signed 64-bit integer: what Parquet/Arrow int64 columns, SQL BIGINT, Redis's
+# integers and JSON readers outside Python (Go, Java, Rust) hold, so every shard id a worker
+# accepts can be named in an index or table of shards.
+MAX_SHARD_ID = 2**63 - 1
 
 
 class InvalidMessage(ValueError):
@@ -45,6 +50,8 @@ def parse_args(pipeline: Pipeline, stage: str, args: Any, kwargs: Any) -> StageA
     # bool is an int in Python: JSON true must not become shard 1
     if type(shard_id) is not int or shard_id < 0:
         raise InvalidMessage(f"shard id {_show(shard_id)} is not a whole number >= 0")
+    if shard_id > MAX_SHARD_ID:
+        raise InvalidMessage(f"shard id {_show(shard_id)} is over {MAX_SHARD_ID} (2**63 - 1)")
     unknown = sorted(str(k) for k in kwargs if k not in ("until", "force"))
     if unknown:
         raise InvalidMessage(f"unexpected arguments {', '.join(unknown)[:_SHOWN]}")

@@ -5,12 +5,15 @@ Redis transport raise inside the worker's event loop: celery stopped with "Unrec
 and the entry, already popped off the list, was gone. Two guards, both in the worker's main
 process:
 
-- :func:`install` (the transport): the entry is parsed tolerantly and checked before kombu
-  builds a message of it; a bad one is refused here. It was never recorded as unacknowledged,
-  so nothing else holds it.
-- :class:`RefusingConsumer` (celery's consumer, ``worker_consumer``): a message without a task
-  name, for an unknown task, or whose body is not ``[args, kwargs, options]`` in JSON is
-  refused before it reaches a pool process (celery would drop it with a log line only).
+- :func:`install` (the transport): the entry is parsed within bounds and checked before kombu
+  builds a message of it (:mod:`common.queue.envelope`); a bad one is refused here. It was never
+  recorded as unacknowledged, so nothing else holds it. Whatever kombu still cannot take is
+  refused too, connection errors aside.
+- :class:`RefusingConsumer` (celery's consumer, ``worker_consumer``): a message whose headers
+  are not celery's task protocol 2, for an unknown task, or whose body is not
+  ``[args, kwargs, options]`` in JSON is refused before it reaches a pool process (celery would
+  drop it with a log line only, or end the worker), and so is any message celery's own handler
+  raises on.
 
 Refused means recorded, then let go: under the ledger's failures as ``_invalid-<digest>``
 (:func:`write_refused`), through the recorder the stage's task registered for its queue; if
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from celery.worker.consumer import Consumer
 
 from common.ledger.records import FailureRecord
+from common.queue.envelope import Unparsed, body_problem, bounded_loads, entry_problem
 from common.redact import redact_text
 
 if TYPE_CHECKING:
@@ -111,43 +115,8 @@ def refuse(queue: str | None, raw: str, reason: str, token: str | None = None) -
 
 
 # --- the transport ------------------------------------------------------------------------------
-class _Unparsed(dict[str, Any]):
-    """An entry that is not JSON: empty (kombu's own restore code unpacks what it loads and
-    fails as before on it), carrying the raw text to the delivery guard."""
-
-    def __init__(self, raw: str) -> None:
-        super().__init__()
-        self.raw = raw
-
-
-def entry_problem(message: Any) -> str | None:
-    """Why a list entry cannot be a message (None: it can)."""
-    from kombu.transport.virtual.base import Channel
-
-    if isinstance(message, _Unparsed):
-        return "the entry is not JSON"
-    if not isinstance(message, dict):
-        return f"the entry is a JSON {type(message).__name__}, not a message"
-    props = message.get("properties")
-    if not isinstance(props, dict) or "delivery_tag" not in props:
-        return "the entry has no properties with a delivery tag"
-    if not isinstance(message.get("headers") or {}, dict):
-        return "the entry's headers are not a mapping"
-    body, encoding = message.get("body"), props.get("body_encoding")
-    if body:
-        codec = Channel.codecs.get(encoding) if encoding else None
-        if encoding and codec is None:
-            return f"unknown body encoding {str(encoding)[:40]!r}"
-        if codec is not None:
-            try:
-                codec.decode(body)
-            except Exception as e:  # noqa: BLE001 - binascii.Error, TypeError, ...
-                return f"the body is not valid {encoding}: {type(e).__name__}: {e}"
-    return None
-
-
 def _raw_of(message: Any) -> str:
-    if isinstance(message, _Unparsed):
+    if isinstance(message, Unparsed):
         return message.raw
     try:
         return json.dumps(message)
@@ -167,16 +136,19 @@ def install() -> None:
     strict_loads = kredis.loads
 
     def tolerant_loads(text: Any) -> Any:
-        try:
-            return strict_loads(text)
-        except ValueError:
-            return _Unparsed(text if isinstance(text, str) else repr(text))
+        return bounded_loads(text, strict_loads)
 
     def guarded_deliver(self: Any, message: Any, queue: str) -> Any:
         problem = entry_problem(message)
         if problem is None:
-            return deliver(self, message, queue)
-        refuse(queue, _raw_of(message), problem)
+            try:
+                return deliver(self, message, queue)
+            except (*self.connection_errors, *self.channel_errors):
+                raise  # celery reconnects; the message stays in Redis
+            except Exception as e:  # anything else would end the worker
+                problem = f"kombu cannot take the entry: {type(e).__name__}: {e}"
+                log.exception("refusing an entry kombu cannot take")
+        refuse(queue, _raw_of(message), problem[:400])
         return None
 
     setattr(guarded_deliver, _PATCHED, True)
@@ -191,25 +163,6 @@ def _message_raw(message: Any) -> str:
         return _raw_of(raw)
     return _raw_of({"headers": getattr(message, "headers", None),
                     "body": repr(getattr(message, "body", None))})
-
-
-def body_problem(message: Any) -> str | None:
-    """Why a task message's body is not ``[args, kwargs, options]`` in JSON (None: it is).
-    Checked here, in the main process: a pool process decoding it would fail outside the task,
-    leaving no record."""
-    headers = message.headers if isinstance(message.headers, dict) else {}
-    if "task" not in headers:
-        return None  # protocol 1 or none: celery's own checks (on_unknown_message) follow
-    if message.content_type != "application/json":
-        return None  # celery refuses other content types itself (accept_content)
-    try:
-        body = json.loads(message.body)
-    except (TypeError, ValueError) as e:
-        return f"the body is not JSON: {e}"
-    if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list)
-            and isinstance(body[1], dict) and isinstance(body[2], (dict, type(None)))):
-        return "the body is not [args, kwargs, options]"
-    return None
 
 
 class RefusingConsumer(Consumer):
@@ -231,7 +184,16 @@ class RefusingConsumer(Consumer):
             problem = body_problem(message)
             if problem is not None:
                 return self._refuse(message, problem)
-            return handler(message)
+            try:
+                return handler(message)
+            except self.connection_errors:
+                raise  # celery reconnects; an unacknowledged message comes back
+            except Exception as e:  # anything else would end the worker
+                log.exception("celery cannot take a message")
+                if message.acknowledged:
+                    return None  # settled already (acknowledged or rejected): nothing to keep
+                return self._refuse(message, f"celery cannot take the message: "
+                                             f"{type(e).__name__}: {str(e)[:200]}")
 
         return on_task_received
 

@@ -167,10 +167,11 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
 
     # shared=False: the task belongs to this app only (not to every app made later in the process).
     # throws: expected outcomes (a refused message, a dead letter) end as FAILURE in Flower with
-    # their reason, logged in one line instead of a traceback.
+    # their reason, logged in one line instead of a traceback. self is positional-only: a
+    # message's keyword "self" is then refused by parse_args, not a TypeError leaving no record.
     @app.task(name=name, bind=True, acks_late=True, max_retries=None, shared=False,
               throws=(DeadLettered, InvalidMessage))
-    def process_shard(self: Task, *args: object, **kwargs: object) -> dict[str, Any]:
+    def process_shard(self: Task, /, *args: object, **kwargs: object) -> dict[str, Any]:
         settings, engine, tracker = runtime.settings, runtime.engine, runtime.tracker
         try:
             a = parse_args(pipeline, stage_name, args, kwargs)

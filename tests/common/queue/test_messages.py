@@ -11,7 +11,7 @@ from services.stages import PIPELINE
 @pytest.mark.parametrize("args,kwargs,expected", [
     ([0], {}, StageArgs(0, None, False)),
     ([7], {"until": "tokenize", "force": True}, StageArgs(7, "tokenize", True)),
-    ([10**30], {"until": None}, StageArgs(10**30, None, False)),
+    ([2**63 - 1], {"until": None}, StageArgs(2**63 - 1, None, False)),
     ((3,), {"until": "enhance"}, StageArgs(3, "enhance", False)),
 ])
 def test_accepted(args, kwargs, expected) -> None:
@@ -26,6 +26,8 @@ def test_accepted(args, kwargs, expected) -> None:
     ([None], {}, "shard id None"),
     (["1"], {}, "shard id '1'"),
     ([-1], {}, "shard id -1"),
+    ([10**30], {}, f"shard id {10**30} is over {2**63 - 1}"),
+    ([2**63], {}, "is over"),
     ([], {}, "expected one shard id, got 0"),
     ([1, 2], {}, "got 2 arguments"),
     ("1", {}, "are not a list"),
