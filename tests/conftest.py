@@ -220,3 +220,12 @@ def make_settings(tmp_path: Path):
 # Private redis-server per test module (tests/harness.py): e2e workers of other runs cannot
 # consume its queues.
 from tests.harness import private_redis_server, private_redis_url  # noqa: F401
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``needs(...)`` marks (tests/system_packages.py): a missing system package fails the test
+    in CI, and skips it elsewhere."""
+    from tests.system_packages import require
+
+    for mark in item.iter_markers("needs"):
+        require(*mark.args)

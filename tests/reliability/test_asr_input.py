@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from bench.speechgen import have_espeak, make_shard, wav_bytes
+from bench.speechgen import make_shard, wav_bytes
 from common.stages.engine import Engine
 from services.enhance.segments import AsrInputError, read_plan
 from services.enhance.stage import EnhanceStage
 from services.enhance.verify import SegmentMismatch
 from services.stages import PIPELINE, open_ledger
 from tests.services.enhance.helpers import asr_line, speech
+from tests.system_packages import ESPEAK, needs
 
 SECONDS = 3.7
 
@@ -85,7 +86,7 @@ def raw_shard(tmp_path):
     return raw
 
 
-@pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+@needs(ESPEAK)
 @pytest.mark.parametrize("case", ["key-twice", "negative-start", "huge-times", "negative-idx"])
 def test_the_shard_fails_with_the_reason_and_nothing_is_published(case, raw_shard, tmp_path,
                                                                   make_settings):
@@ -111,7 +112,7 @@ def _float_wav(x: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+@needs(ESPEAK)
 @pytest.mark.parametrize("bad", [np.nan, np.inf], ids=["nan", "inf"])
 def test_non_finite_samples_fail_the_shard_naming_the_member(bad, tmp_path, make_settings):
     """asr records such a member as ``error:non_finite_samples``; forced into enhance by an asr

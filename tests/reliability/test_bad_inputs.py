@@ -28,9 +28,9 @@ from tests.reliability.catalogue import (
     write_catalogue_shard,
     write_sparse_huge_member_shard,
 )
+from tests.system_packages import ESPEAK, needs
 
-pytestmark = pytest.mark.skipif(not __import__("shutil").which("espeak-ng"),
-                                reason="espeak-ng needed for test speech")
+pytestmark = needs(ESPEAK)
 LIMITS = {"max_member_seconds": 3600.0}  # the 3 h file must hit the limit (default is 4 h)
 ODD_AUDIO = {"rate8k", "ch6", "rate96k", "bits8", "trunc", "badjson", "hugejson"}
 NON_SPEECH = {"silence", "noise", "music"}

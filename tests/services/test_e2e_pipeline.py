@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from bench.speechgen import have_espeak, make_shard, synth, wav_bytes
+from bench.speechgen import make_shard, synth, wav_bytes
 from tests.conftest import built_once
 from tests.harness import (
     enqueue,
@@ -25,8 +25,9 @@ from tests.harness import (
     wait_done,
     worker_logs,
 )
+from tests.system_packages import ESPEAK, needs
 
-pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+pytestmark = needs(ESPEAK)
 N = 3
 # (language, text, espeak speed): Whisper base keeps this Japanese slowed to 130 wpm with
 # confidence (avg logprob -0.78); "きょう は とても いい てんき です ね" at 160 fell below -1.0

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from bench.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
-from bench.speechgen import concat, have_espeak, make_shard, silence, synth, wav_bytes
+from bench.speechgen import concat, make_shard, silence, synth, wav_bytes
 from services.stages import PIPELINE
+from tests.system_packages import ESPEAK, require
 
 SR = 16000
 MODEL = os.environ.get("ONSEI_TEST_ASR_MODEL", "bundled:whisper-base")
@@ -78,8 +79,7 @@ class Corpus:
 
 @pytest.fixture(scope="session")
 def corpus() -> Corpus:
-    if not have_espeak():
-        pytest.skip("espeak-ng is not installed")
+    require(ESPEAK)
     en = concat([synth(s) for s in EN_TEST], pause=0.6)
     ja = concat([synth(s, voice="ja", speed=130) for s in JA_SENTENCES[:3]], pause=0.6)
     es = concat([synth(s, voice="es") for s in ES_SENTENCES[:2]], pause=0.6)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from bench.longform import make_longform
-from bench.speechgen import have_espeak, make_shard
+from bench.speechgen import make_shard
 from services.asr import clips as clips_mod
 from tests.services.asr.conftest import SR
+from tests.system_packages import ESPEAK, needs
 
 pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")]
+              needs(ESPEAK)]
 
 
 @pytest.fixture

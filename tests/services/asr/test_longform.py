@@ -20,8 +20,8 @@ from bench.longform import (
     real_english,
     real_longform,
 )
-from bench.speechgen import have_espeak
 from services.asr.coverage import floor_rate, min_units, units
+from tests.system_packages import ESPEAK, POCKETSPHINX, missing, require
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -57,8 +57,7 @@ def _compare(stage, form: LongForm) -> Compared:
 # exercises (re-decoding short or looping clips) is tested directly in test_policy.py.
 @pytest.fixture(scope="session", params=["en", pytest.param("ja", marks=pytest.mark.slow)])
 def compared(request, asr_stage) -> Compared:
-    if not have_espeak():
-        pytest.skip("espeak-ng is not installed")
+    require(ESPEAK)
     return _compare(asr_stage, make_longform(request.param))
 
 
@@ -117,7 +116,7 @@ def test_segments_are_tts_sized_and_ordered(compared: Compared) -> None:
 def test_real_recorded_speech_no_worse_than_the_peer(asr_stage) -> None:
     clips = real_english()
     if not clips:
-        pytest.skip("pocketsphinx-testdata is not installed")
+        missing(POCKETSPHINX)
     c = _compare(asr_stage, real_longform(clips))
     assert c.line["language"] == "en"
     assert c.ours <= c.peer + 0.01

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import concat, have_espeak, make_shard, synth, wav_bytes
+from bench.speechgen import concat, make_shard, synth, wav_bytes
 from tests.harness import stop_process
 from tests.services.asr.conftest import MODEL, _model_cache
+from tests.system_packages import ESPEAK, needs
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")]
+              needs(ESPEAK)]
 
 
 def _env(tmp: Path, broker: str) -> dict[str, str]:

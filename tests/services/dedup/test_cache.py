@@ -11,15 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.speechgen import have_espeak
 from common.storage import open_store
 from services.dedup.result import DedupResult
 from services.dedup.run import PARTS, Deduper, DedupPartError
 from services.ops.cli import cli
 from tests.services.dedup import helpers as h
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and h.clips()),
-                                reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 EXPECTED = {"a_0000": "h_0000", "d_0000": "h_0000", "e_0000": "b_0000"}
 

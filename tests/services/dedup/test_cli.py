@@ -7,16 +7,14 @@ import json
 import subprocess
 import sys
 
-import pytest
 from click.testing import CliRunner
 
-from bench.speechgen import have_espeak
 from services.dedup.result import SUMMARY_KEY
 from services.ops.cli import cli
 from tests.services.dedup import helpers as h
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and h.clips()),
-                                reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 
 def test_cli_runs_and_reports(tmp_path, monkeypatch) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.speechgen import have_espeak
 from common.stages.engine import Engine
 from services.dedup.fingerprint import FRAMES_PER_SECOND
 from services.dedup.signature import fingerprints, read_signatures
@@ -18,8 +17,9 @@ from services.dedup.text import BANDS
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
 from tests.services.enhance.helpers import build_inputs
+from tests.system_packages import ESPEAK, needs
 
-pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+pytestmark = needs(ESPEAK)
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,13 @@ same bits, within one in 10,000."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from bench.dedup_corpus import SR, TRANSFORMS
-from bench.speechgen import have_espeak
 from services.dedup import fingerprint as fp
 from tests.services.dedup.helpers import clips
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and clips()),
-                                reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 
 def test_band_energies_are_the_band_matrix_product() -> None:

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from bench.dedup_corpus import SR, TRANSFORMS, other_speakers
-from bench.speechgen import have_espeak
 from services.dedup.fingerprint import power_spectrogram
 from services.dedup.landmarks import (
     FAMILY,
@@ -22,9 +21,9 @@ from services.dedup.landmarks import (
 )
 from services.dedup.text import FAMILY as TEXT_FAMILY
 from tests.services.dedup.helpers import clips
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and clips()),
-                                reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 # what a transcript cannot be relied on for: the audio keys must carry these on their own
 DEGRADED = ("mp3_64k", "telephone_8k", "gain_-12dB", "noise_20dB", "phone+mp3+noise")

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.speechgen import have_espeak
 from common.storage import open_store
 from services.dedup.result import DUPLICATES_KEY, SUMMARY_KEY, DedupResult
 from services.dedup.run import PARTS, Deduper, NothingToDedup
 from services.dedup.signature import signature_key
 from tests.services.dedup import helpers as h
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and h.clips()),
-                                 reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,15 @@ import numpy as np
 import pytest
 
 from bench.dedup_corpus import SR, TRANSFORMS, other_speakers, trimmed_text
-from bench.speechgen import have_espeak
 from services.dedup.fingerprint import compare, fingerprint
 from services.dedup.settings import DedupSettings
 from services.dedup.signature import SignatureError, SignatureWriter, read_signatures
 from services.dedup.text import minhash, normalise, text_keys
 from services.dedup.verify import Rule
 from tests.services.dedup.helpers import clips
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and clips()),
-                                reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 
 @pytest.fixture(scope="module")

@@ -7,16 +7,15 @@ import numpy as np
 import pytest
 
 from bench.dedup_corpus import SR, TRANSFORMS
-from bench.speechgen import have_espeak
 from services.dedup import verify
 from services.dedup.fingerprint import compare, fingerprint
 from services.dedup.index import ROW_BITS
 from services.dedup.settings import DedupSettings
 from services.dedup.verify import Rule, confirm, confirm_pool
 from tests.services.dedup.helpers import clips
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
-pytestmark = pytest.mark.skipif(not (have_espeak() and clips()),
-                                reason="espeak-ng or pocketsphinx-testdata missing")
+pytestmark = needs(ESPEAK, POCKETSPHINX)
 
 
 @pytest.fixture(scope="module")

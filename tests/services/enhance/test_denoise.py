@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.speechgen import have_espeak, noisy_speech, si_snr
+from bench.speechgen import noisy_speech, si_snr
 from services.enhance.chunking import ChunkGeometry, pad_segment
 from services.enhance.denoise import RNNoiseBackend, rnnoise_denoise
 from services.enhance.flow import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec
+from tests.system_packages import ESPEAK, needs
 
-pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+pytestmark = needs(ESPEAK)
 
 
 @pytest.mark.parametrize("snr_in", [0.0, 10.0])

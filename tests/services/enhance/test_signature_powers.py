@@ -8,17 +8,16 @@ import numpy as np
 import pytest
 
 from bench.dedup_corpus import SR, TRANSFORMS
-from bench.speechgen import have_espeak
 from services.dedup import fingerprint as fp
 from services.dedup.landmarks import PHASE_STARTS, audio_keys_of, landmark_set
 from services.dedup.spectrum import numpy_powers
 from services.enhance.signature_powers import DevicePowers
 from tests.services.dedup.helpers import clips
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
 torch = pytest.importorskip("torch")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-needs_speech = pytest.mark.skipif(not (have_espeak() and clips()),
-                                  reason="espeak-ng or pocketsphinx-testdata missing")
+needs_speech = needs(ESPEAK, POCKETSPHINX)
 
 
 def _speech() -> list[np.ndarray]:

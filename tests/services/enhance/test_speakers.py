@@ -14,6 +14,7 @@ from services.enhance.speakers import (
     cluster,
     speaker_label,
 )
+from tests.system_packages import POCKETSPHINX, missing
 
 
 def _voices(n: int, per: int, spread: float, seed: int = 0) -> tuple[list, list[int]]:
@@ -90,7 +91,7 @@ def test_held_segments_spill_to_disk_and_come_back_whole() -> None:
 def readers():
     v = sphinx_lines()
     if not v:
-        pytest.skip("pocketsphinx-testdata is not installed")
+        missing(POCKETSPHINX)
     return v
 
 

@@ -14,14 +14,15 @@ import soundfile as sf
 
 import services.enhance.segments as segments_mod
 from bench.factories.sidon import build_small_sidon
-from bench.speechgen import have_espeak, make_shard, wav_bytes
+from bench.speechgen import make_shard, wav_bytes
 from common.shards.audio import resample
 from common.stages.engine import Engine
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
 from tests.services.enhance.helpers import asr_line, build_inputs, speech
+from tests.system_packages import ESPEAK, needs
 
-pytestmark = pytest.mark.skipif(not have_espeak(), reason="espeak-ng not installed")
+pytestmark = needs(ESPEAK)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import have_espeak, synth
+from bench.speechgen import synth
+from tests.system_packages import ESPEAK, require
 
 SR = 16000
 
@@ -14,8 +15,7 @@ SR = 16000
 @pytest.fixture(scope="session")
 def speech() -> list[np.ndarray]:
     """Four English sentences (espeak, 16 kHz), peak 0.5."""
-    if not have_espeak():
-        pytest.skip("espeak-ng is not installed")
+    require(ESPEAK)
     out = []
     for s in EN_SENTENCES[3:7]:
         x = synth(s)

@@ -9,6 +9,7 @@ import pytest
 from bench.known_speakers import sphinx_lines
 from services.enhance.quality.mel import MelSpec
 from services.enhance.quality.speaker import SpeakerEncoder, consistency, partial_slices
+from tests.system_packages import POCKETSPHINX, missing
 
 THRESHOLD = 0.84  # the default ONSEI_QUALITY_SPEAKER_THRESHOLD
 
@@ -46,7 +47,7 @@ def test_consistency_needs_two_partials_a_side() -> None:
 def voices():
     v = sphinx_lines()
     if not v:
-        pytest.skip("pocketsphinx-testdata is not installed")
+        missing(POCKETSPHINX)
     return v
 
 

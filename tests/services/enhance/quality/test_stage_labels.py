@@ -15,6 +15,7 @@ from bench.speechgen import add_noise, make_shard, wav_bytes
 from common.stages.engine import Engine
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
+from tests.system_packages import POCKETSPHINX, missing
 
 SR = 16000
 
@@ -28,7 +29,7 @@ def _stat(rec, name: str):
 def voices():
     v = sphinx_lines()
     if not v:
-        pytest.skip("pocketsphinx-testdata is not installed")
+        missing(POCKETSPHINX)
     return v, sphinx_texts()
 
 

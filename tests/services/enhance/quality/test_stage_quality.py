@@ -15,13 +15,14 @@ from common.stages.engine import Engine
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
 from tests.services.enhance.helpers import asr_line
+from tests.system_packages import POCKETSPHINX, missing
 
 
 @pytest.fixture(scope="module")
 def voices():
     v = sphinx_lines()
     if not v:
-        pytest.skip("pocketsphinx-testdata is not installed")
+        missing(POCKETSPHINX)
     return v, sphinx_texts()
 
 
