@@ -24,9 +24,14 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
     """Hours in / kept / out, languages, segment lengths, drop reasons, speed, cost, failures."""
     from services.ops.enqueue import parse_range
     from services.ops.report.collect import collect, to_json
+    from services.ops.report.target import ReportTargetError, check_html_target, write_html
 
     settings = PipelineSettings()
     url = output_url or settings.output_url
+    try:  # before the run is read: a refused path costs nothing
+        target = None if html_path is None else check_html_target(html_path, url)
+    except ReportTargetError as e:
+        raise click.ClickException(str(e)) from None
     data = collect(url, settings, total_shards=len(parse_range(range_)) if range_ else None)
     summary = to_json(data)
     if as_json:
@@ -46,9 +51,8 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
 
         for line in text_lines(data.dedup):
             click.echo(line)
-    if html_path is not None:
+    if target is not None:
         from services.ops.report.render import render_html
 
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        html_path.write_text(render_html(data), encoding="utf-8")
+        write_html(target, render_html(data))
         click.echo(f"wrote {html_path}", err=as_json)

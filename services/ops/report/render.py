@@ -14,6 +14,7 @@ from typing import Any
 from services.ops.report.charts import barh, chart, duration_unit, tidy_ticks
 from services.ops.report.collect import ReportData
 from services.ops.report.quality import charts as quality_charts
+from services.ops.report.target import GENERATOR
 from services.ops.report.trainers import charts as trainer_charts
 
 _CSS = """
@@ -176,7 +177,7 @@ def render_html(data: ReportData) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data.generated_at))
     kept_pct = 100 * data.seconds_kept / data.seconds_asr_in if data.seconds_asr_in else 0.0
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>onsei run report</title>
+<html lang="en"><head><meta charset="utf-8">{GENERATOR}<title>onsei run report</title>
 <style>{_CSS}</style></head><body>
 <h1>onsei run report</h1>
 <p class="meta">{escape(data.output_url)} &middot; tokenizer {escape(data.tokenizer)}
