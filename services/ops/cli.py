@@ -4,6 +4,7 @@ so ``onsei config`` never imports a model stack."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 
 import click
@@ -23,6 +24,9 @@ SUBCOMMANDS: dict[str, str] = {
     "flower": "services.ops.flower:flower",
     "bench": "bench.__main__:bench",
 }
+# commands whose package the installed onsei does not hold: how to get them
+OUTSIDE = {"bench": "the benchmarks are in the source checkout, not the installed package: "
+                    "run `python -m bench` there"}
 
 
 class LazyGroup(click.Group):
@@ -34,7 +38,26 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(SUBCOMMANDS)
+        """The commands this installation can run (``bench`` only beside the checkout)."""
+        return sorted(n for n in SUBCOMMANDS if n not in OUTSIDE or _importable(n))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``: a command that cannot load is listed as such, the
+        others still shown (each command's module is imported for its help line)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
+        rows = []
+        for name in names:
+            try:
+                cmd = self.get_command(ctx, name)
+            except (click.ClickException, ImportError) as e:
+                rows.append((name, f"(cannot load: {getattr(e, 'message', e)})"))
+                continue
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = SUBCOMMANDS.get(name)
@@ -45,8 +68,17 @@ class LazyGroup(click.Group):
             return getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as e:
             if e.name and (e.name == module or module.startswith(e.name + ".")):
-                raise click.ClickException(f"`onsei {name}` is not available yet ({module})") from e
+                why = OUTSIDE.get(name, f"{module} is not installed")
+                raise click.ClickException(f"`onsei {name}` is not available: {why}") from e
             raise
+
+
+def _importable(name: str) -> bool:
+    top = SUBCOMMANDS[name].partition(".")[0]
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @click.group(cls=LazyGroup)
