@@ -22,8 +22,8 @@ def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 def _bench_importable(cwd: Path, **env: str) -> bool:
-    res = _run([sys.executable, "-c", "import importlib.util as u; "
-                "print(u.find_spec('bench') is not None)"], cwd, **env)
+    code = "import importlib.util as u; print(u.find_spec('bench') is not None)"
+    res = _run([sys.executable, "-c", code], cwd, **env)
     return res.stdout.strip() == "True"
 
 
