@@ -81,8 +81,7 @@ class Pipeline:
         return name in self.names
 
     def spec(self, name: str) -> StageSpec:
-        if name not in self.names:
-            raise ValueError(f"unknown stage {name!r} (known: {', '.join(self.names)})")
+        self._index(name)
         if name not in self._by_name:
             assert self._load is not None
             spec = self._load(name)
@@ -104,7 +103,7 @@ class Pipeline:
         """The sections of ``name`` and of the stages before it (whose outputs it may read:
         their keys come from their specs), joined: a worker of ``name`` reads these."""
         if name not in self._settings:
-            chain = self.names[:self.names.index(self.spec(name).name) + 1]
+            chain = self.names[:self._index(name) + 1]
             self._settings[name] = _joined(tuple(self.spec(n).settings for n in chain),
                                            self.names)
         return self._settings[name]
@@ -113,20 +112,23 @@ class Pipeline:
     def last(self) -> str:
         return self.names[-1]
 
+    def _index(self, name: str) -> int:
+        """Where ``name`` stands: by name only, so handing a shard on loads no other spec."""
+        if name not in self.names:
+            raise ValueError(f"unknown stage {name!r} (known: {', '.join(self.names)})")
+        return self.names.index(name)
+
     def previous(self, name: str) -> str | None:
-        i = self.names.index(self.spec(name).name)
+        i = self._index(name)
         return self.names[i - 1] if i > 0 else None
 
     def next(self, name: str, until: str | None = None) -> str | None:
         """The stage after ``name``, or None past ``until`` (default: the last stage)."""
-        i = self.names.index(self.spec(name).name)
-        end = self.names.index(self.spec(until or self.last).name)
+        i, end = self._index(name), self._index(until or self.last)
         return self.names[i + 1] if i < end else None
 
     def chain(self, first: str, until: str | None = None) -> list[str]:
-        a = self.names.index(self.spec(first).name)
-        b = self.names.index(self.spec(until or self.last).name)
-        return list(self.names[a:b + 1])
+        return list(self.names[self._index(first):self._index(until or self.last) + 1])
 
     def output_key(self, name: str, settings: Settings, shard_id: int) -> str:
         spec = self.spec(name)

@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 STAGES = ("asr", "enhance", "tokenize")
 
 
-def _loaded(module: str) -> list[str]:
-    """The modules a fresh interpreter holds after importing ``module``."""
-    code = f"import sys, {module}; print(sorted(sys.modules))"
+def _loaded(module: str, then: str = "") -> list[str]:
+    """The modules a fresh interpreter holds after importing ``module`` (and running ``then``)."""
+    code = f"import sys, {module}; {then}; print(sorted(sys.modules))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          timeout=120, check=False)
     assert res.returncode == 0, res.stderr
@@ -44,7 +44,11 @@ def test_a_worker_loads_no_later_stage(stage: str) -> None:
     (their output keys are its inputs), never a later stage's: the pipeline's order comes from
     services/pipeline.py, which imports a spec only when asked for it."""
     later = STAGES[STAGES.index(stage) + 1:]
-    loaded = _loaded(f"services.{stage}.tasks")
+    # what its task does after a shard: check ``until``, pick the next stage's queue
+    hand_on = ("from services.pipeline import PIPELINE as p; "
+               f"assert p.next({stage!r}, p.last) == {later[0]!r}; p.chain({stage!r}); "
+               f"p.settings_upto({stage!r})(until=p.last)")
+    loaded = _loaded(f"services.{stage}.tasks", hand_on)
     assert f"services.{stage}.settings" in loaded and f"services.{stage}.spec" in loaded
     assert [m for m in loaded if m.startswith(tuple(f"services.{s}." for s in later))] == []
     assert "services.stages" not in loaded
