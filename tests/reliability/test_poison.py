@@ -3,7 +3,8 @@ list entries that are no message, messages celery cannot decode, and task messag
 arguments, then one good message. Before the fix the first bad entry ended the worker
 ("Unrecoverable error") and was lost; shard id ``1.5`` or ``true`` ran shard 1, ``force: "no"``
 counted as true, ``until: "bogus"`` transcribed the shard and left a stale running entry, and
-``1e400``, ``null`` or missing arguments left only a log line.
+``1e400``, ``null`` or missing arguments left only a log line; shard ``10**30`` was tried three
+times and dead-lettered.
 
 Now every one is refused with a record under ``_ledger/_failed/asr/_invalid-*`` saying why, its
 task (where there is one) ends as FAILURE in the task events (what Flower shows), nothing runs
@@ -66,6 +67,8 @@ def _poison(tmpl: _Template) -> dict[str, tuple[str, str]]:
         "shard true": (_entry(tmpl, _body("[true]", GOOD_KW)), "shard id True"),
         "shard 1e400": (_entry(tmpl, _body("[1e400]", GOOD_KW)), "shard id inf"),
         "shard null": (_entry(tmpl, _body("[null]", GOOD_KW)), "shard id None"),
+        "shard 10**30": (_entry(tmpl, _body(f"[{10**30}]", GOOD_KW)),
+                         f"is over {2**63 - 1}"),
         "no args": (_entry(tmpl, _body("[]", GOOD_KW)), "expected one shard id"),
         "until bogus": (_entry(tmpl, _body("[1]", {"until": "bogus", "force": False})),
                         "until 'bogus' is not a stage"),
@@ -111,5 +114,34 @@ def test_poison_messages_are_refused_recorded_and_the_worker_goes_on(tmp_path, s
         assert "Unrecoverable error" not in log, log[-6000:]
         assert wait_until(lambda: r.llen("asr") == 0 and r.hlen("unacked") == 0, 10)  # no loop
         assert r.hlen("onsei:running:asr") == 0  # no stale running entry
+    finally:
+        rig.close()
+
+
+def test_deeply_nested_messages_are_refused_and_the_worker_goes_on(tmp_path, s3_endpoint):
+    """A list entry of 200,000 nested ``[`` ended the worker (RecursionError parsing it); a
+    real envelope whose body nests 100,000 deep ended it too, after kombu had recorded it as
+    unacknowledged, so it came back and ended every restarted worker (a crash loop). Now both
+    are refused with a record saying why, and the worker goes on to do shard 0."""
+    rig = Rig.create(tmp_path / "rig", s3_endpoint, pipeline="dummy", shards=1)
+    try:
+        app = make_app("poison-deep-test", settings_from(rig.direct_env))
+        with app.connection_for_write() as conn:
+            tmpl = _Template(app, conn.default_channel, "asr", GOOD_KW)
+        r = rig.redis.client()
+        (worker,) = rig.start_workers(1, queues="asr")
+        r.lpush("asr", "[" * 200_000, _entry(tmpl, body=b"[" * 100_000), tmpl.render(0))
+        led = rig._ledger()
+        assert wait_until(lambda: led.is_done("asr", 0), 90, workers=[worker]), \
+            rig.logs()[-6000:]
+        invalid = lambda: [f for f in failure_docs(led, "asr") if f["shard_id"] is None]
+        assert wait_until(lambda: len(invalid()) >= 2, 30, workers=[worker]), rig.logs()[-6000:]
+        reasons = sorted(x["reason"] for x in invalid())
+        assert len(reasons) == 2 and all("nested deeper than the parser can go" in x
+                                         for x in reasons), reasons
+        assert any("body is not JSON" in x for x in reasons), reasons
+        assert worker.alive and "Unrecoverable error" not in worker.log_text(), \
+            worker.log_text()[-6000:]
+        assert wait_until(lambda: r.llen("asr") == 0 and r.hlen("unacked") == 0, 10)  # no loop
     finally:
         rig.close()
