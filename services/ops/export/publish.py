@@ -131,6 +131,19 @@ def _lock(path: Path) -> int | None:
     return fd
 
 
+def _remove(directory: Path) -> None:
+    """Everything but the marker first, then the marker: a removal cut short still carries it,
+    so the next export's recovery finds it."""
+    for child in directory.iterdir():
+        if child.name == MARKER:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 def _siblings(dest: Path, kind: str) -> list[Path]:
     pattern = re.compile(rf"\.{re.escape(dest.name)}\.{kind}-[0-9a-f]{{8,32}}")
     try:
@@ -157,7 +170,7 @@ def recover(dest: Path) -> list[str]:
             done.append(f"restored {dest} from {olds[-1][1].name}")
         for p, _, _ in held:
             if p.exists():
-                shutil.rmtree(p, ignore_errors=True)
+                _remove(p)
                 done.append(f"removed {p.name}")
     finally:
         for _, _, fd in held:
@@ -180,9 +193,10 @@ def staging(dest: Path | None, scratch: str, marker: ExportMarker) -> Iterator[P
         (built / MARKER).write_text(marker.to_json(), encoding="utf-8")
         yield built
     finally:
+        if built.exists():  # gone already when published
+            _remove(built)
         if fd is not None:
             os.close(fd)
-        shutil.rmtree(built, ignore_errors=True)
 
 
 def publish_local(built: Path, dest: Path) -> None:
@@ -203,7 +217,7 @@ def publish_local(built: Path, dest: Path) -> None:
         old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:16]}"
         os.rename(dest, old)
         os.rename(built, dest)
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
     finally:
         os.close(fd)
 
