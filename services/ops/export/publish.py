@@ -33,6 +33,7 @@ from pathlib import Path
 
 from common.ledger.store import LEDGER
 from common.record import Record, RecordError
+from common.redact import redact_text
 from common.storage import Store, split_url
 from services.ops.export.split import TRAIN, VALIDATION
 
@@ -90,12 +91,12 @@ def check_target_place(to: str, output_url: str, cwd: Path | None = None) -> Non
     if here[:len(dest)] == dest:
         why = "is the current directory or one above it"
     elif out[:len(dest)] == dest:
-        why = f"is the output root {output_url} or one above it"
+        why = f"is the output root {redact_text(output_url)} or one above it"
     elif dest[:len(out) + 1] == (*out, LEDGER):
         why = f"is under the output root's {LEDGER}/"
     if why is not None:
-        raise ExportTargetError(f"--to {to} {why}: an export replaces its --to whole; choose a "
-                                "directory of its own")
+        raise ExportTargetError(f"--to {redact_text(to)} {why}: an export replaces its --to "
+                                "whole; choose a directory of its own")
 
 
 def check_local_target(dest: Path) -> None:
@@ -113,8 +114,8 @@ def check_store_target(store: Store, to: str) -> None:
     """An ``s3://`` ``--to`` must be empty or hold an earlier export's marker."""
     if store.exists(MARKER) or next(iter(store.list("")), None) is None:
         return
-    raise ExportTargetError(f"--to {to} holds objects and no {MARKER} (not written by onsei "
-                            "export): choose another prefix")
+    raise ExportTargetError(f"--to {redact_text(to)} holds objects and no {MARKER} (not "
+                            "written by onsei export): choose another prefix")
 
 
 # --- local: stage, swap, recover ---------------------------------------------------------------
