@@ -21,6 +21,7 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
            validation_fraction: float, seed: int) -> None:
     """Filtered, deduplicated JSONL (train/, validation/) and a dataset card (README.md)."""
     from services.ops.enqueue import parse_range
+    from services.ops.export.publish import ExportTargetError
     from services.ops.export.run import ExportError
     from services.ops.export.run import export as run_export
     from services.stages import PipelineSettings
@@ -31,9 +32,11 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
         res = run_export(settings, output_url or settings.output_url, to, ids,
                          tokens=not no_tokens, validation_fraction=validation_fraction,
                          seed=seed)
-    except ExportError as e:
+    except (ExportError, ExportTargetError) as e:
         raise click.ClickException(str(e)) from None
     w = res.written
+    for line in res.recovered:
+        click.echo(f"left by a killed export: {line}", err=True)
     for r in res.reads:
         if r.error is not None:
             click.echo(f"shard {r.shard_id} left out: {r.error}", err=True)
