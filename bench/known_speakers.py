@@ -68,21 +68,52 @@ def sphinx_texts() -> dict[str, list[str]]:
     return out
 
 
-def pyannote_dir() -> Path | None:
+PYANNOTE_CACHE = Path.home() / ".cache/onsei/corpora/pyannote-sample"
+
+
+def fetch_pyannote(dest: Path = PYANNOTE_CACHE) -> Path | None:
+    """The sample out of pyannote.audio's wheel (``pip download --no-deps``) into ``dest``, once;
+    None when the registry cannot be reached. The audio is never committed."""
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    if (dest / "sample.wav").is_file() and (dest / "sample.rttm").is_file():
+        return dest
+    with tempfile.TemporaryDirectory() as tmp:
+        got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                              "pyannote.audio==4.0.7", "-d", tmp], check=False,
+                             capture_output=True)
+        wheels = list(Path(tmp).glob("pyannote_audio-*.whl"))
+        if got.returncode != 0 or not wheels:
+            return None
+        dest.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheels[0]) as z:
+            for name in ("sample.wav", "sample.rttm"):
+                (dest / name).write_bytes(z.read(f"pyannote/audio/sample/{name}"))
+    return dest
+
+
+def pyannote_dir(fetch: bool = False) -> Path | None:
+    """Where the sample is: ``ONSEI_PYANNOTE_SAMPLE``, an installed pyannote.audio, the cache
+    (``fetch``: download it there when it is nowhere)."""
     env = os.environ.get("ONSEI_PYANNOTE_SAMPLE")
     cands = [Path(env)] if env else []
+    cands.append(PYANNOTE_CACHE)
     spec = importlib.util.find_spec("pyannote")
     for root in (spec.submodule_search_locations or []) if spec else []:
         cands.append(Path(root) / "audio" / "sample")
     for c in cands:
         if (c / "sample.wav").is_file() and (c / "sample.rttm").is_file():
             return c
-    return None
+    return fetch_pyannote() if fetch else None
 
 
-def pyannote_sample() -> tuple[np.ndarray, list[tuple[float, float, str]]] | None:
+def pyannote_sample(fetch: bool = False,
+                    ) -> tuple[np.ndarray, list[tuple[float, float, str]]] | None:
     """The sample's audio and its reference turns (start, end, speaker); None when absent."""
-    d = pyannote_dir()
+    d = pyannote_dir(fetch)
     if d is None:
         return None
     turns = []

@@ -36,9 +36,10 @@ OK = "ok"  # AsrLine.status of a member that was transcribed
 NEU_TOKENS = "neu_tokens"  # TokenLine.codes key of the NeuCodec codes (50 per second)
 
 
-def segment_id(key: str, idx: int) -> str:
-    """A kept segment's name: its member name in the enhanced tar and its ``id`` in tokens."""
-    return f"{key}_{idx:04d}"
+def segment_id(key: str, idx: int, part: int | None = None) -> str:
+    """A kept segment's name: its member name in the enhanced tar and its ``id`` in tokens.
+    ``part``: the piece of an asr segment cut at a speaker change (enhance), ``<id>-<part>``."""
+    return f"{key}_{idx:04d}" + ("" if part is None else f"-{part}")
 
 
 # --- asr/<shard>.jsonl ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from common.shards.audio import AudioError, decode_chunks
 from common.shards.members import iter_keys
 from common.shards.readahead import read_ahead
 from services.enhance.highpass import highpass_zero_phase
-from services.records import AsrLine, RecordError
+from services.records import AsrLine, RecordError, Word
 
 
 @dataclass
@@ -30,6 +30,8 @@ class SegmentSpec:
     text: str
     language: str | None
     min_word_probability: float | None = None  # the asr segment's, passed to the sidecar
+    words: list[Word] | None = None  # the asr segment's, times in the member (turns.py)
+    part: int | None = None  # the segment cut at speaker changes: its piece, from 1 (turns.py)
 
 
 @dataclass
@@ -79,7 +81,8 @@ def read_plan(asr_jsonl: Path, max_seconds: float | None = None, name: str | Non
             if problem is not None:
                 raise AsrInputError(f"{where}: {problem}"[:300])
             kept = [SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
-                                line.language, s.min_word_probability) for s in line.kept]
+                                line.language, s.min_word_probability, s.words)
+                    for s in line.kept]
             if kept:
                 plan.by_key[line.key] = sorted(kept, key=lambda s: s.start)
             else:

@@ -54,6 +54,12 @@ class EnhanceSettings(WhisperSettings):
     quality_speaker_label_threshold: float = Field(
         0.8, ge=-1.0, le=1.0, description="cosine similarity that joins a source file's "
         "segments under one speaker_id (average-linkage clustering of their embeddings)")
+    quality_speaker_changes: bool = Field(
+        True, description="cut a segment at the speaker changes inside it (needs the asr "
+        "word times), each piece a segment of its own")
+    quality_speaker_change_threshold: float = Field(
+        0.84, ge=-1.0, le=1.0, description="cosine similarity between the voices either side "
+        "of a pause below which the segment is cut there")
     quality_fidelity_fraction: float = Field(
         0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
         "(0-1)")

@@ -106,6 +106,8 @@ class EnhanceStage(Stage):
                                 batch=s.quality_batch_segments,
                                 signature_path=workdir / "out" / sig_key,
                                 speaker_threshold=s.quality_speaker_label_threshold,
+                                change_threshold=(s.quality_speaker_change_threshold
+                                                  if s.quality_speaker_changes else None),
                                 batch_seconds=s.quality_batch_seconds,
                                 ahead_seconds=s.enhance_write_ahead_seconds,
                                 signature_powers=self._signature_powers)

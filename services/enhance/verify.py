@@ -4,7 +4,8 @@ A shard must never pair one member's text with another member's audio, nor drop 
 kept, and still be marked done. Whatever the cause (a reader disagreeing with asr, an
 undecodable member, an asr line that cannot be parsed), a shard whose output differs
 from asr's kept segments -- by count, by key, or by a ``duration_seconds`` more than 20 ms away
-from ``end - start`` -- fails here, before anything is published or marked done.
+from ``end - start`` -- fails here, before anything is published or marked done. A segment
+cut at speaker changes (``turns.py``) counts as its pieces together.
 """
 
 from __future__ import annotations
@@ -36,13 +37,16 @@ def check_written(plan: Plan, written: list[tuple[SegmentSpec, float]],
     """Raise :class:`SegmentMismatch` unless ``written`` ((spec, duration_seconds) in output
     order) is exactly the plan's kept segments, each within 20 ms of its asr length."""
     expected = {segment_name(s): s for specs in plan.by_key.values() for s in specs}
-    got: dict[str, float] = {}
+    got: dict[str, float] = {}  # a segment cut at speaker changes: its pieces' total
     doubled: list[str] = []
+    pieces: set[str] = set()
     for spec, seconds in written:
         name = segment_name(spec)
-        if name in got:
-            doubled.append(name)
-        got[name] = seconds
+        piece = segment_id(spec.key, spec.idx, spec.part)
+        if piece in pieces:
+            doubled.append(piece)
+        pieces.add(piece)
+        got[name] = got.get(name, 0.0) + seconds
     problems = []
     missing = sorted(expected.keys() - got.keys())
     if missing:

@@ -14,8 +14,10 @@ comparable whichever enhancer restored it; its spectrograms are computed by
 ``signature_powers`` (the stage's device at a GPU node). ``close()`` writes the file after the
 tar.
 
-With annotations, a source file's encoded segments are held until the file is complete, to
-label its speakers (``speakers.py``: ``speaker_id`` in each sidecar), then written in order.
+With annotations, a segment that holds a speaker change is first cut there (``turns.py``: its
+pieces are named ``<key>_<idx>-<part>``), and a source file's encoded segments are held until
+the file is complete, to label its speakers (``speakers.py``: ``speaker_id`` in each sidecar),
+then written in order.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
+from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
+from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, pieces, word_gaps
 from services.records import Sidecar, segment_id
 
 log = logging.getLogger(__name__)
@@ -47,7 +51,8 @@ class EnhancedWriter:
     def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Any = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
-                 ahead_seconds: float = 60.0, signature_powers: Powers | None = None) -> None:
+                 ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
+                 change_threshold: float | None = DEFAULT_CHANGE_THRESHOLD) -> None:
         self.rate = rate
         self.signature_path = signature_path
         self.signatures = SignatureWriter(powers=signature_powers or numpy_powers)
@@ -55,6 +60,7 @@ class EnhancedWriter:
         self.written = 0
         self.seconds_out = 0.0
         self.annotator = annotator  # services.enhance.quality.annotate.Annotator or None
+        self.change_threshold = change_threshold  # None: segments are not cut at changes
         self.in_rate = in_rate
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
@@ -104,6 +110,8 @@ class EnhancedWriter:
             return
         records: list[Any] = [None] * len(batch)
         try:
+            batch = self._cut_turns(batch)
+            records = [None] * len(batch)
             records = self._annotate(batch)
         except Exception as e:
             log.exception("quality annotation failed for %d segments", len(batch))
@@ -111,6 +119,26 @@ class EnhancedWriter:
             self.errors += [{"key": _seg_id(seg), "reason": reason} for seg, _, _ in batch]
         for (seg, audio, before), rec in zip(batch, records):
             self._write(seg, audio, rec, before)
+
+    def _cut_turns(self, batch: list[Item]) -> list[Item]:
+        """The batch with each segment that holds a speaker change replaced by its pieces."""
+        todo = [i for i, (seg, audio, _) in enumerate(batch)
+                if self.change_threshold is not None and seg.spec.words
+                and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
+        if not todo or self.change_threshold is None:
+            return batch
+        wins = self.annotator.speaker.windows([resample(batch[i][1], OUT_RATE, 16000)
+                                               for i in todo])
+        out = list(batch)
+        for i, w in reversed(list(zip(todo, wins))):
+            seg, audio, before = batch[i]
+            cand = pauses(w.power) + word_gaps(seg.spec.words, seg.spec.start)
+            parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
+            if len(parts) > 1:
+                out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, parts)
+                self.quality.cut_segments += 1
+                self.quality.speaker_changes += len(parts) - 1
+        return out
 
     def _annotate(self, batch: list) -> list[Any]:
         from services.enhance.quality.annotate import AnnotationInput
@@ -177,10 +205,11 @@ class EnhancedWriter:
 
 
 _NO_AUDIO = np.zeros(0, np.float32)
+Item = tuple[CutSegment, np.ndarray, "np.ndarray | None"]  # a segment, its output, its input
 
 
 def _seg_id(seg: CutSegment) -> str:
-    return segment_id(seg.spec.key, seg.spec.idx)
+    return segment_id(seg.spec.key, seg.spec.idx, seg.spec.part)
 
 
 class QualityTally:
@@ -195,6 +224,8 @@ class QualityTally:
         self.ovrl_after = 0.0
         self.speaker_files = 0  # source files whose segments were labelled
         self.speakers = 0  # labels given, all files together
+        self.cut_segments = 0  # asr segments cut at speaker changes
+        self.speaker_changes = 0  # cuts made (pieces written less the segments cut)
 
     def add(self, rec: Any) -> None:
         self.annotated += 1
@@ -211,4 +242,5 @@ class QualityTally:
                 "restoration_changed_text": self.changed_text,
                 "mean_ovrl_before": round(self.ovrl_before / n, 3),
                 "mean_ovrl_after": round(self.ovrl_after / n, 3),
-                "speaker_files": self.speaker_files, "speakers": self.speakers}
+                "speaker_files": self.speaker_files, "speakers": self.speakers,
+                "cut_segments": self.cut_segments, "speaker_changes": self.speaker_changes}

@@ -32,6 +32,8 @@ TARGET_DBFS = -30.0
 QUIET_DB = 30.0  # a frame this far below the segment's loud frames is silence
 MIN_VOICED = 0.5  # a partial takes part if at least this fraction of its frames is voiced
 MIN_SIDE = 2  # partials each side of a cut: one 1.6 s partial alone is too noisy to compare
+WINDOW_FRAMES = 100  # 1.0 s windows for the speaker-change scan (turns.py)
+WINDOW_HOP = 25  # every 0.25 s
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,50 @@ class SpeakerEncoder:
             n = int((mine & voiced_a).sum())
             out.append(SpeakerScore(emb, consistency(embeds[mine & voiced_a]), n))
         return out
+
+
+    def windows(self, clips: list[np.ndarray], frames: int = WINDOW_FRAMES,
+                hop: int = WINDOW_HOP) -> list[Windows]:
+        """Embeddings of ``frames``-long windows every ``hop`` frames over each clip (16 kHz),
+        all clips' windows in one batch run, with each window's start frame and voiced share
+        and the clip's frame powers (``turns.py`` looks for speaker changes in them)."""
+        if not clips:
+            return []
+        import torch
+
+        self.load()
+        mels, owners, out = [], [], []
+        with torch.inference_mode():
+            for i, clip in enumerate(clips):
+                wav = normalize_volume(np.asarray(clip, np.float32))
+                n = 1 + wav.size // HOP
+                starts = np.arange(0, max(1, n - frames + 1), hop)
+                wav = np.pad(wav, (0, max(0, (starts[-1] + frames) * HOP - wav.size)))
+                mel = self._mel(torch.from_numpy(wav).to(self.device)[None])[0]
+                loud = _voiced_frames(mel).float()
+                share = torch.stack([loud[a:a + frames].mean() for a in starts]) if len(
+                    starts) else torch.zeros(0)
+                mels += [mel[a:a + frames] for a in starts]
+                owners += [i] * len(starts)
+                out.append((starts, share.cpu().numpy(), mel[:n].sum(dim=1).cpu().numpy()))
+            embeds = (torch.cat([self._net(torch.stack(mels[j:j + self.batch]))
+                                 for j in range(0, len(mels), self.batch)]).cpu().numpy()
+                      if mels else np.zeros((0, 256), np.float32))
+        owners_a = np.array(owners)
+        return [Windows(embeds[owners_a == i], starts, share, power, frames)
+                for i, (starts, share, power) in enumerate(out)]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """One clip's window embeddings (``[n, 256]``), their start frames (10 ms), voiced shares
+    and the clip's per-frame mel power."""
+
+    embeds: np.ndarray
+    starts: np.ndarray
+    voiced: np.ndarray
+    power: np.ndarray
+    frames: int
 
 
 def _voiced_frames(mel):

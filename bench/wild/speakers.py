@@ -1,0 +1,249 @@
+"""Speaker changes inside segments and overlapping talkers, on real voices (docs/quality.md).
+
+Conversations are spliced from real recordings of two voices taking turns, 0.2-1.0 s apart
+(pocketsphinx-testdata's LibriVox reader and "cards" telephone-prompt speaker, fillets-ng's two
+"elk" voices, pyannote's sample turns of each of its two speakers, and cross pairs of them);
+natural conversation is pyannote's sample call with its reference turns (fetched from its
+wheel into the cache). Each is transcribed by the asr stage (bundled whisper-base, word times;
+lines cached under ``~/.cache/onsei/bench/wild``), and each kept segment goes through the enhance
+stage's change detection (``services/enhance/turns.py``) on its audio as it is. Figures:
+
+- changes found: true changes inside the span of the kept segments with a segment edge or a cut
+  within 0.5 s (goal >= 0.9);
+- kept segments holding two voices: >= 0.5 s of a second voice's turn in a piece (goal <= 2 %;
+  the asr segments before cutting for comparison);
+- two voices: the pieces of each spliced conversation labelled as the stage does
+  (``speakers.cluster``): two labels, each voice's pieces under one (goal: every file).
+
+Overlap rows: see :mod:`bench.wild.overlap_data` (added with ``quality.overlap``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SR = 16000
+CACHE = Path.home() / ".cache/onsei/bench/wild"
+TOLERANCE = 0.5  # seconds between a found change and the true one
+TWO_VOICES = 0.5  # seconds of a second voice that make a piece hold two
+
+
+@dataclass
+class Conversation:
+    name: str
+    audio: np.ndarray
+    turns: list[tuple[float, float, str]]  # start, end, voice
+    changes: list[float] = field(default_factory=list)  # seconds
+
+
+def voices() -> dict[str, list[np.ndarray]]:
+    from bench.known_speakers import fillets_lines, pyannote_sample, single_turns, sphinx_lines
+
+    out: dict[str, list[np.ndarray]] = {}
+    out.update(sphinx_lines())
+    out.update(fillets_lines())
+    got = pyannote_sample(fetch=True)
+    if got is not None:
+        audio, turns = got
+        for _, a, b, spk in single_turns(turns, 0.8):
+            out.setdefault(f"pyannote-{spk}", []).append(audio[int(a * SR):int(b * SR)])
+    return out
+
+
+PAIRS = [("librivox", "cards"), ("fillets-l", "fillets-p"), ("librivox", "fillets-p"),
+         ("cards", "fillets-l"), ("pyannote-speaker90", "pyannote-speaker91"),
+         ("librivox", "pyannote-speaker91"), ("cards", "pyannote-speaker90")]
+
+
+def spliced(v: dict[str, list[np.ndarray]], seed: int = 0, max_lines: int = 8,
+            ) -> list[Conversation]:
+    """Two voices taking turns, one line each, 0.2-1.0 s of silence between."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for a, b in PAIRS:
+        if a not in v or b not in v:
+            continue
+        queues = {a: list(v[a]), b: list(v[b])}
+        parts: list[np.ndarray] = []
+        conv = Conversation(f"{a}+{b}", np.zeros(0, np.float32), [])
+        t = 0.0
+        for k in range(max_lines):
+            who = (a, b)[k % 2]
+            if not queues[who]:
+                break
+            line = queues[who].pop(0)
+            if parts:
+                gap = float(rng.uniform(0.2, 1.0))
+                parts.append(np.zeros(int(gap * SR), np.float32))
+                conv.changes.append(t + gap / 2)
+                t += gap
+            parts.append(line)
+            conv.turns.append((t, t + line.size / SR, who))
+            t += line.size / SR
+        conv.audio = np.concatenate(parts).astype(np.float32)
+        out.append(conv)
+    return out
+
+
+def natural() -> list[Conversation]:
+    """pyannote's sample call: changes where the reference's talker changes (the middle of the
+    gap or overlap between the two turns)."""
+    from bench.known_speakers import pyannote_sample
+
+    got = pyannote_sample(fetch=True)
+    if got is None:
+        return []
+    audio, turns = got
+    turns = sorted(turns)
+    conv = Conversation("pyannote sample call", audio, turns)
+    prev = turns[0]
+    for t in turns[1:]:
+        if t[2] != prev[2]:
+            conv.changes.append((prev[1] + t[0]) / 2)
+        if t[1] > prev[1] or t[2] != prev[2]:
+            prev = t
+    return [conv]
+
+
+def asr_line(conv: Conversation, stage_box: list) -> object:
+    """The asr stage's line for the conversation (cached by the audio's hash)."""
+    from services.records import AsrLine
+
+    digest = hashlib.sha256(conv.audio.tobytes()).hexdigest()[:16]
+    path = CACHE / f"asr-{digest}.json"
+    if path.is_file():
+        return AsrLine.from_json(path.read_text())
+    if not stage_box:
+        from bench.word_times import _stage
+
+        stage_box.append(_stage("bundled:whisper-base", True))
+    line = stage_box[0].transcribe_file(conv.name, conv.audio).line
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(line.to_json())
+    return line
+
+
+@dataclass
+class Cut:
+    conv: Conversation
+    start: float  # seconds in the conversation
+    end: float
+
+
+def cut_conversations(convs: list[Conversation], threshold: float | None = None,
+                      ) -> tuple[list[Cut], list[Cut]]:
+    """(asr kept segments, their pieces after the change detection) of every conversation."""
+    from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.segments import SegmentSpec
+    from services.enhance.turns import DEFAULT_THRESHOLD, changes, pauses, pieces, word_gaps
+
+    enc = SpeakerEncoder()
+    box: list = []
+    segs: list[Cut] = []
+    out: list[Cut] = []
+    for conv in convs:
+        line = asr_line(conv, box)
+        kept = [s for s in line.segments if s.kept]  # type: ignore[attr-defined]
+        clips = [conv.audio[int(s.start * SR):int(s.end * SR)] for s in kept]
+        for s, w in zip(kept, enc.windows(clips)):
+            segs.append(Cut(conv, s.start, s.end))
+            spec = SegmentSpec("k", s.idx, s.start, s.end, s.text, "en", words=s.words)
+            found = changes(w, pauses(w.power) + word_gaps(s.words or [], s.start),
+                            DEFAULT_THRESHOLD if threshold is None else threshold)
+            out += [Cut(conv, s.start + p.start, s.start + p.end)
+                    for p in pieces(spec, found)]
+    return segs, out
+
+
+def changes_found(convs: list[Conversation], pieces: list[Cut], segs: list[Cut]) -> tuple[int, int]:
+    """(found, total) over the true changes inside the kept segments' span."""
+    found = total = 0
+    for conv in convs:
+        mine = [p for p in pieces if p.conv is conv]
+        spans = [s for s in segs if s.conv is conv]
+        edges = [p.start for p in mine] + [p.end for p in mine]
+        for c in conv.changes:
+            if not any(s.start - TOLERANCE <= c <= s.end + TOLERANCE for s in spans):
+                continue  # not in kept speech: nothing to cut
+            total += 1
+            found += any(abs(e - c) <= TOLERANCE for e in edges)
+    return found, total
+
+
+def voice_seconds(cut: Cut) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for a, b, who in cut.conv.turns:
+        got = min(b, cut.end) - max(a, cut.start)
+        if got > 0:
+            out[who] = out.get(who, 0.0) + got
+    return out
+
+
+def two_voices(cuts: list[Cut]) -> int:
+    return sum(sorted(voice_seconds(c).values())[-2:-1] >= [TWO_VOICES] for c in cuts)
+
+
+def labels_right(convs: list[Conversation], cuts: list[Cut]) -> tuple[int, int]:
+    """(conversations whose pieces get two labels, each voice's under one; conversations)."""
+    from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.speakers import cluster
+
+    enc = SpeakerEncoder()
+    right = 0
+    for conv in convs:
+        mine = [c for c in cuts if c.conv is conv and voice_seconds(c)]
+        scores = enc.score([conv.audio[int(c.start * SR):int(c.end * SR)] for c in mine])
+        labels = cluster([s.embedding for s in scores], parts=[s.parts for s in scores])
+        major = [max(voice_seconds(c).items(), key=lambda kv: kv[1])[0] for c in mine]
+        per_voice = {v: {lab for lab, m in zip(labels, major) if m == v} for v in set(major)}
+        right += len(set(labels)) == 2 and all(len(s) == 1 for s in per_voice.values()) and len(
+            per_voice) == 2
+    return right, len(convs)
+
+
+def change_rows(quick: bool) -> list[dict]:
+    convs = spliced(voices())
+    nat = natural()
+    if not convs:
+        return [{"name": "wild.speakers: no recordings", "ours": None, "baseline": None,
+                 "ratio": None, "goal": "pocketsphinx-testdata, fillets-ng-data", "unit": ""}]
+    rows = []
+    for label, group in (("spliced 0.2-1.0 s", convs), ("natural (pyannote call)", nat)):
+        if not group:
+            continue
+        segs, cuts = cut_conversations(group)
+        found, total = changes_found(group, cuts, segs)
+        _, before = changes_found(group, segs, segs)
+        rows.append({"name": f"speaker changes found within 0.5 s, {label}",
+                     "ours": round(found / max(total, 1), 3),
+                     "baseline": round(changes_found(group, segs, segs)[0] / max(before, 1), 3),
+                     "ratio": None, "unit": f"share of {total} (baseline: asr edges alone)",
+                     "goal": ">= 0.9"})
+        rows.append({"name": f"kept segments holding two voices, {label}",
+                     "ours": round(two_voices(cuts) / max(len(cuts), 1), 3),
+                     "baseline": round(two_voices(segs) / max(len(segs), 1), 3),
+                     "ratio": None, "unit": f"share of {len(cuts)} (baseline: asr's {len(segs)})",
+                     "goal": "<= 0.02"})
+        if group is convs:
+            right, n = labels_right(group, cuts)
+            rows.append({"name": "two voices taking turns: two speaker_ids, one per voice",
+                         "ours": right, "baseline": labels_right(group, segs)[0], "ratio": None,
+                         "unit": f"conversations of {n} (baseline: asr segments uncut)",
+                         "goal": f"{n} of {n}"})
+    return rows
+
+
+def main() -> None:
+    for r in change_rows(False):
+        print(json.dumps(r))
+
+
+ROWS = [change_rows]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Speaker changes inside a segment (services/enhance/turns.py): the pauses, the bottom-up merge
+of the stretches between them, the cut moved to a word gap with the text split there, and the
+output check counting a cut segment's pieces as the segment."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.enhance.quality.speaker import Windows
+from services.enhance.segments import CutSegment, Plan, SegmentSpec
+from services.enhance.turns import changes, cut_segment, pauses, pieces, word_gaps
+from services.enhance.verify import SegmentMismatch, check_written
+from services.records import Word, segment_id
+
+
+def _windows(voices: list[int], quiet: list[tuple[int, int]] = ()) -> Windows:
+    """A clip of 1 s windows every 0.25 s whose embedding is voice ``voices[i]`` (a unit axis,
+    a little noise), frames quiet over ``quiet`` (frame ranges)."""
+    rng = np.random.default_rng(0)
+    n = len(voices)
+    emb = np.zeros((n, 8))
+    emb[np.arange(n), voices] = 1.0
+    emb += 0.05 * rng.standard_normal(emb.shape)
+    power = np.ones(25 * n + 75)
+    for a, b in quiet:
+        power[a:b] = 1e-6
+    return Windows(emb.astype(np.float32), np.arange(n) * 25, np.ones(n), power, 100)
+
+
+def test_pauses_are_the_middle_of_long_enough_quiet_runs() -> None:
+    power = np.ones(500)
+    power[100:130] = 1e-6  # 0.3 s
+    power[300:310] = 1e-6  # 0.1 s: too short
+    power[:50] = 1e-6  # the clip's edge: not between speech
+    assert pauses(power) == [115]
+
+
+def test_stretches_of_two_voices_stay_apart_one_voice_merges() -> None:
+    two = _windows([0] * 12 + [1] * 12)  # voice 1 from 3.0 s on (centres from 3.5 s)
+    cand = [150, 300, 450]  # frames: 1.5, 3.0 and 4.5 s
+    assert changes(two, cand, 0.84) == [300]
+    one = _windows([0] * 24)
+    assert changes(one, cand, 0.84) == []
+
+
+def _words(spans: list[tuple[str, float, float]]) -> list[Word]:
+    return [Word(word=f" {w}", start=a, end=b, probability=0.9) for w, a, b in spans]
+
+
+def test_a_cut_moves_to_the_nearest_word_gap_and_splits_the_text() -> None:
+    words = _words([("one", 10.0, 10.4), ("two", 10.5, 11.0), ("three", 11.6, 12.0),
+                    ("four", 12.1, 12.9)])
+    spec = SegmentSpec("k", 3, 10.0, 13.0, "one two three four", "en", words=words)
+    assert word_gaps(words, 10.0) == [130]  # only the 0.6 s gap is long enough
+    got = pieces(spec, [140])  # 1.4 s: nearest gap's middle is 1.3 s
+    assert [(p.start, p.end) for p in got] == [(0.0, 1.3), (1.3, 3.0)]
+    seg = CutSegment(7, spec, 48000, np.zeros(0, np.float32))
+    after = np.arange(3 * 24000, dtype=np.float32)
+    before = np.arange(3 * 16000, dtype=np.float32)
+    (s1, a1, b1), (s2, a2, b2) = cut_segment(seg, after, 24000, before, 16000, got)
+    assert (s1.spec.text, s2.spec.text) == ("one two", "three four")
+    assert (s1.spec.start, s1.spec.end, s2.spec.start, s2.spec.end) == (10.0, 11.3, 11.3, 13.0)
+    assert a1.size + a2.size == after.size and b1.size + b2.size == before.size
+    assert segment_id("k", 3, s2.spec.part) == "k_0003-2"
+    assert len(pieces(spec, [5])) == 2  # moved to the first gap: 0.45 s left of it
+    assert pieces(spec, [5], min_piece=0.5) == pieces(spec, [])  # too short a piece: no cut
+
+
+def test_the_check_counts_a_cut_segments_pieces_as_the_segment() -> None:
+    spec = SegmentSpec("k", 0, 0.0, 3.0, "a b", "en")
+    plan = Plan(by_key={"k": [spec]})
+    p1 = SegmentSpec("k", 0, 0.0, 1.3, "a", "en", part=1)
+    p2 = SegmentSpec("k", 0, 1.3, 3.0, "b", "en", part=2)
+    check_written(plan, [(p1, 1.3), (p2, 1.7)], [])
+    with pytest.raises(SegmentMismatch, match="written twice k_0000-2"):
+        check_written(plan, [(p1, 1.3), (p2, 1.7), (p2, 1.7)], [])
+    with pytest.raises(SegmentMismatch, match="duration off"):
+        check_written(plan, [(p1, 1.3)], [])
