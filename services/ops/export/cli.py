@@ -40,6 +40,10 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     for r in res.reads:
         if r.error is not None:
             click.echo(f"shard {r.shard_id} left out: {r.error}", err=True)
+    refused = sum(sum(r.refused.values()) for r in res.reads)
+    if refused:
+        click.echo(f"{refused} lines refused (not a number of seconds, an id twice in a shard): "
+                   "the card counts them by reason", err=True)
     click.echo(f"{redact_text(to)}: train {w.lines['train']} lines "
                f"({w.seconds['train'] / 3600:.3f} h), validation {w.lines['validation']} lines "
                f"({w.seconds['validation'] / 3600:.3f} h); card {redact_text(to)}/README.md")

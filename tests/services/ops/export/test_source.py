@@ -67,6 +67,22 @@ def test_bad_durations_and_repeated_ids_refused(make_settings, tmp_path: Path) -
     assert "| `dnsmos_ovrl<2` | tokenize | 2 |" in card  # the NaN entry not counted
 
 
+def test_cli_says_lines_were_refused(make_settings, tmp_path: Path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from services.ops.cli import cli
+
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    write_run(store, s, default_run(files_per_shard=2, shards=1))
+    _corrupt(store, s)
+    monkeypatch.setattr("services.stages.PipelineSettings", lambda: s)
+    res = CliRunner().invoke(cli, ["export", "--to", str(tmp_path / "set")])
+    assert res.exit_code == 0, res.output
+    assert ("6 lines refused (not a number of seconds, an id twice in a shard): the card counts "
+            "them by reason") in res.output
+
+
 def test_bad_sidecar_durations_refused(make_settings, tmp_path: Path) -> None:
     """--no-tokens: the sidecars go through the same checks."""
     s = make_settings()
