@@ -19,7 +19,9 @@ def split_url(url: str) -> tuple[str, str, str]:
     parsed = urlparse(url)
     if parsed.scheme == "s3":
         if "@" in parsed.netloc:  # boto3 would take it for the bucket and quote it in its error
-            raise StorageError(f"{redact_url(url)}: an s3:// URL takes no user or password "
+            # The user part of an s3:// URL is an access key id: masked whole, not just the secret.
+            masked = f"s3://***@{parsed.netloc.rpartition('@')[2]}{parsed.path}"
+            raise StorageError(f"{masked}: an s3:// URL takes no user or password "
                                "(give the keys as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
                                "or AWS_PROFILE)")
         return "s3", parsed.netloc, parsed.path.lstrip("/")
