@@ -98,7 +98,7 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     from common.shards.tar import ShardWriter
     from services.dedup.signature import SignatureWriter
     from services.enhance import chunking, flow, segments, writer
-    from services.enhance.quality import annotate, prosody, speaker
+    from services.enhance.quality import annotate, music, prosody, speaker
     from services.enhance.quality.mel import MelSpec
     from services.enhance.quality.vad import SileroTorch
     from services.enhance.signature_powers import DevicePowers
@@ -129,7 +129,8 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     m.patch(ShardWriter, "write", "encode/write (FLAC, tar)")
     m.patch(annotate.Annotator, "annotate", "annotations (other)")
     m.patch(prosody, "pitch", "annotations: pitch (pyworld)")
-    m.patch(prosody, "speech_fraction", "annotations: speech fraction (VAD, onnxruntime)")
+    m.patch(prosody, "speech_windows", "annotations: speech fraction (VAD, onnxruntime)")
+    m.patch(music, "music_score", "annotations: music (held tones)")
     m.patch(SignatureWriter, "add", "dedup signature (fingerprint, text and audio keys)")
     m.patch(DevicePowers, "__call__", DEVICE)
     m.patch(MelSpec, "__call__", DEVICE)

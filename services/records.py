@@ -159,6 +159,7 @@ class Quality(Record):
     speaking_rate: float | None = omitted()  # in speaking_rate_unit, per second of speech
     speaking_rate_unit: str | None = omitted()  # chars/s or mora/s
     snr: float | None = omitted()  # dB, on the input before restoration
+    music: float | None = omitted()  # 0-1: share of the input's pauses under a held tone
 
     def filterable(self) -> Quality:
         """What a tokens line and a skipped entry carry: all but the sidecar-only fields (and

@@ -38,6 +38,7 @@ class FilterPolicy:
     dedup_seen: str | None = field(default=None, compare=False)  # the result's sha, applied or not
 
     min_speech_fraction: float = 0.1  # skip when less of the restored audio is speech (0: off)
+    max_music: float = 0.5  # skip when more of the input's pauses hold music (1: off)
 
     @classmethod
     def from_settings(cls, s: Any) -> FilterPolicy:
@@ -45,7 +46,8 @@ class FilterPolicy:
                    min_ovrl_delta=s.filter_min_ovrl_delta,
                    changed_text=s.filter_restoration_changed_text,
                    duplicates=s.filter_duplicates,
-                   min_speech_fraction=s.filter_min_speech_fraction)
+                   min_speech_fraction=s.filter_min_speech_fraction,
+                   max_music=s.filter_max_music)
 
     def for_shard(self, result: DedupResult | None, shard_id: int) -> FilterPolicy:
         """This policy for one shard: the dedup result applies only if it covers the shard."""
@@ -82,6 +84,8 @@ class FilterPolicy:
         low = self.min_speech_fraction
         if low > 0 and speech is not None and speech < low:
             out.append(f"speech_fraction<{self.min_speech_fraction:g}")
+        if self.max_music < 1 and quality.music is not None and quality.music > self.max_music:
+            out.append(f"music>{self.max_music:g}")
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -91,7 +95,7 @@ class FilterPolicy:
         return {"multi_speaker": self.multi_speaker, "min_ovrl": self.min_ovrl,
                 "min_ovrl_delta": self.min_ovrl_delta,
                 "restoration_changed_text": self.changed_text, "duplicates": self.duplicates,
-                "min_speech_fraction": self.min_speech_fraction,
+                "min_speech_fraction": self.min_speech_fraction, "max_music": self.max_music,
                 "dedup": None if self.dedup_seen is None else {
                     "duplicates_sha256": self.dedup_seen, "applied": self.dedup is not None}}
 

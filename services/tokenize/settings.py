@@ -50,6 +50,9 @@ class TokenizeSettings(Settings):
     filter_min_speech_fraction: float = Field(
         0.1, ge=0.0, le=1.0, description="segments whose restored audio is less speech than "
         "this (Silero VAD share) get no tokens: silence, tones (0: off)")
+    filter_max_music: float = Field(
+        0.5, ge=0.0, le=1.0, description="segments whose input has more music than this "
+        "(quality.music: share of its pauses under a held tone) get no tokens (1: off)")
 
     @field_validator("tokenizer")
     @classmethod

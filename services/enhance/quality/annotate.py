@@ -3,7 +3,8 @@
 ``Annotator.annotate(items)`` takes each segment's input (before restoration) and output (after)
 at their own rates, resamples both to 16 kHz once, and runs DNSMOS on both, the speaker encoder
 on the restored audio, the prosody measures (speech fraction, pitch, speaking rate, SNR:
-``prosody.py``), and the fidelity re-transcription on the sampled ones; DNSMOS, the speaker
+``prosody.py``), the music score (held tones in the input's pauses: ``music.py``), and the
+fidelity re-transcription on the sampled ones; DNSMOS, the speaker
 encoder, the speech-fraction VAD (on a GPU: ``vad.py``) and Whisper run batched over the
 items. ``seconds`` accumulates the time spent (the stage reports it).
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.shards.audio import resample
+from services.enhance.quality import music
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
 from services.enhance.quality.prosody import load_prosody, measure
@@ -74,7 +76,8 @@ class Annotator:
         after = [resample(it.after, it.after_rate, SR) for it in items]
         mos = self.dnsmos.score(before + after)
         spk = self.speaker.score(after)
-        fractions = self.vad(after)
+        windows = self.vad.windows(after)  # the pauses music.py looks in, and the fraction
+        fractions = [float(w.mean()) if w.size else 0.0 for w in windows]
         out = []
         for i, it in enumerate(items):
             c = spk[i].consistency
@@ -83,7 +86,8 @@ class Annotator:
                 speaker_embedding=spk[i].embedding, speaker_consistency=c,
                 speaker_parts=spk[i].parts,
                 multi_speaker=c is not None and c < self.speaker_threshold,
-                prosody=measure(after[i], before[i], it.text, it.language, fractions[i])))
+                prosody=measure(after[i], before[i], it.text, it.language, fractions[i]),
+                music=music.music_score(before[i], windows[i])))
         picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
         if picked:
             scores = self.fidelity.check([(after[i], items[i].text, items[i].language)

@@ -59,16 +59,21 @@ def load_prosody() -> None:
     get_vad_model()
 
 
-def speech_fraction(audio: np.ndarray) -> float:
-    """Share of Silero VAD windows at or above 0.5 in ``audio`` (16 kHz)."""
+def speech_windows(audio: np.ndarray) -> np.ndarray:
+    """Which Silero VAD windows (32 ms) of ``audio`` (16 kHz) are at or above 0.5."""
     from faster_whisper.vad import get_vad_model
 
     if audio.size == 0:
-        return 0.0
+        return np.zeros(0, bool)
     x = np.asarray(audio, np.float32)
     x = np.pad(x, (0, (-x.size) % VAD_WINDOW))
-    probs = np.asarray(get_vad_model()(x)).reshape(-1)
-    return float((probs >= VAD_THRESHOLD).mean()) if probs.size else 0.0
+    return np.asarray(get_vad_model()(x)).reshape(-1) >= VAD_THRESHOLD
+
+
+def speech_fraction(audio: np.ndarray) -> float:
+    """Share of Silero VAD windows at or above 0.5 in ``audio`` (16 kHz)."""
+    w = speech_windows(audio)
+    return float(w.mean()) if w.size else 0.0
 
 
 def pitch(audio: np.ndarray) -> tuple[float | None, float | None]:

@@ -25,6 +25,7 @@ class QualityRecord:
     fidelity_text: str | None = None
     restoration_changed_text: bool | None = None
     prosody: Prosody | None = None
+    music: float | None = None  # music.py; None: too short to judge
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -47,6 +48,7 @@ class QualityRecord:
             speaker_embedding=[round(float(v), 4) for v in self.speaker_embedding],
             fidelity_text=self.fidelity_text,
             **_prosody(self.prosody),
+            music=None if self.music is None else round(self.music, 3),
             **self.extra,
         )
 

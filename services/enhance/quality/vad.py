@@ -105,9 +105,10 @@ class SileroTorch:
 
 
 class SpeechFraction:
-    """Share of each segment's 32 ms windows at or above 0.5 (16 kHz audio): the torch port on
-    a GPU, faster-whisper's ONNX model (prosody.speech_fraction) on the CPU. ``port=True``
-    takes the port on any device (the tests and the feed bench)."""
+    """Share of each segment's 32 ms windows at or above 0.5 (16 kHz audio; :meth:`windows`:
+    the verdict per window): the torch port on a GPU, faster-whisper's ONNX model
+    (prosody.speech_windows) on the CPU. ``port=True`` takes the port on any device (the tests
+    and the feed bench)."""
 
     def __init__(self, device: str = "cpu", port: bool | None = None) -> None:
         self.device = device
@@ -119,22 +120,25 @@ class SpeechFraction:
             self._net = SileroTorch(device=self.device)
 
     def __call__(self, audios: list[np.ndarray]) -> list[float]:
-        if not self.port:
-            from services.enhance.quality.prosody import speech_fraction
+        return [float(w.mean()) if w.size else 0.0 for w in self.windows(audios)]
 
-            return [speech_fraction(a) for a in audios]
+    def windows(self, audios: list[np.ndarray]) -> list[np.ndarray]:
+        """Each segment's verdict per 32 ms window (at or above 0.5), as booleans."""
+        if not self.port:
+            from services.enhance.quality.prosody import speech_windows
+
+            return [speech_windows(a) for a in audios]
         self.load()
         assert self._net is not None
         framed = [frame_padded(a) for a in audios]
         counts = [x.size // WINDOW for x in framed]
         if max(counts, default=0) == 0:
-            return [0.0] * len(audios)
+            return [np.zeros(0, bool) for _ in audios]
         batch = np.zeros((len(framed), max(counts) * WINDOW), np.float32)
         for row, x in zip(batch, framed):
             row[:x.size] = x
         probs = self._probabilities(batch)
-        return [float((p[:n] >= THRESHOLD).mean()) if n else 0.0
-                for p, n in zip(probs, counts)]
+        return [p[:n] >= THRESHOLD for p, n in zip(probs, counts)]
 
     def _probabilities(self, batch: np.ndarray) -> np.ndarray:
         import torch

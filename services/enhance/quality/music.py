@@ -1,0 +1,105 @@
+"""How much music lies under or instead of a segment's speech: ``quality.music``, 0-1.
+
+A note holds its pitch; speech does not. Music (a bed under a podcast, a video's soundtrack)
+leaves spectral peaks that stay in one place for tenths of a second, while a voice's harmonics
+glide with its intonation and stop at every consonant, and noise has no stable peak at all. A
+*held tone* is a spectral peak between ``LOW_HZ`` and ``HIGH_HZ``, ``PROMINENCE_DB`` above the
+mean of its neighbourhood, found within one frequency bin (15.6 Hz) of the same place in at
+least ``HOLD_SHARE`` of the 32 ms frames of ``HOLD_SECONDS`` (speech over a note masks it now
+and then).
+
+A voice holds a vowel now and then too (a synthetic one more often), but only while it speaks:
+the score is the share of the segment's non-speech frames (Silero VAD's 32 ms windows below
+0.5, one window of margin around speech) that a held tone covers. In the pauses of clean speech
+there is silence or noise (score 0); under a bed, the music goes on in them; music alone is all
+pause to the VAD. A segment with under ``MIN_GAP_FRAMES`` such frames is scored on all of its
+frames. Measured in bench/wild/music.py (docs/quality.md, music).
+
+Pure numpy on the input before restoration (the bed is what the source holds, whatever
+restoration made of it): one 1024-point FFT per 32 ms, a few CPU seconds per audio hour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SR = 16000
+N_FFT = 1024  # 64 ms: 15.6 Hz bins, fine enough to tell a held note from a gliding harmonic
+HOP = 512  # 32 ms
+LOW_HZ, HIGH_HZ = 150.0, 5000.0  # a voice's f0 below, little tonal energy above
+PROMINENCE_DB = 8.0  # a peak this far above the mean of its +-NEIGHBOUR_BINS
+NEIGHBOUR_BINS = 12
+FLOOR_DB = 50.0  # peaks more than this below the segment's loudest frames are not heard
+HOLD_SECONDS = 0.4  # a peak held this long in one place is a note
+HOLD_SHARE = 0.8  # in at least this share of its frames (speech over a note masks it)
+MIN_SECONDS = 0.5  # shorter segments are not scored (None)
+MIN_GAP_FRAMES = 8  # 0.26 s of pauses: fewer, and the whole segment is scored
+
+
+def _peaks(db: np.ndarray) -> np.ndarray:
+    """Prominent local maxima of a (frames, bins) dB spectrogram, as a boolean array."""
+    n = db.shape[1]
+    w = NEIGHBOUR_BINS
+    c = np.concatenate([np.zeros((db.shape[0], 1)), np.cumsum(db, axis=1)], axis=1)
+    lo = np.clip(np.arange(n) - w, 0, n)
+    hi = np.clip(np.arange(n) + w + 1, 0, n)
+    local = (c[:, hi] - c[:, lo]) / (hi - lo)
+    inner = db[:, 2:-2]
+    peak = ((inner > db[:, 1:-3]) & (inner >= db[:, 3:-1])
+            & (inner > db[:, :-4]) & (inner >= db[:, 4:]))
+    out = np.zeros_like(db, dtype=bool)
+    out[:, 2:-2] = peak
+    loud = db >= np.percentile(db.max(axis=1), 95) - FLOOR_DB
+    return out & (db - local >= PROMINENCE_DB) & loud
+
+
+def held_frames(audio: np.ndarray) -> np.ndarray:
+    """Which 32 ms frames of ``audio`` (16 kHz) a held tone covers (boolean per frame)."""
+    x = np.asarray(audio, np.float32)
+    n = 1 + (x.size - N_FFT) // HOP if x.size >= N_FFT else 0
+    hold = max(2, round(HOLD_SECONDS * SR / HOP))
+    if n < hold:
+        return np.zeros(max(n, 0), bool)
+    frames = np.lib.stride_tricks.sliding_window_view(x, N_FFT)[::HOP][:n]
+    lo, hi = int(LOW_HZ * N_FFT / SR), int(HIGH_HZ * N_FFT / SR) + 1
+    spec = np.abs(np.fft.rfft(frames * np.hanning(N_FFT).astype(np.float32), axis=1))[:, lo:hi]
+    db = 20 * np.log10(spec + 1e-9)
+    peaks = _peaks(db)
+    near = peaks.copy()  # a peak counts where it or a neighbour bin has one
+    near[:, 1:] |= peaks[:, :-1]
+    near[:, :-1] |= peaks[:, 1:]
+    # frames t..t+hold-1 have a peak at bin k often enough: a note held along time
+    run = np.cumsum(np.vstack([np.zeros((1, near.shape[1]), np.int32), near]), axis=0)
+    starts = ((run[hold:] - run[:-hold]) >= HOLD_SHARE * hold).any(axis=1)  # n - hold + 1
+    s = np.concatenate([[0], np.cumsum(starts)])
+    t = np.arange(n)
+    first = np.clip(t - hold + 1, 0, starts.size)
+    last = np.clip(t + 1, 0, starts.size)
+    return (s[last] - s[first]) > 0
+
+
+def pauses(speech: np.ndarray, n: int) -> np.ndarray:
+    """Frames (of ``n``) with no speech window at or next to them: ``speech`` is the VAD's
+    verdict per 32 ms window, and frame ``t`` (64 ms) spans windows ``t`` and ``t + 1``."""
+    s = np.zeros(n + 2, bool)
+    k = min(speech.size, n + 2)
+    s[:k] = speech[:k]
+    near = s.copy()
+    near[1:] |= s[:-1]
+    near[:-1] |= s[1:]
+    return ~(near[:n] | near[1:n + 1])
+
+
+def music_score(audio: np.ndarray, speech: np.ndarray | None = None) -> float | None:
+    """Share of ``audio``'s (16 kHz) pauses under a held tone, 0-1; ``speech``: the VAD's
+    verdict per 32 ms window (None: no pauses known, every frame counts). None when the
+    segment is under ``MIN_SECONDS``."""
+    if np.asarray(audio).size < MIN_SECONDS * SR:
+        return None
+    held = held_frames(audio)
+    if not held.size:
+        return 0.0
+    gaps = pauses(np.asarray(speech, bool), held.size) if speech is not None else None
+    if gaps is not None and gaps.sum() >= MIN_GAP_FRAMES:
+        return float(held[gaps].mean())
+    return float(held.mean())
