@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from common.queue import envelope
 from common.queue.envelope import MAX_DEPTH, MAX_ENTRY_CHARS, MAX_PARSE_CHARS, Unparsed
@@ -122,40 +123,18 @@ FUZZ = settings(max_examples=1500, deadline=None, derandomize=True, database=Non
                 suppress_health_check=list(HealthCheck))
 
 
-@FUZZ
-@given(entries.random_bytes)
-def test_fuzz_random_bytes(text: str) -> None:
-    check(text)
+@pytest.mark.parametrize("family,examples", [
+    (entries.random_bytes, 1500), (entries.any_json, 1000), (entries.deep_nesting, 300),
+    (entries.huge_strings, 60), (entries.envelope_types(), 1200), (entries.body_types, 1200),
+], ids=["random-bytes", "any-json", "deep-nesting", "huge-strings", "envelope-types",
+        "body-types"])
+def test_fuzz(family: st.SearchStrategy[str], examples: int) -> None:
+    @settings(FUZZ, max_examples=examples)
+    @given(family)
+    def read_one(text: str) -> None:
+        check(text)
 
-
-@settings(FUZZ, max_examples=1000)
-@given(entries.any_json)
-def test_fuzz_any_json(text: str) -> None:
-    check(text)
-
-
-@settings(FUZZ, max_examples=300)
-@given(entries.deep_nesting)
-def test_fuzz_deep_nesting(text: str) -> None:
-    check(text)
-
-
-@settings(FUZZ, max_examples=60)
-@given(entries.huge_strings)
-def test_fuzz_huge_strings(text: str) -> None:
-    check(text)
-
-
-@settings(FUZZ, max_examples=1200)
-@given(entries.envelope_types())
-def test_fuzz_wrong_types_in_the_envelope(text: str) -> None:
-    check(text)
-
-
-@settings(FUZZ, max_examples=1200)
-@given(entries.body_types)
-def test_fuzz_wrong_types_in_the_body(text: str) -> None:
-    check(text)
+    read_one()
 
 
 def test_huge_and_deep_entries_are_refused() -> None:
