@@ -160,6 +160,7 @@ class Quality(Record):
     speaking_rate_unit: str | None = omitted()  # chars/s or mora/s
     snr: float | None = omitted()  # dB, on the input before restoration
     music: float | None = omitted()  # 0-1: share of the input's pauses under a held tone
+    overlap: float | None = omitted()  # 0-1: share of the voiced time with two talkers at once
 
     def filterable(self) -> Quality:
         """What a tokens line and a skipped entry carry: all but the sidecar-only fields (and

@@ -39,6 +39,7 @@ class FilterPolicy:
 
     min_speech_fraction: float = 0.1  # skip when less of the restored audio is speech (0: off)
     max_music: float = 0.5  # skip when more of the input's pauses hold music (1: off)
+    max_overlap: float = 1.0  # skip when more of the voiced time has two talkers (1: off)
 
     @classmethod
     def from_settings(cls, s: Any) -> FilterPolicy:
@@ -47,7 +48,7 @@ class FilterPolicy:
                    changed_text=s.filter_restoration_changed_text,
                    duplicates=s.filter_duplicates,
                    min_speech_fraction=s.filter_min_speech_fraction,
-                   max_music=s.filter_max_music)
+                   max_music=s.filter_max_music, max_overlap=s.filter_max_overlap)
 
     def for_shard(self, result: DedupResult | None, shard_id: int) -> FilterPolicy:
         """This policy for one shard: the dedup result applies only if it covers the shard."""
@@ -86,6 +87,9 @@ class FilterPolicy:
             out.append(f"speech_fraction<{self.min_speech_fraction:g}")
         if self.max_music < 1 and quality.music is not None and quality.music > self.max_music:
             out.append(f"music>{self.max_music:g}")
+        if (self.max_overlap < 1 and quality.overlap is not None
+                and quality.overlap > self.max_overlap):
+            out.append(f"overlap>{self.max_overlap:g}")
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -96,6 +100,7 @@ class FilterPolicy:
                 "min_ovrl_delta": self.min_ovrl_delta,
                 "restoration_changed_text": self.changed_text, "duplicates": self.duplicates,
                 "min_speech_fraction": self.min_speech_fraction, "max_music": self.max_music,
+                "max_overlap": self.max_overlap,
                 "dedup": None if self.dedup_seen is None else {
                     "duplicates_sha256": self.dedup_seen, "applied": self.dedup is not None}}
 

@@ -53,6 +53,9 @@ class TokenizeSettings(Settings):
     filter_max_music: float = Field(
         0.5, ge=0.0, le=1.0, description="segments whose input has more music than this "
         "(quality.music: share of its pauses under a held tone) get no tokens (1: off)")
+    filter_max_overlap: float = Field(
+        1.0, ge=0.0, le=1.0, description="segments with more of their voiced time under two "
+        "talkers at once than this (quality.overlap) get no tokens (1: off)")
 
     @field_validator("tokenizer")
     @classmethod

@@ -20,6 +20,7 @@ from common.shards.audio import resample
 from services.enhance.quality import music
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
+from services.enhance.quality.overlap import overlap
 from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
@@ -47,6 +48,7 @@ class Annotator:
         self.dnsmos = Dnsmos(hop_seconds=s.quality_dnsmos_hop_seconds, device=device,
                             pieces=s.quality_dnsmos_pieces)
         self.speaker = SpeakerEncoder(device=device)
+        self.device = device
         self.vad = SpeechFraction(device)
         self.fraction = s.quality_fidelity_fraction
         self.speaker_threshold = s.quality_speaker_threshold
@@ -97,5 +99,7 @@ class Annotator:
                 rec.fidelity_cer, rec.fidelity_text = sc.cer, sc.transcript
                 rec.restoration_changed_text = sc.cer > self.cer_threshold
             self.fidelity_checked += len(picked)
+        for rec, x in zip(out, before):
+            rec.overlap = overlap(x, self.device)
         self.seconds += time.perf_counter() - t0
         return out

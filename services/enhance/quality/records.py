@@ -26,6 +26,7 @@ class QualityRecord:
     restoration_changed_text: bool | None = None
     prosody: Prosody | None = None
     music: float | None = None  # music.py; None: too short to judge
+    overlap: float | None = None  # overlap.py; None: too short to judge
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -49,6 +50,7 @@ class QualityRecord:
             fidelity_text=self.fidelity_text,
             **_prosody(self.prosody),
             music=None if self.music is None else round(self.music, 3),
+            overlap=None if self.overlap is None else round(self.overlap, 3),
             **self.extra,
         )
 
