@@ -66,6 +66,13 @@ class AsrSegment(Record):
     compression_ratio: float | None = None
     kept: bool = False
     reason: str | None = None
+    # the text as spoken (services/text: numbers, dates, units written out), what wrote it, and
+    # for Japanese its katakana reading and accent phrases; English IPA when asked
+    text_spoken: str | None = omitted()
+    text_spoken_by: str | None = omitted()
+    reading: str | None = omitted()
+    accent: str | None = omitted()
+    phonemes: str | None = omitted()
     words: list[Word] | None = omitted()
     min_word_probability: float | None = omitted()
 
@@ -186,6 +193,11 @@ class Sidecar(Record):
     quality: Quality | None = omitted()
     speaker_id: str | None = omitted()  # "<source_key>#s<n>": the voice within its source file
     min_word_probability: float | None = omitted()  # the asr segment's
+    text_spoken: str | None = omitted()  # the asr segment's (a piece's: from its text)
+    text_spoken_by: str | None = omitted()
+    reading: str | None = omitted()
+    accent: str | None = omitted()
+    phonemes: str | None = omitted()
 
 
 # --- tokens/<tokenizer>/<shard>.jsonl and the tokenize done record --------------------------------
@@ -199,6 +211,11 @@ class TokenLine(Record):
     duration_seconds: float = 0.0
     quality: Quality | None = omitted()
     speaker_id: str | None = omitted()  # the sidecar's
+    text_spoken: str | None = omitted()  # the sidecar's, and the forms below
+    text_spoken_by: str | None = omitted()
+    reading: str | None = omitted()
+    accent: str | None = omitted()
+    phonemes: str | None = omitted()
     min_word_probability: float | None = omitted()  # the sidecar's
 
     @property

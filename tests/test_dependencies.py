@@ -23,7 +23,7 @@ CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"
                     ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
-SHARED_BY_STAGES = {"whisper": ("asr", "enhance")}
+SHARED_BY_STAGES = {"whisper": ("asr", "enhance"), "text": ("asr", "enhance")}
 
 
 def _norm(name: str) -> str:

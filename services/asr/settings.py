@@ -47,6 +47,8 @@ class AsrSettings(WhisperSettings):
     asr_word_margin_seconds: float = Field(
         0.2, ge=0.0, le=10.0,
         description="kept before the first word and after the last when trimming")
+    asr_phonemes: bool = Field(
+        False, description="English segments also get IPA phonemes (espeak-ng)")
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 

@@ -22,6 +22,7 @@ from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
 from services.records import AsrLine
+from services.text.forms import normaliser, with_forms
 
 
 @dataclass
@@ -47,6 +48,8 @@ class AsrStage(Stage):
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._loaded = None  # services.whisper.model.LoadedModel, set by load()
         self._clip_transcriber = None  # services.asr.batched.ClipTranscriber
+        # the spoken forms' normalisers, built per language on first use (services/text)
+        self._text = normaliser(self.settings.asr_phonemes)
 
     # --- Stage contract --------------------------------------------------------------------------
     def load(self) -> None:
@@ -65,7 +68,7 @@ class AsrStage(Stage):
         out = Path(workdir) / f"{self.settings.shard_stem(shard_id)}.asr.jsonl"
         counts: Counter[str] = Counter()
         languages: Counter[str] = Counter()
-        seconds_in = seconds_out = decode_wait = 0.0
+        seconds_in = seconds_out = decode_wait = text_seconds = 0.0
         members = decoded_members(inputs["shard"], self.settings)
         with open(out, "w", encoding="utf-8") as f, closing(members):
             while True:
@@ -82,6 +85,9 @@ class AsrStage(Stage):
                     seconds_in += item.audio.size / SAMPLE_RATE
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
+                    t_text = time.perf_counter()
+                    outcome.line = with_forms(outcome.line, self._text)
+                    text_seconds += time.perf_counter() - t_text
                     if item.notes:
                         outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
@@ -101,7 +107,8 @@ class AsrStage(Stage):
         return StageResult(
             outputs={SPEC.output_key(self.settings, shard_id): out},
             counts=dict(counts), audio_seconds_in=seconds_in, audio_seconds_out=seconds_out,
-            extra={"languages": dict(languages), "decode_wait_seconds": round(decode_wait, 3)},
+            extra={"languages": dict(languages), "decode_wait_seconds": round(decode_wait, 3),
+                   "text_seconds": round(text_seconds, 3)},
         )
 
     # --- one file ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from common.shards.members import iter_keys
 from common.shards.readahead import read_ahead
 from services.enhance.highpass import highpass_zero_phase
 from services.records import AsrLine, RecordError, Word
+from services.text.forms import TextForms
 
 
 @dataclass
@@ -32,6 +33,7 @@ class SegmentSpec:
     min_word_probability: float | None = None  # the asr segment's, passed to the sidecar
     words: list[Word] | None = None  # the asr segment's, times in the member (turns.py)
     part: int | None = None  # the segment cut at speaker changes: its piece, from 1 (turns.py)
+    forms: TextForms = field(default_factory=TextForms)  # text_spoken & co (services/text)
 
 
 @dataclass
@@ -81,8 +83,8 @@ def read_plan(asr_jsonl: Path, max_seconds: float | None = None, name: str | Non
             if problem is not None:
                 raise AsrInputError(f"{where}: {problem}"[:300])
             kept = [SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
-                                line.language, s.min_word_probability, s.words)
-                    for s in line.kept]
+                                line.language, s.min_word_probability, s.words,
+                                forms=TextForms.of(s)) for s in line.kept]
             if kept:
                 plan.by_key[line.key] = sorted(kept, key=lambda s: s.start)
             else:

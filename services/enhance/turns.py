@@ -30,6 +30,7 @@ import numpy as np
 from services.enhance.quality.speaker import HOP, SR, Windows
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.records import Word
+from services.text.forms import piece_forms
 
 FRAME = HOP / SR  # 10 ms
 DEFAULT_THRESHOLD = 0.84  # cosine between stretch means; docs/quality.md has how it was chosen
@@ -138,8 +139,10 @@ def cut_segment(seg: CutSegment, after: np.ndarray, after_rate: int,
         if before is not None:
             a_in = round(p.start * before_rate)
             piece_in = before[a_in:None if last else round(p.end * before_rate)]
+        text = text_of(p.words)
         spec = replace(s, start=s.start + p.start, end=s.end if last else s.start + p.end,
-                       text=text_of(p.words), words=p.words, part=k,
+                       text=text, words=p.words, part=k,
+                       forms=piece_forms(s.forms, text, s.language),
                        min_word_probability=min((w.probability for w in p.words), default=None))
         out.append((replace(seg, spec=spec), after[a_out:b_out], piece_in))
     return out

@@ -158,7 +158,7 @@ class EnhancedWriter:
                        start=round(s.start, 3), end=round(s.end, 3),
                        duration_seconds=round(out.size / OUT_RATE, 3),
                        quality=None if quality is None else quality.to_record(),
-                       min_word_probability=s.min_word_probability)
+                       min_word_probability=s.min_word_probability, **s.forms.fields())
         if quality is not None:
             self.quality.add(quality)
         flac = flac_bytes(out, OUT_RATE)

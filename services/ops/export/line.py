@@ -28,6 +28,12 @@ class ExportLine(Record):
     quality: Quality | None = _omitted()
     audio_tar: str | None = _omitted()
     audio_member: str | None = _omitted()
+    # the text as spoken and what wrote it, the Japanese reading and accent, IPA (services/text)
+    text_spoken: str | None = _omitted()
+    text_spoken_by: str | None = _omitted()
+    reading: str | None = _omitted()
+    accent: str | None = _omitted()
+    phonemes: str | None = _omitted()
 
 
 def leaf_paths(value: Any, prefix: str = "") -> set[str]:

@@ -1,0 +1,69 @@
+"""English spoken form: WeTextProcessing's English text normaliser (its FSTs ship compiled in the
+wheel, so building it is a 5 s load, not a grammar compilation).
+
+The normaliser costs ~0.1-0.5 s a sentence, most of it composing the whole sentence with its
+tagger. A sentence it cannot change is not given to it: one with no digit, no symbol and no
+token of the normaliser's own whitelist (its ``whitelist/*.tsv``: "Dr." -> "doctor", "~" ->
+"approximately") comes back unchanged, so skipping it changes nothing but the cost (the
+bench checks this on plain sentences)."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from importlib import metadata
+from pathlib import Path
+
+NAME = "WeTextProcessing"
+PACKAGE = "WeTextProcessing"
+# the characters that leave a sentence unchanged: letters, spaces and the punctuation of prose
+_PLAIN = re.compile(r"[A-Za-z\s'’\-,.?!;:\"“”()]*")
+_SPACE_BEFORE = re.compile(r"\s+([,.?!;:])")  # the verbaliser writes "january , twenty"
+
+
+class EnglishSpoken:
+    """One per process (:func:`services.text.forms.normaliser`): the FST load is the cost."""
+
+    name = NAME
+
+    @cached_property
+    def version(self) -> str:
+        return metadata.version(PACKAGE)
+
+    @cached_property
+    def _normalizer(self):  # tn.english.normalizer.Normalizer
+        import logging
+
+        from tn.english.normalizer import Normalizer
+
+        # its own logger says "found existing fst" at INFO on every load
+        logging.getLogger("wetext").setLevel(logging.WARNING)
+        return Normalizer()
+
+    @cached_property
+    def _whitelist(self) -> frozenset[str]:
+        import tn
+
+        base = Path(tn.__file__).parent / "english" / "data" / "whitelist"
+        keys: set[str] = set()
+        for tsv in base.glob("*.tsv"):
+            for row in tsv.read_text(encoding="utf-8").splitlines():
+                key = row.split("\t", 1)[0].strip()
+                if key:
+                    keys.add(key)
+        return frozenset(keys)
+
+    def changes(self, text: str) -> bool:
+        """Whether the normaliser may change ``text`` (False: it returns it as it is)."""
+        if not _PLAIN.fullmatch(text):
+            return True
+        words = text.split()
+        wl = self._whitelist
+        return any(w in wl or w.rstrip(",;:?!") in wl for w in words) or any(
+            " ".join(words[i:i + n]) in wl for n in (2, 3) for i in range(len(words)))
+
+    def spoken(self, text: str) -> str:
+        if not text.strip() or not self.changes(text):
+            return text
+        out = self._normalizer.normalize(text)
+        return _SPACE_BEFORE.sub(r"\1", out).strip()

@@ -1,0 +1,146 @@
+"""The text forms of one segment, computed from its ``text`` and ``language``: the one function
+asr (a kept segment) and enhance (a piece cut at a speaker change) call.
+
+``text_spoken`` is written by the normaliser of the segment's language: English by
+WeTextProcessing, Japanese by OpenJTalk (pyopenjtalk-plus) with num2words for the digits it
+leaves, any other language by num2words for its numbers (where num2words has the language:
+digits only, no dates or units). ``text_spoken_by`` names it with its version. Japanese adds
+``reading`` and ``accent`` (services/text/japanese.py); English adds IPA ``phonemes`` when
+asked (espeak-ng, services/text/phonemes.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+FIELDS = ("text_spoken", "text_spoken_by", "reading", "accent", "phonemes")
+
+
+@dataclass(frozen=True)
+class TextForms:
+    text_spoken: str | None = None
+    text_spoken_by: str | None = None  # "<normaliser> <version>"
+    reading: str | None = None
+    accent: str | None = None
+    phonemes: str | None = None
+
+    def fields(self) -> dict[str, str]:
+        """The forms there are, for a record's constructor (absent ones are not written)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def of(cls, record: Any) -> TextForms:
+        """The forms a record carries (an asr segment, a sidecar, a tokens line)."""
+        return cls(**{k: getattr(record, k, None) for k in FIELDS})
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+class _Num2Words:
+    """Numbers only, in the languages num2words has."""
+
+    name = "num2words"
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    @property
+    def version(self) -> str:
+        return metadata.version("num2words")
+
+    def spoken(self, text: str) -> str:
+        from num2words import num2words
+
+        def word(m: re.Match[str]) -> str:
+            raw = m.group()
+            value: float | int = float(raw.replace(",", ".")) if "." in raw or "," in raw \
+                else int(raw)
+            return str(num2words(value, lang=self.language))
+
+        return _NUMBER.sub(word, text)
+
+
+def _num2words_has(language: str) -> bool:
+    from num2words import CONVERTER_CLASSES
+
+    return language in CONVERTER_CLASSES
+
+
+class TextNormaliser:
+    """One per process (:func:`normaliser`): each language's normaliser is built when its first
+    segment comes (the English FSTs and the Japanese dictionary take seconds to load)."""
+
+    def __init__(self, phonemes: bool = False) -> None:
+        self.phonemes = phonemes
+        self._by_language: dict[str, Any] = {}
+
+    def _for(self, language: str) -> Any:
+        if language not in self._by_language:
+            if language == "en":
+                from services.text.english import EnglishSpoken
+
+                self._by_language[language] = EnglishSpoken()
+            elif language == "ja":
+                from services.text.japanese import JapaneseText
+
+                self._by_language[language] = JapaneseText()
+            elif _num2words_has(language):
+                self._by_language[language] = _Num2Words(language)
+            else:
+                self._by_language[language] = None
+        return self._by_language[language]
+
+    def describe(self, language: str | None) -> str | None:
+        """``"<name> <version>"`` of the normaliser that writes ``language``'s text_spoken."""
+        n = self._for(language) if language else None
+        return None if n is None else f"{n.name} {n.version}"
+
+    def forms(self, text: str, language: str | None) -> TextForms:
+        n = self._for(language) if language else None
+        if n is None:
+            return TextForms()
+        by = f"{n.name} {n.version}"
+        if language == "ja":
+            ja = n.forms(text)
+            return TextForms(ja.text_spoken, by, ja.reading, ja.accent)
+        spoken = n.spoken(text)
+        ipa = None
+        if self.phonemes and language == "en":
+            from services.text.phonemes import english_ipa
+
+            ipa = english_ipa(spoken)
+        return TextForms(spoken, by, phonemes=ipa)
+
+
+@cache
+def normaliser(phonemes: bool = False) -> TextNormaliser:
+    return TextNormaliser(phonemes)
+
+
+def text_forms(text: str, language: str | None, phonemes: bool = False) -> TextForms:
+    """A segment's forms from its text and language (None or a language with no normaliser:
+    none)."""
+    return normaliser(phonemes).forms(text, language)
+
+
+def with_forms(line: Any, normaliser: TextNormaliser) -> Any:
+    """An asr line (``services.records.AsrLine``) whose kept segments carry their forms, each
+    in its own language (the line's for a segment written without one)."""
+    if not any(s.kept for s in line.segments):
+        return line
+    segs = [s.model_copy(update=normaliser.forms(s.text, s.language or line.language).fields())
+            if s.kept else s for s in line.segments]
+    return line.model_copy(update={"segments": segs})
+
+
+def piece_forms(whole: TextForms, text: str, language: str | None) -> TextForms:
+    """The forms of a piece of a segment (its words' ``text``): computed again, since a number
+    may be read differently out of its context; none where the whole had none (an asr line
+    written before the forms existed), phonemes where the whole had them."""
+    if whole.text_spoken is None:
+        return TextForms()
+    return text_forms(text, language, phonemes=whole.phonemes is not None)
