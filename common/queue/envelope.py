@@ -42,18 +42,28 @@ class Unparsed(dict[str, Any]):
     """An entry that was not parsed: empty (kombu's own restore code unpacks what it loads and
     fails as before on it), carrying its text and why to the delivery guard."""
 
-    def __init__(self, raw: str, reason: str) -> None:
+    def __init__(self, text: str, reason: str) -> None:
         super().__init__()
-        self.raw = raw
+        self.text = text
         self.reason = reason
 
 
 class Parsed(dict[str, Any]):
-    """An entry parsed to a JSON object, remembering how long its text was."""
+    """An entry parsed to a JSON object, with its text: a refused entry is recorded as it was
+    (never serialized again: JSON nested nearly as deep as the parser goes would not be)."""
 
-    def __init__(self, value: dict[str, Any], chars: int) -> None:
+    def __init__(self, value: dict[str, Any], text: str) -> None:
         super().__init__(value)
-        self.chars = chars
+        self.text = text
+
+
+class ParsedList(list[Any]):
+    """An entry parsed to a JSON array, with its text (kombu's own unacknowledged copies of
+    messages are arrays)."""
+
+    def __init__(self, value: list[Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
 
 
 def _short(e: BaseException) -> str:
@@ -75,7 +85,11 @@ def bounded_loads(text: Any, loads: Callable[[str], Any] = json.loads) -> Any:
         return Unparsed(text, "the entry is not JSON: nested deeper than the parser can go")
     except Exception as e:  # noqa: BLE001 - ValueError, MemoryError, an object hook's TypeError
         return Unparsed(text, f"the entry is not JSON: {_short(e)}")
-    return Parsed(value, len(text)) if type(value) is dict else value
+    if type(value) is dict:
+        return Parsed(value, text)
+    if type(value) is list:
+        return ParsedList(value, text)
+    return Unparsed(text, f"the entry is a JSON {type(value).__name__}, not a message")
 
 
 def nested_over(value: Any, limit: int) -> bool:
@@ -117,9 +131,11 @@ def entry_problem(entry: Any) -> str | None:
 
     if isinstance(entry, Unparsed):
         return entry.reason
+    if isinstance(entry, list):
+        return "the entry is a JSON list, not a message"
     if not isinstance(entry, dict):
         return f"the entry is a JSON {type(entry).__name__}, not a message"
-    chars = getattr(entry, "chars", 0)
+    chars = len(getattr(entry, "text", ""))
     if chars > MAX_ENTRY_CHARS:
         return f"the entry is {chars:,} characters, more than {MAX_ENTRY_CHARS:,}"
     if nested_over(entry, MAX_DEPTH):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from celery.worker.consumer import Consumer
 
 from common.ledger.records import FailureRecord
-from common.queue.envelope import Unparsed, body_problem, bounded_loads, entry_problem
+from common.queue.envelope import body_problem, bounded_loads, entry_problem
 from common.redact import redact_text
 
 if TYPE_CHECKING:
@@ -116,12 +116,17 @@ def refuse(queue: str | None, raw: str, reason: str, token: str | None = None) -
 
 # --- the transport ------------------------------------------------------------------------------
 def _raw_of(message: Any) -> str:
-    if isinstance(message, Unparsed):
-        return message.raw
+    """The entry's text as it was in Redis where it is known (:mod:`common.queue.envelope`)."""
+    text = getattr(message, "text", None)
+    if isinstance(text, str):
+        return text
     try:
         return json.dumps(message)
-    except (TypeError, ValueError):
-        return repr(message)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(message)
+        except RecursionError:
+            return f"<a {type(message).__name__} nested too deep to show>"
 
 
 def install() -> None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kombu.utils.json import loads as kombu_loads
 
-from common.queue import envelope
+from common.queue import envelope, poison
 from common.queue.envelope import MAX_DEPTH, MAX_ENTRY_CHARS, MAX_PARSE_CHARS, Unparsed
 from tests.common.queue import entries
 from tests.common.queue.entries import check, good_entry
@@ -143,6 +145,20 @@ def test_huge_and_deep_entries_are_refused() -> None:
         assert entries.read(entries._huge(MAX_ENTRY_CHARS + 1, where)), where
         assert entries.read(entries._deep("list", 10_000, where if where != "tag" else "entry",
                                           True)), where
+
+
+def test_an_entry_as_deep_as_the_parser_goes_is_recorded_as_it_was() -> None:
+    """Parsed at the recursion limit, it could not be serialized again for its record."""
+    for depth in range(sys.getrecursionlimit(), 0, -5):
+        text = "[" * depth + "]" * depth
+        value = envelope.bounded_loads(text, kombu_loads)
+        if not isinstance(value, Unparsed):
+            break
+    assert depth > MAX_DEPTH
+    assert envelope.entry_problem(value) == "the entry is a JSON list, not a message"
+    assert poison._raw_of(value) == text
+    assert envelope.entry_problem(envelope.bounded_loads("3")) == \
+        "the entry is a JSON int, not a message"
 
 
 def test_nested_over_is_iterative() -> None:
