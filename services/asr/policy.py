@@ -47,7 +47,8 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
         words = segment_words(clip, t.words)
         start, end = trimmed(clip, words, settings.asr_word_margin_seconds, keep_end=cut)
         reasons = flag_segment(t.text, start, end, t.avg_logprob, t.no_speech_prob, cr,
-                               settings, covered=i not in short, cut=cut)
+                               settings, covered=i not in short, cut=cut,
+                               word_probabilities=[w.probability for w in words or ()])
         lines.append(records.segment(i, start, end, t.text, t.avg_logprob,
                                      t.no_speech_prob, cr, reasons, words))
         if not reasons:

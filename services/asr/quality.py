@@ -4,11 +4,16 @@ Reasons (comma-joined in ``reason``): ``empty_text``, ``non_speech`` (high no-sp
 with low confidence: Whisper's own silence rule), ``low_confidence``, ``repetition`` (compression
 ratio above the threshold, or an n-gram repeated back to back: a decoder loop), ``too_short``,
 ``too_long``, ``text_coverage`` (text too short for its speech even after a retry: coverage.py),
-``truncated`` (the segment ends where a truncated file was cut).
+``truncated`` (the segment ends where a truncated file was cut), ``hallucination`` (a stock
+phrase such as "thank you for watching", a sound tag or a subtitle credit that the audio does
+not say: hallucination.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from services.asr.hallucination import hallucinated
 from services.asr.settings import AsrSettings
 
 MIN_REPEATS = 4  # an n-gram said this many times in a row is a loop, not speech
@@ -48,7 +53,9 @@ def is_loop(text: str, max_compression_ratio: float) -> bool:
 
 def flag_segment(text: str, start: float, end: float, avg_logprob: float,
                  no_speech_prob: float, compression_ratio: float,
-                 settings: AsrSettings, *, covered: bool = True, cut: bool = False) -> list[str]:
+                 settings: AsrSettings, *, covered: bool = True, cut: bool = False,
+                 word_probabilities: Sequence[float] | None = None) -> list[str]:
+    """The reasons a segment is not kept (none: kept); ``word_probabilities``: its words'."""
     reasons: list[str] = []
     if not text.strip():
         reasons.append("empty_text")
@@ -68,4 +75,6 @@ def flag_segment(text: str, start: float, end: float, avg_logprob: float,
         reasons.append("text_coverage")
     if cut:
         reasons.append("truncated")
+    if hallucinated(text, duration, word_probabilities, avg_logprob, no_speech_prob):
+        reasons.append("hallucination")
     return reasons
