@@ -15,8 +15,9 @@ window of its own joins its neighbour. Comparing means of whole stretches, not s
 is what makes it work: single 1 s windows of one voice and of two voices overlap in similarity
 (docs/quality.md, speaker changes).
 
-A cut is placed in the middle of the word gap nearest to it, so the text splits between words;
-without word times (``ONSEI_ASR_WORD_TIMESTAMPS=false``) a segment is not cut, and
+The audio is cut at the pause or word gap that stood; each ASR word goes to the piece its
+middle lies in (Whisper's word edges can run 0.5 s into a pause; their middles are nearer).
+Without word times (``ONSEI_ASR_WORD_TIMESTAMPS=false``) a segment is not cut, and
 ``multi_speaker`` remains its only flag.
 """
 
@@ -99,23 +100,24 @@ class Piece:
 
 
 def pieces(spec: SegmentSpec, cuts: list[int], min_piece: float = MIN_PIECE) -> list[Piece]:
-    """The segment cut at ``cuts`` (frames), each cut moved to the middle of the nearest gap
-    between words; cuts that would leave a piece without a word or under ``min_piece`` s are
-    dropped. One piece (the whole segment) when nothing is cut."""
+    """The segment cut at ``cuts`` (frames: a pause or a word gap), each word going to the
+    piece its middle lies in; a cut that would leave a piece without a word or under
+    ``min_piece`` s is not made. One piece (the whole segment) when nothing is cut."""
     words = spec.words or []
     length = spec.end - spec.start
     whole = [Piece(0.0, length, list(words))]
     if not cuts or len(words) < 2:
         return whole
-    mids = np.array([(a.end + b.start) / 2 - spec.start for a, b in pairwise(words)])
-    after = sorted({int(np.argmin(np.abs(mids - c * FRAME))) for c in cuts})  # word index - 1
+    centre = np.array([(w.start + w.end) / 2 - spec.start for w in words])
     out: list[Piece] = []
     first, t0 = 0, 0.0
-    for i in after:
-        t = round(float(mids[i]), 3)  # times are written to the ms
-        if t - t0 >= min_piece and length - t >= min_piece:
-            out.append(Piece(t0, t, words[first:i + 1]))
-            first, t0 = i + 1, t
+    for c in sorted(cuts):
+        t = round(c * FRAME, 3)  # times are written to the ms
+        upto = int(np.searchsorted(centre, t))
+        if (t - t0 >= min_piece and length - t >= min_piece and upto > first
+                and upto < len(words)):
+            out.append(Piece(t0, t, words[first:upto]))
+            first, t0 = upto, t
     if not out:
         return whole
     return out + [Piece(t0, length, words[first:])]

@@ -48,23 +48,24 @@ def _words(spans: list[tuple[str, float, float]]) -> list[Word]:
     return [Word(word=f" {w}", start=a, end=b, probability=0.9) for w, a, b in spans]
 
 
-def test_a_cut_moves_to_the_nearest_word_gap_and_splits_the_text() -> None:
-    words = _words([("one", 10.0, 10.4), ("two", 10.5, 11.0), ("three", 11.6, 12.0),
+def test_the_audio_is_cut_at_the_pause_and_each_word_goes_by_its_middle() -> None:
+    words = _words([("one", 10.0, 10.4), ("two", 10.5, 11.3), ("three", 11.6, 12.0),
                     ("four", 12.1, 12.9)])
     spec = SegmentSpec("k", 3, 10.0, 13.0, "one two three four", "en", words=words)
-    assert word_gaps(words, 10.0) == [130]  # only the 0.6 s gap is long enough
-    got = pieces(spec, [140])  # 1.4 s: nearest gap's middle is 1.3 s
-    assert [(p.start, p.end) for p in got] == [(0.0, 1.3), (1.3, 3.0)]
+    assert word_gaps(words, 10.0) == [145]  # only the 0.3 s gap is long enough
+    got = pieces(spec, [120])  # a pause at 1.2 s: "two" (10.5-11.3) ran into it, its middle not
+    assert [(p.start, p.end) for p in got] == [(0.0, 1.2), (1.2, 3.0)]
     seg = CutSegment(7, spec, 48000, np.zeros(0, np.float32))
     after = np.arange(3 * 24000, dtype=np.float32)
     before = np.arange(3 * 16000, dtype=np.float32)
     (s1, a1, b1), (s2, a2, b2) = cut_segment(seg, after, 24000, before, 16000, got)
     assert (s1.spec.text, s2.spec.text) == ("one two", "three four")
-    assert (s1.spec.start, s1.spec.end, s2.spec.start, s2.spec.end) == (10.0, 11.3, 11.3, 13.0)
-    assert a1.size + a2.size == after.size and b1.size + b2.size == before.size
+    assert (s1.spec.start, s1.spec.end, s2.spec.start, s2.spec.end) == (10.0, 11.2, 11.2, 13.0)
+    assert a1.size == round(1.2 * 24000) and a1.size + a2.size == after.size
+    assert b1.size + b2.size == before.size
     assert segment_id("k", 3, s2.spec.part) == "k_0003-2"
-    assert len(pieces(spec, [5])) == 2  # moved to the first gap: 0.45 s left of it
-    assert pieces(spec, [5], min_piece=0.5) == pieces(spec, [])  # too short a piece: no cut
+    assert pieces(spec, [20]) == pieces(spec, [])  # 0.2 s: too short a piece, no cut
+    assert pieces(spec, [295]) == pieces(spec, [])  # no word after it: no cut
 
 
 def test_the_check_counts_a_cut_segments_pieces_as_the_segment() -> None:
