@@ -42,6 +42,33 @@ def segment_id(key: str, idx: int, part: int | None = None) -> str:
     return f"{key}_{idx:04d}" + ("" if part is None else f"-{part}")
 
 
+SHARD_MARK = "@"  # between a name and its shard in a corpus id
+
+
+def corpus_id(name: str, shard: int) -> str:
+    """A name unique within its shard (a :func:`segment_id`, a speaker label
+    ``<source_key>#s<n>``) made unique in the whole corpus: ``<name>@<shard:06d>``. Two shards
+    may hold the same member keys (two ``pack-audio`` runs): a key's identity includes its
+    shard. A name that already ends in ``@<digits>`` is returned as it is (a segment id or a
+    speaker label always ends otherwise: ``_NNNN``, ``-N``, ``#sN``). Per-shard files (the
+    enhanced tar's members, the tokens lines) name segments within their shard; what spans
+    shards (the dedup result, the export) uses this."""
+    if shard_of(name) is not None:
+        return name
+    return f"{name}{SHARD_MARK}{shard:06d}"
+
+
+def shard_of(cid: str) -> int | None:
+    """The shard a :func:`corpus_id` names (None for a name within its shard)."""
+    _, mark, tail = cid.rpartition(SHARD_MARK)
+    return int(tail) if mark and tail.isascii() and tail.isdigit() else None
+
+
+def local_name(cid: str) -> str:
+    """A :func:`corpus_id` without its shard (a name within its shard as it is)."""
+    return cid.rpartition(SHARD_MARK)[0] if shard_of(cid) is not None else cid
+
+
 # --- asr/<shard>.jsonl ---------------------------------------------------------------------------
 class Word(Record):
     """One word of a segment, times in seconds in its raw member (Whisper's cross-attention

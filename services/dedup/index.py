@@ -6,17 +6,19 @@ A segment's number is ``shard << 20 | row`` (its row in the shard's signature fi
 on every machine, so the pairs published to the store (services/dedup/run.py) mean the same
 segments whoever rebuilds the index from them.
 
-Tables: ``segments(seg, id, shard, seconds, ovrl, text)``, ``bands(key, seg)`` (the text's
-and, with ``acoustic``, the audio's LSH keys: two families that never collide),
+Tables: ``segments(seg, id, shard, seconds, ovrl, text, quality)`` (``id``: within its shard,
+as the signature file has it; ``quality``: the filterable block's JSON, null when unknown),
+``bands(key, seg)`` (the text's and, with ``acoustic``, the audio's LSH keys: two families that
+never collide),
 ``edges(a, b, score)`` (a < b, confirmed same recording), ``shards(shard, segments)`` and
 ``parts(name)`` (the published pair files it holds).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROW_BITS = 20
 
@@ -61,7 +63,25 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS edges (a BIGINT, b BIGINT, score FLOAT)",
     "CREATE TABLE IF NOT EXISTS shards (shard BIGINT, segments INTEGER)",
     "CREATE TABLE IF NOT EXISTS parts (name VARCHAR)",
+    # an index made before the column: its rows' quality is unknown (null)
+    "ALTER TABLE segments ADD COLUMN IF NOT EXISTS quality VARCHAR",
 )
+CLUSTER_CHUNK = 100_000  # clustered segments judged by the filter policy at a time
+
+
+class Copy(NamedTuple):
+    """A copy not kept (:meth:`Index.duplicates`): ids within their shards, ``rank`` its place
+    in its cluster's order (the kept one is 0), qualities as JSON (None: unknown)."""
+
+    id: str
+    shard: int
+    keep: str
+    keep_shard: int
+    score: float
+    seconds: float
+    rank: int
+    quality: str | None
+    keep_quality: str | None
 
 
 class Index:
@@ -145,12 +165,16 @@ class Index:
         import duckdb
         import pyarrow as pa
 
+        from services.dedup.signature import has_quality
+
         if isinstance(source, Path):
             rel = f"read_parquet('{_quote(str(source))}', file_row_number = true)"
             row = "file_row_number"
             keys = self._keys(["akeys", "skeys"])
+            quality = "quality" if has_quality(source) else "NULL"
         else:
             keys = self._keys(source.column_names)
+            quality = "quality" if "quality" in source.column_names else "NULL"
             source = source.append_column("row", pa.array(range(source.num_rows), pa.int64()))
             self.con.register("incoming_arrow", source)
             rel, row = "incoming_arrow", "row"
@@ -158,10 +182,11 @@ class Index:
         try:
             self.con.execute(
                 f"CREATE OR REPLACE TEMP TABLE incoming AS SELECT (CAST(? AS BIGINT) << "
-                f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, {keys} AS keys "
-                f"FROM {rel}", [shard])
+                f"{ROW_BITS}) + {row} AS seg, id, seconds, ovrl, text, {keys} AS keys, "
+                f"CAST({quality} AS VARCHAR) AS quality FROM {rel}", [shard])
             n = int(self._one("SELECT count(*) FROM incoming")[0])
-            self.con.execute("INSERT INTO segments SELECT seg, id, ?, seconds, ovrl, text "
+            self.con.execute("INSERT INTO segments (seg, id, shard, seconds, ovrl, text, "
+                             "quality) SELECT seg, id, ?, seconds, ovrl, text, quality "
                              "FROM incoming", [shard])
             self.con.execute("INSERT INTO bands SELECT unnest(keys), seg FROM incoming")
             self.con.execute("INSERT INTO shards VALUES (?, ?)", [shard, n])
@@ -243,11 +268,14 @@ class Index:
             yield [(int(a), int(b)) for a, b in rows]
 
     # --- the result ---------------------------------------------------------------------------
-    def cluster(self) -> None:
+    def cluster(self, passes: Callable[[str], bool] | None = None) -> None:
         """Group the confirmed pairs into clusters (connected components, by propagating the
         smallest segment number until nothing changes: copies form small groups, so a few
-        rounds), and pick the copy kept in each: the best OVRL after restoration (none counts
-        below any), ties by the earliest shard, then the id. Fills ``members``."""
+        rounds), and order each: first the copies ``passes`` (the filter policy, given a
+        quality block's JSON) lets through (a copy of unknown quality passes), then the best
+        OVRL after restoration (none counts below any), ties by the earliest shard, then the
+        id. The first is the copy kept: a recording with a passing copy keeps one. Fills
+        ``members``."""
         con = self.con
         con.execute("CREATE OR REPLACE TEMP TABLE und AS SELECT a AS x, b AS y FROM edges "
                     "UNION ALL SELECT b, a FROM edges")
@@ -262,23 +290,47 @@ class Index:
             con.execute("CREATE OR REPLACE TEMP TABLE lab AS SELECT * FROM lab2")
             if not changed:
                 break
+        self._judge(passes)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE members AS "
-            "WITH m AS (SELECT lab.l, s.seg, s.id, s.seconds, s.text, row_number() OVER "
-            "  (PARTITION BY lab.l ORDER BY s.ovrl DESC NULLS LAST, s.shard, s.id) AS rn "
-            "  FROM lab JOIN segments s USING (seg)), "
+            "WITH m AS (SELECT lab.l, s.seg, s.id, s.shard, s.seconds, s.text, s.quality, "
+            "  row_number() OVER (PARTITION BY lab.l ORDER BY f.seg IS NOT NULL, "
+            "  s.ovrl DESC NULLS LAST, s.shard, s.id) AS rn "
+            "  FROM lab JOIN segments s USING (seg) LEFT JOIN failing f USING (seg)), "
             "best AS (SELECT x AS seg, max(score) AS score FROM "
             "  (SELECT a AS x, score FROM edges UNION ALL SELECT b, score FROM edges) "
             "  GROUP BY x) "
-            "SELECT m.l, m.seg, m.id, m.seconds, m.text, m.rn, k.id AS keep, best.score "
+            "SELECT m.l, m.seg, m.id, m.shard, m.seconds, m.text, m.rn, m.quality, "
+            "k.id AS keep, k.shard AS keep_shard, k.quality AS keep_quality, best.score "
             "FROM m JOIN m k ON k.l = m.l AND k.rn = 1 JOIN best ON best.seg = m.seg")
 
-    def duplicates(self, chunk: int = 100_000) -> Iterator[list[tuple[str, str, float, float]]]:
-        """(id, id kept, score, seconds) of every copy not kept, by id, ``chunk`` at a time."""
-        cur = self.con.execute("SELECT id, keep, score, seconds FROM members WHERE rn > 1 "
-                               "ORDER BY id")
+    def _judge(self, passes: Callable[[str], bool] | None) -> None:
+        """``failing(seg)``: the clustered segments whose known quality ``passes`` refuses.
+        Read whole before written: a DuckDB connection runs one statement at a time."""
+        import pyarrow as pa
+
+        con = self.con
+        failing: list[int] = []
+        if passes is not None:
+            cur = con.execute("SELECT seg, quality FROM lab JOIN segments USING (seg) "
+                              "WHERE quality IS NOT NULL")
+            while rows := cur.fetchmany(CLUSTER_CHUNK):
+                failing.extend(int(seg) for seg, q in rows if not passes(q))
+        table = pa.table({"seg": pa.array(failing, pa.int64())})
+        con.register("failing_arrow", table)
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE failing AS SELECT seg FROM failing_arrow")
+        finally:
+            con.unregister("failing_arrow")
+
+    def duplicates(self, chunk: int = 100_000) -> Iterator[list[Copy]]:
+        """Every copy not kept, by shard and id, ``chunk`` at a time."""
+        cur = self.con.execute("SELECT id, shard, keep, keep_shard, score, seconds, rn - 1, "
+                               "quality, keep_quality FROM members WHERE rn > 1 "
+                               "ORDER BY shard, id")
         while rows := cur.fetchmany(chunk):
-            yield [(r[0], r[1], float(r[2]), float(r[3])) for r in rows]
+            yield [Copy(r[0], int(r[1]), r[2], int(r[3]), float(r[4]), float(r[5]), int(r[6]),
+                        r[7], r[8]) for r in rows]
 
     def cluster_totals(self) -> tuple[int, int, float]:
         """Clusters, copies not kept, and their seconds."""
@@ -287,13 +339,15 @@ class Index:
             "coalesce(sum(seconds) FILTER (WHERE rn > 1), 0) FROM members")
         return int(c), int(d), float(sec)
 
-    def largest(self, n: int) -> list[tuple[str, int, float, str]]:
-        """The ``n`` largest clusters: (id kept, copies, their seconds, text kept)."""
+    def largest(self, n: int) -> list[tuple[str, int, int, float, str]]:
+        """The ``n`` largest clusters: (id kept, its shard, copies, their seconds, text
+        kept)."""
         rows = self.con.execute(
-            "SELECT any_value(keep), count(*) AS size, sum(seconds) AS secs, "
-            "any_value(text) FILTER (WHERE rn = 1) FROM members GROUP BY l "
-            "ORDER BY size DESC, secs DESC, any_value(keep) LIMIT ?", [n]).fetchall()
-        return [(r[0], int(r[1]), float(r[2]), r[3] or "") for r in rows]
+            "SELECT any_value(keep), any_value(keep_shard), count(*) AS size, "
+            "sum(seconds) AS secs, any_value(text) FILTER (WHERE rn = 1) FROM members "
+            "GROUP BY l ORDER BY size DESC, secs DESC, any_value(keep_shard), any_value(keep) "
+            "LIMIT ?", [n]).fetchall()
+        return [(r[0], int(r[1]), int(r[2]), float(r[3]), r[4] or "") for r in rows]
 
 
 def _quote(s: str) -> str:

@@ -10,17 +10,32 @@ Two objects under the output root, published whole, the summary last:
 
 A consumer applies the list only to shards the summary covers: a shard enhanced after the last
 ``onsei dedup`` has not been matched against the corpus yet.
+
+Ids are corpus ids (``services.records.corpus_id``: ``<segment id>@<shard>``): two shards may
+hold the same member keys. A list written before them names segments within their shards; it
+is still read (a lookup by corpus id falls back to the bare id), ambiguous as it was then.
+
+Each copy not kept carries its ``rank`` in its recording's order and the quality blocks of itself
+and of the copy kept, so a consumer whose filter policy differs from the one ``onsei dedup`` ran
+with decides again (:meth:`DedupResult.kept_instead`): of each recording, the first copy in that
+order its policy passes is the one it keeps, whoever reads it.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from common.record import omitted
 from common.storage import NotFound, Store
-from services.records import Record, RecordError
+from services.records import Quality, Record, RecordError, corpus_id, local_name
+
+if TYPE_CHECKING:
+    from services.dedup.index import Copy
 
 DEDUP_DIR = "dedup"
 DUPLICATES_KEY = f"{DEDUP_DIR}/duplicates.jsonl"
@@ -30,13 +45,35 @@ SUMMARY_KEY = f"{DEDUP_DIR}/summary.json"
 class DuplicateLine(Record):
     """A segment judged a copy of ``duplicate_of`` (the copy kept). ``kind``: how it was
     matched (e.g. ``same_recording``); ``score``: the match's confidence in [0, 1];
-    ``seconds``: the duplicate's duration."""
+    ``seconds``: the duplicate's duration; ``rank``: its place in the recording's order (the
+    copy kept is 0); ``quality`` / ``keep_quality``: the filterable blocks of it and of the copy
+    kept (absent: unknown, or a list written before them)."""
 
     id: str
     duplicate_of: str
     kind: str
     score: float
     seconds: float = 0.0
+    rank: int | None = omitted()
+    quality: Quality | None = omitted()
+    keep_quality: Quality | None = omitted()
+
+
+def copy_line(kind: str, c: Copy) -> DuplicateLine:
+    """A copy not kept (the index's row) as the list has it, by corpus ids."""
+    return DuplicateLine(id=corpus_id(c.id, c.shard), duplicate_of=corpus_id(c.keep, c.keep_shard),
+                         kind=kind, score=round(c.score, 4), seconds=round(c.seconds, 3),
+                         rank=c.rank, quality=read_quality(c.quality),
+                         keep_quality=read_quality(c.keep_quality))
+
+
+def read_quality(text: str | None) -> Quality | None:
+    """A signature file's quality JSON (None, or one that does not read: unknown; enhance
+    writes it from a checked record)."""
+    try:
+        return None if text is None else Quality.from_json(text)
+    except RecordError:
+        return None
 
 
 class Cluster(Record):
@@ -68,12 +105,44 @@ class DedupResult:
     summary: DedupSummary
     duplicates: dict[str, DuplicateLine] = field(default_factory=dict)
     _covered: frozenset[int] = frozenset()
+    # id kept -> the copies not kept, in rank order (built on first use)
+    _copies: dict[str, list[DuplicateLine]] | None = None
 
     def covers(self, shard_id: int) -> bool:
         return shard_id in self._covered
 
     def duplicate_of(self, segment_id: str) -> DuplicateLine | None:
-        return self.duplicates.get(segment_id)
+        """The line of a corpus id (or, in a list written before them, of its bare id)."""
+        d = self.duplicates.get(segment_id)
+        return d if d is not None else self.duplicates.get(local_name(segment_id))
+
+    def kept_instead(self, segment_id: str,
+                     passes: Callable[[Quality | None], bool]) -> str | None:
+        """The copy of ``segment_id``'s recording kept instead of it under a filter policy
+        (``passes``: its verdict on a quality block, None when unknown): the first in rank
+        order that passes, or None when that is this one or comes after it (this one is then
+        the recording's copy kept: it is exported if it passes itself)."""
+        d = self.duplicate_of(segment_id)
+        if d is None:
+            return None
+        if passes(d.keep_quality):
+            return d.duplicate_of
+        for other in self._ranked(d.duplicate_of):
+            if other is d:
+                return None
+            if passes(other.quality):
+                return other.id
+        return None
+
+    def _ranked(self, keep: str) -> list[DuplicateLine]:
+        if self._copies is None:
+            copies: dict[str, list[DuplicateLine]] = {}
+            for line in self.duplicates.values():
+                copies.setdefault(line.duplicate_of, []).append(line)
+            for lines in copies.values():
+                lines.sort(key=lambda x: (x.rank is None, x.rank or 0, x.id))
+            self._copies = copies
+        return self._copies.get(keep, [])
 
     @classmethod
     def parse(cls, summary: bytes, duplicates: bytes) -> DedupResult:

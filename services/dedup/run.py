@@ -17,6 +17,11 @@ can carry on. The local files are a cache of the store: an index file DuckDB can
 built again, a local copy of a part or a signature file that does not read is fetched again,
 and shards recorded under a part gone from the store are indexed again. The result is written
 from every published pair, the list first, the summary (naming the list's SHA-256) last.
+
+Of each recording's copies the one kept is, among those the filter policy in force passes
+(``policy``: the one tokenize builds from the same settings), the best ranked; the result names
+segments by corpus id (``services.records.corpus_id``), so a key two shards share is two
+segments, never one listed as a copy of itself.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
@@ -41,7 +46,8 @@ from services.dedup.result import (
     SUMMARY_KEY,
     Cluster,
     DedupSummary,
-    DuplicateLine,
+    copy_line,
+    read_quality,
 )
 from services.dedup.settings import DedupSettings
 from services.dedup.signature import (
@@ -53,6 +59,10 @@ from services.dedup.signature import (
     signature_key,
 )
 from services.dedup.verify import Rule, confirm, confirm_pool
+from services.records import corpus_id
+
+if TYPE_CHECKING:
+    from services.tokenize.filter import FilterPolicy
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +103,9 @@ class Progress:
 
 class Deduper:
     def __init__(self, settings: DedupSettings, store: Store, ledger: Ledger,
-                 workdir: Path | None = None) -> None:
+                 workdir: Path | None = None, policy: FilterPolicy | None = None) -> None:
         self.s = settings
+        self.policy = policy  # None: the copy kept is chosen by quality scores alone
         self.store = store
         self.ledger = ledger
         root = Path(settings.dedup_workdir or Path(settings.scratch_dir) / "onsei-dedup")
@@ -302,15 +313,14 @@ class Deduper:
     def _write_result(self, index: Index) -> DedupSummary:
         """The list streamed to a local file (its SHA-256 on the way), published, then the
         summary: memory stays within the index's limit whatever the number of copies."""
-        index.cluster()
+        policy = self.policy
+        index.cluster(None if policy is None else
+                      lambda q: policy.passes(read_quality(q)))
         local = self.workdir / "duplicates.jsonl"
         digest = hashlib.sha256()
         with open(local, "wb") as fh:
             for chunk in index.duplicates():
-                body = "".join(DuplicateLine(id=i, duplicate_of=k, kind=KIND,
-                                             score=round(sc, 4), seconds=round(se, 3)
-                                             ).to_json() + "\n"
-                               for i, k, sc, se in chunk).encode()
+                body = "".join(copy_line(KIND, c).to_json() + "\n" for c in chunk).encode()
                 digest.update(body)
                 fh.write(body)
         clusters, dups, secs = index.cluster_totals()
@@ -320,8 +330,8 @@ class Deduper:
             clusters=clusters,
             duplicate_segments=dups,
             duplicate_seconds=round(secs, 3),
-            largest=[Cluster(keep=k, size=n, seconds=round(sec, 3), text=t)
-                     for k, n, sec, t in index.largest(self.s.dedup_largest)],
+            largest=[Cluster(keep=corpus_id(k, ks), size=n, seconds=round(sec, 3), text=t)
+                     for k, ks, n, sec, t in index.largest(self.s.dedup_largest)],
             bad_signatures=dict(sorted(self.progress.bad.items())),
             duplicates_sha256=digest.hexdigest(),
             finished_at=time.time(),

@@ -2,12 +2,14 @@
 
 ``enhanced/<stem>.signatures.parquet`` beside the enhanced tar, published whole with it before
 the done record (re-running the shard rewrites it). Columns: the segment's id, source key and
-index, its duration, text and language, DNSMOS OVRL after restoration (null without the quality
-annotations), the LSH band keys of its text (:mod:`services.dedup.text`) and of its audio's
-landmarks (:mod:`services.dedup.landmarks`), and its acoustic fingerprint
-(:mod:`services.dedup.fingerprint`, uint32 little-endian per 16 ms frame); the keys and the
-fingerprint share one spectrogram. The schema's metadata names the format version: a reader
-refuses another one.
+index, its duration, text and language, DNSMOS OVRL after restoration and the filterable quality
+block as JSON (both null without the quality annotations: ``onsei dedup`` keeps, of each
+recording's copies, one the filter policy passes), the LSH band keys of its text
+(:mod:`services.dedup.text`) and of its audio's landmarks (:mod:`services.dedup.landmarks`),
+and its acoustic fingerprint (:mod:`services.dedup.fingerprint`, uint32 little-endian per 16 ms
+frame); the keys and the fingerprint share one spectrogram. The schema's metadata names the
+format version: a reader refuses another one, but reads the one before (no quality column: its
+segments' quality is unknown, and counts as passing).
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from services.dedup.fingerprint import FP_VERSION, fingerprint_of, telephone_rat
 from services.dedup.landmarks import AUDIO_VERSION, PHASE_STARTS, audio_key_families
 from services.dedup.spectrum import Powers, numpy_powers
 from services.dedup.text import TEXT_VERSION, text_keys
+from services.records import Quality
 
-FORMAT = f"onsei-signatures-3/{TEXT_VERSION}/{AUDIO_VERSION}/{FP_VERSION}"
+_VERSIONS = f"{TEXT_VERSION}/{AUDIO_VERSION}/{FP_VERSION}"
+FORMAT = f"onsei-signatures-4/{_VERSIONS}"
+FORMAT_NO_QUALITY = f"onsei-signatures-3/{_VERSIONS}"  # written before the quality column
 META_KEY = b"onsei_signatures"
 MAX_ROWS = 1 << 20  # a segment's number in the index is shard << 20 | row
 
@@ -37,16 +42,17 @@ def signature_key(stem: str) -> str:
     return f"enhanced/{stem}.signatures.parquet"
 
 
-def _schema() -> Any:
+def _schema(quality: bool = True) -> Any:
     import pyarrow as pa
 
+    last = [("quality", pa.string())] if quality else []
     return pa.schema([
         ("id", pa.string()), ("key", pa.string()), ("idx", pa.int32()),
         ("seconds", pa.float32()), ("text", pa.string()), ("language", pa.string()),
         ("ovrl", pa.float32()), ("bands", pa.list_(pa.int64())),
         ("akeys", pa.list_(pa.int64())), ("skeys", pa.list_(pa.int64())),
-        ("fp", pa.binary()),
-    ], metadata={META_KEY: FORMAT.encode()})
+        ("fp", pa.binary()), *last,
+    ], metadata={META_KEY: (FORMAT if quality else FORMAT_NO_QUALITY).encode()})
 
 
 @dataclass
@@ -59,7 +65,8 @@ class SignatureWriter:
     powers: Powers = numpy_powers
 
     def add(self, seg_id: str, key: str, idx: int, seconds: float, text: str,
-            language: str | None, ovrl: float | None, audio: np.ndarray, rate: int) -> None:
+            language: str | None, ovrl: float | None, audio: np.ndarray, rate: int,
+            quality: Quality | None = None) -> None:
         r = self.rows
         r["id"].append(seg_id)
         r["key"].append(key)
@@ -75,6 +82,7 @@ class SignatureWriter:
         r["akeys"].append(akeys)
         r["skeys"].append(skeys)
         r["fp"].append(fingerprint_of(powers[0]).astype("<u4").tobytes())
+        r["quality"].append(None if quality is None else quality.filterable().to_json())
 
     def __len__(self) -> int:
         return len(self.rows["id"])
@@ -101,6 +109,11 @@ def read_signatures(path: Path, columns: list[str] | None = None) -> Any:
         raise SignatureError(f"corrupt: {type(e).__name__}: {str(e)[:160]}") from None
 
 
+def has_quality(path: Path) -> bool:
+    """Whether the file has the ``quality`` column (the format before it has not)."""
+    return "quality" in _checked(path).schema_arrow.names
+
+
 def check_signatures(path: Path) -> int:
     """The number of rows, from the file's footer only (format, columns, row count checked);
     a damaged page further in is found by whoever reads it."""
@@ -113,10 +126,12 @@ def _checked(path: Path) -> Any:
     try:
         pf = pq.ParquetFile(path)
         meta = pf.schema_arrow.metadata or {}
-        if meta.get(META_KEY) != FORMAT.encode():
+        known = {FORMAT.encode(): True, FORMAT_NO_QUALITY.encode(): False}
+        if meta.get(META_KEY) not in known:
             found = meta.get(META_KEY, b"none").decode(errors="replace")
             raise SignatureError(f"signature format {found!r}, expected {FORMAT!r}")
-        if pf.schema_arrow.remove_metadata() != _schema().remove_metadata():
+        expected = _schema(known[meta[META_KEY]]).remove_metadata()
+        if pf.schema_arrow.remove_metadata() != expected:
             raise SignatureError("unexpected columns")
         if pf.metadata.num_rows > MAX_ROWS:
             raise SignatureError(f"{pf.metadata.num_rows} rows (at most {MAX_ROWS})")

@@ -168,7 +168,8 @@ class EnhancedWriter:
                 out, OUT_RATE)
             self.signatures.add(_seg_id(seg), s.key, s.idx, meta.duration_seconds, s.text,
                                 s.language, None if quality is None else
-                                round(float(quality.dnsmos_after.ovrl), 4), src, rate)
+                                round(float(quality.dnsmos_after.ovrl), 4), src, rate,
+                                quality=meta.quality)
         if self.annotator is None:
             self._emit((seg, flac, meta), None)
             return

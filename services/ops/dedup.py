@@ -22,8 +22,12 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     from services.dedup.settings import DedupSettings
     from services.ops.enqueue import parse_range
     from services.stages import open_ledger
+    from services.tokenize.filter import FilterPolicy
+    from services.tokenize.settings import TokenizeSettings
 
     settings = DedupSettings(**output_settings(output_url))
+    # the copy kept is one tokenize's filter policy passes: the same settings build it
+    policy = FilterPolicy.from_settings(TokenizeSettings(**output_settings(output_url)))
     ids = parse_range(range_, settings.max_range) if range_ else None
     store = open_store(settings.output_url, settings)
     ledger = open_ledger(settings, store)
@@ -33,7 +37,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
                    f"{p.confirmed} pairs confirmed of {p.candidates} candidates", err=True)
 
     try:
-        s = Deduper(settings, store, ledger).run(ids, progress)
+        s = Deduper(settings, store, ledger, policy=policy).run(ids, progress)
     except (NothingToDedup, IndexBusy, DedupPartError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{len(s.shards)} shards, {s.segments} segments: {s.clusters} clusters, "

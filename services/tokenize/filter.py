@@ -8,9 +8,12 @@ a rule whose field was not computed (too short to judge speakers, not in the fid
 does not apply.
 
 A segment that ``onsei dedup`` judged a copy of another is skipped as ``duplicate_of:<id>``
-(the id of the copy kept), but only when the dedup result covers the segment's shard: a shard
-enhanced after the last ``onsei dedup`` has not been matched against the corpus yet, and its
-copies are left for the next run (tokenize again, or ``onsei export``, which applies the list).
+(the corpus id of the copy kept), unless that copy and every copy ranked before this one fail
+this policy (the result was made under another: this one is then the recording's copy kept, so
+each recording with a passing copy keeps exactly one), but only when the dedup result covers
+the segment's shard: a shard enhanced after the last ``onsei dedup`` has not been matched
+against the corpus yet, and its copies are left for the next run (tokenize again, or
+``onsei export``, which applies the list).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from services.records import Quality
+from services.records import Quality, corpus_id
 
 if TYPE_CHECKING:
     from services.dedup.result import DedupResult
@@ -36,6 +39,7 @@ class FilterPolicy:
     # the dedup result in force for one shard (:meth:`for_shard`); None: not applied
     dedup: DedupResult | None = field(default=None, compare=False)
     dedup_seen: str | None = field(default=None, compare=False)  # the result's sha, applied or not
+    shard: int | None = field(default=None, compare=False)  # whose segments it judges
 
     min_speech_fraction: float = 0.1  # skip when less of the restored audio is speech (0: off)
     max_music: float = 0.5  # skip when more of the input's pauses hold music (1: off)
@@ -55,18 +59,25 @@ class FilterPolicy:
         seen = result.summary.duplicates_sha256 if result is not None else None
         use = result if (self.duplicates and result is not None
                          and result.covers(shard_id)) else None
-        return replace(self, dedup=use, dedup_seen=seen)
+        return replace(self, dedup=use, dedup_seen=seen, shard=shard_id)
+
+    def passes(self, quality: Quality | None) -> bool:
+        """Whether a segment of this quality block (None: unknown) passes the quality rules."""
+        return quality is None or not self._quality_reasons(quality)
 
     def reasons(self, quality: Quality | dict[str, Any] | None,
                 segment: str | None = None) -> list[str]:
         """``quality``: a sidecar's block (or its JSON object; a malformed one raises
-        ``services.records.RecordError``); ``segment``: its id, for the duplicate list."""
+        ``services.records.RecordError``); ``segment``: its id within the shard (or its corpus
+        id), for the duplicate list."""
         if isinstance(quality, dict):
             quality = Quality.from_dict(quality)
         out = self._quality_reasons(quality) if quality is not None else []
-        dup = self.dedup.duplicate_of(segment) if self.dedup and segment is not None else None
-        if dup is not None:
-            out.append(f"{DUPLICATE_OF}{dup.duplicate_of}")
+        if self.dedup is not None and segment is not None:
+            cid = segment if self.shard is None else corpus_id(segment, self.shard)
+            kept = self.dedup.kept_instead(cid, self.passes)
+            if kept is not None:
+                out.append(f"{DUPLICATE_OF}{kept}")
         return out
 
     def _quality_reasons(self, quality: Quality) -> list[str]:

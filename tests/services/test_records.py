@@ -175,3 +175,19 @@ def test_records_are_frozen() -> None:
     with pytest.raises(ValueError, match="frozen"):
         line.status = "ok"  # type: ignore[misc]  # the assignment under test
     assert line.model_copy(update={"notes": ["x"]}).notes == ["x"] and line.notes is None
+
+
+def test_a_corpus_id_carries_its_shard_once() -> None:
+    """Two shards may hold the same member keys: the corpus names a segment, and a speaker
+    label, with its shard; a name that already has one keeps it, and any key reads back."""
+    from services.records import corpus_id, local_name, shard_of
+
+    assert corpus_id(segment_id("clip", 0), 1) == "clip_0000@000001"
+    assert corpus_id(segment_id("clip", 3, part=2), 12) == "clip_0003-2@000012"
+    assert corpus_id("clip#s0", 0) == "clip#s0@000000"
+    assert corpus_id("clip_0000@000001", 7) == "clip_0000@000001"  # already qualified
+    assert corpus_id(segment_id("a@b/c@9", 1), 2) == "a@b/c@9_0001@000002"
+    assert shard_of("clip_0000@000001") == 1 and shard_of("clip_0000") is None
+    assert shard_of("a@b/c@9_0001") is None and shard_of("x@") is None
+    for name in ("clip_0000", "a@b/c@9_0001", "clip#s0", "x@"):
+        assert local_name(corpus_id(name, 5)) == name and local_name(name) == name

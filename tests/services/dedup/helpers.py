@@ -14,6 +14,7 @@ from common.ledger.store import Ledger
 from common.storage import open_store
 from services.dedup.settings import DedupSettings
 from services.dedup.signature import SignatureWriter, signature_key
+from services.records import Quality
 from services.stages import PIPELINE
 
 
@@ -23,6 +24,7 @@ class Seg:
     text: str
     audio: np.ndarray
     ovrl: float | None = 3.0
+    quality: Quality | None = None
 
 
 @lru_cache(maxsize=1)
@@ -31,14 +33,15 @@ def clips() -> tuple[Clip, ...]:
 
 
 def copy(i: int, transform: str, seg_id: str, ovrl: float | None = 3.0,
-         text: str | None = None) -> Seg:
+         text: str | None = None, quality: Quality | None = None) -> Seg:
     c = clips()[i]
-    return Seg(seg_id, text or c.text, TRANSFORMS[transform](c.audio), ovrl)
+    return Seg(seg_id, text or c.text, TRANSFORMS[transform](c.audio), ovrl, quality)
 
 
-def original(i: int, seg_id: str, ovrl: float | None = 3.0) -> Seg:
+def original(i: int, seg_id: str, ovrl: float | None = 3.0,
+             quality: Quality | None = None) -> Seg:
     c = clips()[i]
-    return Seg(seg_id, c.text, c.audio, ovrl)
+    return Seg(seg_id, c.text, c.audio, ovrl, quality)
 
 
 def other_speaker(i: int, seg_id: str) -> Seg:
@@ -56,7 +59,7 @@ def add_shard(s: DedupSettings, shard: int, segs: list[Seg]) -> None:
     for g in segs:
         key, _, idx = g.id.rpartition("_")
         w.add(g.id, key, int(idx), round(g.audio.size / SR, 3), g.text, "en", g.ovrl, g.audio,
-              SR)
+              SR, quality=g.quality)
     path = Path(s.output_url) / signature_key(s.shard_stem(shard))
     w.write(path)
     ledger(s).mark_done("enhance", shard, {"counts": {"segments": len(segs)}})

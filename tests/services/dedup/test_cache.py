@@ -20,7 +20,8 @@ from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
 pytestmark = needs(ESPEAK, POCKETSPHINX)
 
-EXPECTED = {"a_0000": "h_0000", "d_0000": "h_0000", "e_0000": "b_0000"}
+EXPECTED = {"a_0000@000000": "h_0000@000002", "d_0000@000001": "h_0000@000002",
+            "e_0000@000001": "b_0000@000000"}
 
 
 @pytest.fixture(scope="module")

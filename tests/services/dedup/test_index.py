@@ -53,11 +53,62 @@ def test_clusters_are_transitive_and_keep_the_best(tmp_path: Path) -> None:
     ix.cluster()
     dups = [d for chunk in ix.duplicates() for d in chunk]
     # b, c, d tie at OVRL 2.0: d is in the earliest shard; a has none; e's 3.9 beats f's none
-    assert [(i, k) for i, k, _, _ in dups] == [("a", "d"), ("b", "d"), ("c", "d"), ("f", "e")]
-    assert {i: round(sc, 2) for i, _, sc, _ in dups} == {"a": 0.9, "b": 0.9, "c": 0.8,
-                                                                "f": 0.6}
+    assert [(d.id, d.keep) for d in dups] == [("f", "e"), ("a", "d"), ("b", "d"), ("c", "d")]
+    assert {d.id: round(d.score, 2) for d in dups} == {"a": 0.9, "b": 0.9, "c": 0.8, "f": 0.6}
+    assert [(d.shard, d.keep_shard, d.rank) for d in dups] == [(1, 1, 1), (3, 1, 3), (3, 1, 1),
+                                                                (3, 1, 2)]
     assert ix.cluster_totals() == (2, 4, 19.0)
-    assert ix.largest(1) == [("d", 4, 20.0, "t d")]
+    assert ix.largest(1) == [("d", 1, 4, 20.0, "t d")]
+    ix.close()
+
+
+def _pair_part(tmp_path: Path, ix: Index, a: int, b: int) -> None:
+    import pyarrow.parquet as pq
+
+    part = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"a": pa.array([a], pa.int64()), "b": pa.array([b], pa.int64()),
+                             "score": pa.array([0.9], pa.float32())}), part)
+    ix.add_part_file("p", part)
+
+
+def test_the_copy_kept_is_one_the_policy_passes(tmp_path: Path) -> None:
+    """The better OVRL copy is refused by the policy (its quality says multi_speaker): the
+    other is kept. With no copy passing, the best is kept as before."""
+    ix = Index(tmp_path / "i.duckdb", 256)
+    t0 = _table([("same_0000", 5.0, 4.0, [])])
+    t1 = _table([("same_0000", 5.0, 3.0, [])])
+    ix.add_shard(0, t0.append_column("quality", pa.array(['{"multi_speaker":true}'])))
+    ix.add_shard(1, t1.append_column("quality", pa.array(['{"multi_speaker":false}'])))
+    _pair_part(tmp_path, ix, seg(0, 0), seg(1, 0))
+
+    def passes(q: str) -> bool:
+        return "true" not in q
+
+    ix.cluster(passes)
+    dups = [d for chunk in ix.duplicates() for d in chunk]
+    assert [(d.id, d.shard, d.keep, d.keep_shard) for d in dups] == [
+        ("same_0000", 0, "same_0000", 1)]
+    assert (dups[0].quality, dups[0].keep_quality) == ('{"multi_speaker":true}',
+                                                       '{"multi_speaker":false}')
+    ix.cluster()  # no policy: the best OVRL
+    assert [(d.shard, d.keep_shard) for c in ix.duplicates() for d in c] == [(1, 0)]
+    ix.cluster(lambda q: False)  # none passes: the best OVRL
+    assert [(d.shard, d.keep_shard) for c in ix.duplicates() for d in c] == [(1, 0)]
+    ix.close()
+
+
+def test_an_index_made_before_the_quality_column_opens(tmp_path: Path) -> None:
+    """A cache made by the version before: its segments' quality reads as unknown."""
+    import duckdb
+
+    path = tmp_path / "i.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE segments (seg BIGINT, id VARCHAR, shard BIGINT, seconds FLOAT,"
+                " ovrl FLOAT, text VARCHAR)")
+    con.execute("INSERT INTO segments VALUES (1, 'a_0000', 0, 5.0, 3.0, 't')")
+    con.close()
+    ix = Index(path, 256)
+    assert ix.con.execute("SELECT id, quality FROM segments").fetchall() == [("a_0000", None)]
     ix.close()
 
 

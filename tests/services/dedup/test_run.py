@@ -12,6 +12,8 @@ from common.storage import open_store
 from services.dedup.result import DUPLICATES_KEY, SUMMARY_KEY, DedupResult
 from services.dedup.run import PARTS, Deduper, NothingToDedup
 from services.dedup.signature import signature_key
+from services.records import Mos, Quality
+from services.tokenize.filter import FilterPolicy
 from tests.services.dedup import helpers as h
 from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
@@ -43,7 +45,9 @@ def _pairs(res: DedupResult) -> dict[str, str]:
     return {k: v.duplicate_of for k, v in res.duplicates.items()}
 
 
-EXPECTED = {"a_0000": "h_0000", "d_0000": "h_0000", "e_0000": "b_0000"}
+# by corpus id: <segment id>@<shard>
+EXPECTED = {"a_0000@000000": "h_0000@000002", "d_0000@000001": "h_0000@000002",
+            "e_0000@000001": "b_0000@000000"}
 
 
 def test_copies_are_found_and_look_alikes_are_not(tmp_path, corpus) -> None:
@@ -59,7 +63,7 @@ def test_copies_are_found_and_look_alikes_are_not(tmp_path, corpus) -> None:
     assert sm.duplicate_segments == 3 and sm.bad_signatures == {}
     assert sm.duplicate_seconds == pytest.approx(
         sum(d.seconds for d in res.duplicates.values()), abs=1e-3)
-    assert sm.largest[0].keep == "h_0000" and sm.largest[0].size == 3
+    assert sm.largest[0].keep == "h_0000@000002" and sm.largest[0].size == 3
     assert sm.largest[0].text == h.clips()[0].text
     assert res.covers(2) and not res.covers(3)
 
@@ -69,14 +73,14 @@ def test_ties_keep_the_earliest_shard(tmp_path, corpus) -> None:
     h.add_shard(s, 5, [h.copy(0, "mp3_64k", "z_0000", None)])
     h.add_shard(s, 3, [h.original(0, "y_0000", None)])
     _, res = _dedup(s)
-    assert _pairs(res) == {"z_0000": "y_0000"}
+    assert _pairs(res) == {"z_0000@000005": "y_0000@000003"}
 
 
 def test_second_run_indexes_only_new_shards(tmp_path, corpus) -> None:
     s = _root(tmp_path, corpus, shards=(0, 1))
     d1, res1 = _dedup(s)
     assert d1.progress.indexed == 2 and res1.summary.shards == [0, 1]
-    assert _pairs(res1) == {"d_0000": "a_0000", "e_0000": "b_0000"}
+    assert _pairs(res1) == {"d_0000@000001": "a_0000@000000", "e_0000@000001": "b_0000@000000"}
     h.add_shard(s, 2, corpus[2])
     d2, res2 = _dedup(s)
     assert d2.progress.indexed == 1 and d2.progress.segments == 1  # shard 2 only
@@ -90,7 +94,7 @@ def test_range_limits_what_is_indexed_not_what_is_matched(tmp_path, corpus) -> N
     _, res = _dedup(s, ids=range(1))
     assert res.summary.shards == [0] and res.duplicates == {}
     _, res = _dedup(s, ids=range(2, 3))  # matched against shard 0 indexed before
-    assert res.summary.shards == [0, 2] and _pairs(res) == {"a_0000": "h_0000"}
+    assert res.summary.shards == [0, 2] and _pairs(res) == {"a_0000@000000": "h_0000@000002"}
 
 
 def test_the_index_is_rebuilt_on_another_machine(tmp_path, corpus) -> None:
@@ -155,7 +159,7 @@ def test_bad_signature_files_are_named_and_left_out(tmp_path, corpus) -> None:
     assert not res.covers(7)
     h.add_shard(s, 7, [h.copy(1, "mp3_64k", "x_0000")])  # fixed: indexed by the next run
     _, res = _dedup(s)
-    assert res.covers(7) and _pairs(res)["x_0000"] == "b_0000"
+    assert res.covers(7) and _pairs(res)["x_0000@000007"] == "b_0000@000000"
 
 
 def test_an_empty_root_says_so(tmp_path) -> None:
@@ -174,4 +178,24 @@ def test_a_copy_transcribed_differently_is_found_by_its_audio(tmp_path, acoustic
     h.add_shard(s, 0, [h.original(0, "a_0000", 3.0), h.other_speaker(0, "b_0000")])
     h.add_shard(s, 1, [h.copy(0, "noise_20dB", "c_0000", 2.0, text="end mister on dash would")])
     _, res = _dedup(s)
-    assert _pairs(res) == ({"c_0000": "a_0000"} if acoustic else {})
+    assert _pairs(res) == ({"c_0000@000001": "a_0000@000000"} if acoustic else {})
+
+
+def test_a_key_two_shards_share_is_two_segments_and_the_copy_kept_passes(tmp_path) -> None:
+    """Two pack-audio runs name a clip alike: two segments, never one listed as a copy of
+    itself. The copy with the better OVRL is flagged multi_speaker: with the filter policy
+    the other is kept (without it, OVRL alone decides)."""
+    s = h.settings(tmp_path / "out", tmp_path)
+    flagged = Quality(multi_speaker=True, dnsmos_after=Mos(ovrl=4.0))
+    clean = Quality(multi_speaker=False, dnsmos_after=Mos(ovrl=3.0))
+    h.add_shard(s, 0, [h.original(0, "same_0000", 4.0, quality=flagged)])
+    h.add_shard(s, 1, [h.copy(0, "mp3_64k", "same_0000", 3.0, quality=clean)])
+    store = open_store(s.output_url, s)
+    Deduper(s, store, h.ledger(s), policy=FilterPolicy()).run()
+    res = DedupResult.load(store)
+    assert res is not None and _pairs(res) == {"same_0000@000000": "same_0000@000001"}
+    line = res.duplicates["same_0000@000000"]
+    assert line.rank == 1 and line.quality == flagged and line.keep_quality == clean
+    assert res.summary.largest[0].keep == "same_0000@000001"
+    _, res = _dedup(s)
+    assert _pairs(res) == {"same_0000@000001": "same_0000@000000"}

@@ -85,3 +85,35 @@ def test_a_damaged_file_is_refused_with_its_reason(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": ["x"]}), other)
     with pytest.raises(SignatureError, match="signature format"):
         read_signatures(other)
+
+
+def test_the_format_before_the_quality_column_is_read(tmp_path: Path) -> None:
+    """A shard enhanced by the version before: read, indexed, its quality unknown."""
+    import pyarrow.parquet as pq
+
+    from services.dedup.index import Index
+    from services.dedup.signature import FORMAT_NO_QUALITY, META_KEY, has_quality
+    from services.records import Quality
+
+    w = SignatureWriter()
+    w.add("k_0000", "k", 0, 1.0, "hello there", "en", 3.0, clips()[0].audio, SR,
+          quality=Quality(multi_speaker=True))
+    new = tmp_path / "new.parquet"
+    w.write(new)
+    assert has_quality(new)
+    assert read_signatures(new, ["quality"]).column("quality").to_pylist() == [
+        Quality(multi_speaker=True).to_json()]
+    table = read_signatures(new).drop_columns(["quality"])
+    old = tmp_path / "old.parquet"
+    pq.write_table(table.replace_schema_metadata({META_KEY: FORMAT_NO_QUALITY.encode()}), old)
+    assert read_signatures(old).num_rows == 1 and not has_quality(old)
+    ix = Index(tmp_path / "i.duckdb", 256)
+    assert ix.add_shard(0, old) == 1 and ix.add_shard(1, new) == 1
+    assert sorted(ix.con.execute("SELECT shard, quality FROM segments").fetchall()) == [
+        (0, None), (1, Quality(multi_speaker=True).to_json())]
+    ix.close()
+    bad = tmp_path / "bad.parquet"  # the old format's name on the new columns: refused
+    pq.write_table(read_signatures(new).replace_schema_metadata(
+        {META_KEY: FORMAT_NO_QUALITY.encode()}), bad)
+    with pytest.raises(SignatureError, match="unexpected columns"):
+        read_signatures(bad)

@@ -133,3 +133,37 @@ def test_the_list_is_parsed_once_per_dedup_run(tmp_path: Path) -> None:
     again = reader.load(store)
     assert again is not first and again.covers(2) and again.duplicate_of("a_0001")
     assert store.reads[DUPLICATES_KEY] == 2
+
+
+def test_ids_are_corpus_ids_and_a_filtered_copy_kept_hands_on_to_the_next(tmp_path: Path) -> None:
+    """One recording in shards 0, 1, 2 under one key. The list names each copy by corpus id
+    (a key two shards share is two segments). The copy dedup kept (shard 0) fails this
+    policy: the first copy in rank order that passes (shard 1) is kept instead, the one after
+    it (shard 2) is its duplicate; with every copy passing, the list applies as written."""
+    from services.records import Quality
+
+    store = open_store(str(tmp_path))
+    flagged = Quality(multi_speaker=True).to_dict()
+    clean = Quality(multi_speaker=False).to_dict()
+    write_result(store, {"s_0000@000001": "s_0000@000000", "s_0000@000002": "s_0000@000000"},
+                 shards=[0, 1, 2],
+                 fields={"s_0000@000001": {"rank": 1, "quality": clean, "keep_quality": flagged},
+                         "s_0000@000002": {"rank": 2, "quality": clean,
+                                           "keep_quality": flagged}})
+    result = DedupResult.load(store)
+
+    def reasons(policy: FilterPolicy, shard: int, quality: dict | None) -> list[str]:
+        return policy.for_shard(result, shard).reasons(quality, "s_0000")
+
+    strict = FilterPolicy()
+    assert reasons(strict, 0, flagged) == ["multi_speaker"]
+    assert reasons(strict, 1, clean) == []  # exported instead of the filtered copy kept
+    assert reasons(strict, 2, clean) == ["duplicate_of:s_0000@000001"]
+    lenient = FilterPolicy(multi_speaker=False)
+    assert reasons(lenient, 0, flagged) == []
+    assert reasons(lenient, 1, clean) == ["duplicate_of:s_0000@000000"]
+    assert reasons(lenient, 2, clean) == ["duplicate_of:s_0000@000000"]
+    # a list written before corpus ids names segments within their shards: still applied
+    write_result(store, {"b_0000": "a_0000"}, shards=[3])
+    old = DedupResult.load(store)
+    assert FilterPolicy().for_shard(old, 3).reasons(None, "b_0000") == ["duplicate_of:a_0000"]
