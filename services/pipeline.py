@@ -13,7 +13,10 @@ loaded (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -24,15 +27,50 @@ from common.stages.spec import Pipeline, StageSpec
 if TYPE_CHECKING:
     from celery import Celery, Task
 
-ORDER: tuple[str, ...] = ("asr", "enhance", "tokenize")
+# The stages in order, each its package: a stage is its folder (spec.py, settings.py, stage.py,
+# celery.py, tasks.py) and one line here (docs/architecture.md, "Adding a stage").
+DECLARED: tuple[str, ...] = (
+    "services.asr",
+    "services.enhance",
+    "services.tokenize",
+)
+# The same list from the environment, for a stage outside this checkout (a package on the
+# path): "asr,enhance,mypkg.denoise2,tokenize", a bare name meaning services.<name>. Read once,
+# here: which stages exist decides which settings sections exist, so it cannot be one of them.
+ENV = "ONSEI_PIPELINE"
+_PACKAGE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def declared(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Stage name -> its package, in pipeline order: ``ONSEI_PIPELINE`` when set, else
+    :data:`DECLARED`. A stage's name is its package's last part (its spec says the same)."""
+    value = environ.get(ENV, "").strip()
+    packages = [p.strip() for p in value.split(",")] if value else list(DECLARED)
+    out: dict[str, str] = {}
+    for p in packages:
+        if not _PACKAGE.fullmatch(p):
+            raise ConfigError(f"{ENV}: {p!r} is not a package name (the stages' packages in "
+                              f"order, comma-separated)")
+        package = p if "." in p else f"services.{p}"
+        name = package.rsplit(".", 1)[-1]
+        if name in out:
+            raise ConfigError(f"{ENV}: two stages named {name!r} ({out[name]}, {package})")
+        out[name] = package
+    return out
+
+
+try:
+    PACKAGES = declared()
+except ConfigError as e:  # imported by every entry point: one line, no traceback
+    sys.exit(f"Error: {e}")
 
 
 def _spec(name: str) -> StageSpec:
-    spec: StageSpec = importlib.import_module(f"services.{name}.spec").SPEC
+    spec: StageSpec = importlib.import_module(f"{PACKAGES[name]}.spec").SPEC
     return spec
 
 
-PIPELINE = Pipeline(names=ORDER, load=_spec)
+PIPELINE = Pipeline(names=tuple(PACKAGES), load=_spec)
 
 
 def boot(settings_class: type[Settings], **overrides: Any) -> Settings:
@@ -53,16 +91,19 @@ def make_app(main: str, settings: Settings) -> Celery:
     from common.queue.config import make_app as _make_app  # the one-process runner needs no Celery
 
     stage = main.rsplit(".", 1)[-1]
-    if stage in PIPELINE:
+    if PACKAGES.get(stage) == main:
         return _make_app(main, settings, queues=(stage,),
                          include=(f"{main}.tasks",), node=stage)
     return _make_app(main, settings, queues=PIPELINE.names)
 
 
 def worker_app(stage: str) -> Celery:
-    """The app of ``celery -A services.<stage> worker``, its settings (the stage's section and
-    those before it) checked before the worker starts."""
-    return make_app(f"services.{stage}", boot(PIPELINE.settings_upto(stage)))
+    """The app of ``celery -A <the stage's package> worker``, its settings (the stage's section
+    and those before it) checked before the worker starts."""
+    if stage not in PACKAGES:
+        sys.exit(f"Error: stage {stage!r} is not in the pipeline ({', '.join(PACKAGES)}; "
+                 f"{ENV} adds a stage from another package)")
+    return make_app(PACKAGES[stage], boot(PIPELINE.settings_upto(stage)))
 
 
 def worker_task(app: Celery, stage: str) -> Task:
