@@ -6,6 +6,7 @@ A row dict: ``{"name", "ours", "baseline", "ratio", "goal", "unit"}``.
 MODULES: list[str] = [
     "shards", "storage", "enhance", "orchestration", "tokenize", "asr", "quality", "dedup",
     "export", "trainers",
+    "text",  # text_spoken, Japanese reading and accent, and their cost (docs/text.md)
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000
