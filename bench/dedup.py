@@ -150,6 +150,7 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
     from common.storage import open_store
     from services.dedup.result import DedupResult
     from services.dedup.run import Deduper
+    from services.records import local_name
 
     if not shutil.which("espeak-ng") or not originals():
         return []
@@ -163,8 +164,8 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
         res = DedupResult.load(store)
     assert res is not None
     cluster_of = {i: i for i in truth}
-    for dup in res.duplicates.values():
-        cluster_of[dup.id] = dup.duplicate_of
+    for dup in res.duplicates.values():  # the result names corpus ids; these ids are unique
+        cluster_of[local_name(dup.id)] = local_name(dup.duplicate_of)
     predicted = {frozenset(p) for p in itertools.combinations(truth, 2)
                  if cluster_of[p[0]] == cluster_of[p[1]]}
     true = {frozenset(p) for p in itertools.combinations(truth, 2)
