@@ -3,8 +3,8 @@ wheel, so building it is a 5 s load, not a grammar compilation).
 
 The normaliser costs ~0.1-0.5 s a sentence, most of it composing the whole sentence with its
 tagger. A sentence it cannot change is not given to it: one with no digit, no symbol and no
-token of the normaliser's own whitelist (its ``whitelist/*.tsv``: "Dr." -> "doctor", "~" ->
-"approximately") comes back unchanged, so skipping it changes nothing but the cost (the
+token of the normaliser's own whitelists ("Dr." -> "doctor", "~" -> "approximately") nor
+initials or a state code comes back unchanged, so skipping it changes nothing but the cost (the
 bench checks this on plain sentences)."""
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ NAME = "WeTextProcessing"
 PACKAGE = "WeTextProcessing"
 # the characters that leave a sentence unchanged: letters, spaces and the punctuation of prose
 _PLAIN = re.compile(r"[A-Za-z\s'’\-,.?!;:\"“”()]*")
+# the whitelists its tagger is built from (rules/whitelist.py), and its other patterns that
+# plain letters match: initials ("U.S.A." -> "USA") and a state after a comma ("Boston, MA")
+_WHITELISTS = ("tts.tsv", "symbol.tsv", "alternatives.tsv")
+_LETTER_PATTERNS = re.compile(r"[A-Z](?:\. ?[A-Z]){2,}|, ?[A-Z]{2}\b")
 _SPACE_BEFORE = re.compile(r"\s+([,.?!;:])")  # the verbaliser writes "january , twenty"
 
 
@@ -46,7 +50,7 @@ class EnglishSpoken:
 
         base = Path(tn.__file__).parent / "english" / "data" / "whitelist"
         keys: set[str] = set()
-        for tsv in base.glob("*.tsv"):
+        for tsv in (base / name for name in _WHITELISTS):
             for row in tsv.read_text(encoding="utf-8").splitlines():
                 key = row.split("\t", 1)[0].strip()
                 if key:
@@ -55,7 +59,7 @@ class EnglishSpoken:
 
     def changes(self, text: str) -> bool:
         """Whether the normaliser may change ``text`` (False: it returns it as it is)."""
-        if not _PLAIN.fullmatch(text):
+        if not _PLAIN.fullmatch(text) or _LETTER_PATTERNS.search(text):
             return True
         words = text.split()
         wl = self._whitelist

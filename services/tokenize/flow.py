@@ -25,6 +25,7 @@ from common.shards.readahead import read_ahead
 from common.shards.tar import MemberError
 from common.shards.writebehind import WriteBehind
 from services.records import NEU_TOKENS, Quality, Sidecar, SkippedSegment, TokenLine
+from services.text.forms import TextForms
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
 from services.tokenize.filter import FilterPolicy, reason_kind
@@ -44,6 +45,7 @@ class Segment:
     quality: Quality | None = None  # the sidecar's filterable annotations
     speaker_id: str | None = None  # the sidecar's (its voice within the source file)
     min_word_probability: float | None = None  # the sidecar's
+    forms: TextForms = field(default_factory=TextForms)  # the sidecar's text_spoken & co
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
 
@@ -97,6 +99,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             seg.quality = None if meta.quality is None else meta.quality.filterable()
             seg.speaker_id = meta.speaker_id
             seg.min_word_probability = meta.min_word_probability
+            seg.forms = TextForms.of(meta)
             if quality_filter is not None and (
                     reasons := quality_filter.reasons(meta.quality, item.key)):
                 seg.skipped = reasons
@@ -148,7 +151,8 @@ def token_line(seg: Segment, codes: np.ndarray) -> str:
     return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
                      duration_seconds=round(float(seg.duration), 2),
                      quality=seg.quality, speaker_id=seg.speaker_id,
-                     min_word_probability=seg.min_word_probability).to_json() + "\n"
+                     min_word_probability=seg.min_word_probability,
+                     **seg.forms.fields()).to_json() + "\n"
 
 
 @dataclass

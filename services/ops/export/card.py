@@ -100,6 +100,23 @@ def _refused(reads: list[ShardRead]) -> str:
             + ", ".join(f"{_text(k)}: {v}" for k, v in sorted(n.items())) + ")")
 
 
+def _spoken(reads: list[ShardRead]) -> list[str]:
+    """Which normaliser wrote the lines' ``text_spoken`` (name and version), and how many."""
+    by: Counter[str] = Counter()
+    for r in reads:
+        by.update(r.spoken_by)
+    about = ("`text` is Whisper's transcript as written; `text_spoken` the same words as said "
+             "(numbers, dates, times, money, units and abbreviations written out in the line's "
+             "language), by the normaliser its `text_spoken_by` names. Japanese lines add "
+             "`reading` (katakana) and `accent` (accent phrases: `/` between them, `'` after "
+             "the mora where the pitch falls); `phonemes` (IPA) where asr was asked for them "
+             "(docs/text.md).")
+    none = "none (no normaliser for the language, or written before text_spoken)"
+    return ["## Text", "", about, "",
+            *_table(["text_spoken written by", "lines"],
+                    [[_text(k) if k else none, str(n)] for k, n in by.most_common()]), ""]
+
+
 def render(info: CardInfo) -> str:
     w, reads = info.written, info.reads
     ok = [r for r in reads if r.error is None]
@@ -124,7 +141,7 @@ def render(info: CardInfo) -> str:
         "`id`, `text`, " + ("`codes.neu_tokens`, " if info.tokens else "`audio_tar`, "
                             "`audio_member`, ")
         + "`duration_seconds`, `language`, `speaker_id` (where labelled), `quality` "
-        "(docs/quality.md).", "", "## Splits", "",
+        "(docs/quality.md), `text_spoken` and its forms (below).", "", "## Splits", "",
         *_table(["split", "lines", "hours", "groups", "files"],
                 [[s, str(w.lines[s]), _h(w.seconds[s]), str(w.groups[s]), str(len(w.files[s]))]
                  for s in (TRAIN, VALIDATION)]),
@@ -135,7 +152,7 @@ def render(info: CardInfo) -> str:
         *_table(["language", *(s for s in (TRAIN, VALIDATION))],
                 [[_text(lang), *(_h(w.languages[s][lang]) for s in (TRAIN, VALIDATION))]
                  for lang in languages]),
-        "", "## Removed", "",
+        "", *_spoken(ok), "## Removed", "",
         f"Duplicates removed: {dups} segments, {_h(dup_s)} hours"
         + ("" if info.dedup is not None else " (`onsei dedup` has not run on this output root)")
         + ".", "",

@@ -33,6 +33,7 @@ from services.records import (
     seconds_problem,
 )
 from services.stages import PIPELINE
+from services.text.forms import TextForms
 from services.tokenize.filter import FilterPolicy, reason_kind
 
 # what the card reports of each stage's done records: the model and its version
@@ -66,6 +67,7 @@ class ShardRead:
     models: dict[str, str] = field(default_factory=dict)
     policy: str = ""  # JSON of the tokenize done record's filter policy
     dedup_applied: bool = False
+    spoken_by: Counter[str] = field(default_factory=Counter)  # text_spoken's writer -> lines
 
     def remove(self, reasons: list[str], seconds: float) -> None:
         for kind in dict.fromkeys(reason_kind(r) for r in reasons):
@@ -138,7 +140,8 @@ def _token_lines(path: Path, read: ShardRead,
                              duration_seconds=row.duration_seconds,
                              language=languages.get(source),
                              speaker_id=getattr(row, "speaker_id", None),
-                             quality=row.quality, **extra), source
+                             quality=row.quality, **TextForms.of(row).fields(),
+                             **extra), source
 
 
 def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: int | None,
@@ -158,7 +161,8 @@ def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: 
                          duration_seconds=round(float(meta.duration_seconds or 0.0), 2),
                          language=meta.language or languages.get(source),
                          speaker_id=getattr(meta, "speaker_id", None), quality=quality,
-                         audio_tar=tar_url, audio_member=item.name), source
+                         audio_tar=tar_url, audio_member=item.name,
+                         **TextForms.of(meta).fields()), source
 
 
 def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
@@ -209,6 +213,7 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                 out.write(f"{node}\t{ps}\t{line.language or 'unknown'}\t{seconds}\t{body}\n")
                 read.lines += 1
                 read.seconds += seconds
+                read.spoken_by[line.text_spoken_by or ""] += 1
     except Exception as e:  # noqa: BLE001 - a damaged source leaves its shard out, named
         read.error = f"{key} unreadable: {type(e).__name__}: {e}"[:300]
         read.staged.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ class Seg:
     seconds: float
     quality: Quality | None = None
     speaker: str | None = None
+    forms: dict[str, str] = field(default_factory=dict)  # text_spoken & co (services/text)
 
     @property
     def source(self) -> str:
@@ -86,7 +87,8 @@ def write_run(store: Store, settings: Settings, run: Run, tokens: bool = True) -
 def _token_line(s: Seg) -> str:
     extra = {"speaker_id": s.speaker} if s.speaker else {}
     return TokenLine(id=s.id, text=f"text of {s.id}", codes={"neu_tokens": [int(s.id[-1]), 1]},
-                     duration_seconds=s.seconds, quality=s.quality, **extra).to_json()
+                     duration_seconds=s.seconds, quality=s.quality, **extra,
+                     **s.forms).to_json()
 
 
 def _write_enhanced(store: Store, settings: Settings, sid: int, segs: list[Seg],
@@ -101,7 +103,8 @@ def _write_enhanced(store: Store, settings: Settings, sid: int, segs: list[Seg],
                 extra = {"speaker_id": s.speaker} if s.speaker else {}
                 meta = Sidecar(text=f"text of {s.id}", language=run.languages[s.source],
                                source_key=s.source, start=0.0, end=s.seconds,
-                               duration_seconds=s.seconds, quality=s.quality, **extra)
+                               duration_seconds=s.seconds, quality=s.quality, **extra,
+                               **s.forms)
                 w.write(s.id, {"flac": b"fLaC-not-decoded", "json": meta.to_json().encode()})
         store.put_file(path, PIPELINE.output_key("enhance", settings, sid))
 
