@@ -98,3 +98,24 @@ def test_a_piece_gets_its_own_forms(phonemes: bool) -> None:
     assert piece.text_spoken == "and six cents."
     assert (piece.phonemes is not None) == phonemes
     assert piece_forms(TextForms(), "and 6 cents.", "en") == TextForms()
+
+
+def test_a_segment_cut_at_a_speaker_change_gets_each_pieces_forms() -> None:
+    import numpy as np
+
+    from services.enhance.segments import CutSegment, SegmentSpec
+    from services.enhance.turns import cut_segment, pieces
+    from services.records import Word
+
+    words = [Word(word=f" {w}", start=a, end=b, probability=0.9) for w, a, b in
+             [("I", 0.0, 0.2), ("paid", 0.3, 0.6), ("5", 0.7, 1.0), ("dollars.", 1.1, 1.4),
+              ("6", 2.0, 2.3), ("cents.", 2.4, 2.9)]]
+    text = "I paid 5 dollars. 6 cents."
+    spec = SegmentSpec("k", 0, 0.0, 3.0, text, "en", words=words,
+                       forms=text_forms(text, "en"))
+    seg = CutSegment(0, spec, 48000, np.zeros(0, np.float32))
+    after = np.zeros(3 * 24000, np.float32)
+    (a, _, _), (b, _, _) = cut_segment(seg, after, 24000, None, 16000, pieces(spec, [170]))
+    assert (a.spec.text, b.spec.text) == ("I paid 5 dollars.", "6 cents.")
+    assert a.spec.forms.text_spoken == "I paid five dollars."
+    assert b.spec.forms.text_spoken == "six cents."
