@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from common.shards.spool import Spool
+
 log = logging.getLogger(__name__)
 
 AUDIO_EXTENSIONS = frozenset(
@@ -187,6 +189,7 @@ def decode_audio(
     max_seconds: float | None = None,
     min_seconds: float | None = None,
     notes: list[str] | None = None,
+    spool: tuple[str | Path, float] | None = None,
 ) -> np.ndarray:
     """Decode ``data`` (any ffmpeg-decodable bytes) to mono float32 at ``sample_rate``.
 
@@ -195,14 +198,19 @@ def decode_audio(
     when ``notes`` is given, ``truncated:<decoded>/<declared>s`` is appended to it so the caller
     can record why the audio is shorter than the file claims. Chunks are copied into one buffer
     sized from the declared duration: the file is held once, not twice (list + joined copy).
+    ``spool=(directory, seconds)``: a file longer than ``seconds`` goes to a scratch file in
+    ``directory`` instead, mapped back (common/shards/spool.py: a slice is read when taken).
     """
     info: dict[str, Any] = {}
-    buf = _Buffer()
-    for chunk in decode_chunks(data, sample_rate, max_seconds=max_seconds, info=info):
-        if buf.data is None and info.get("declared"):
-            buf.reserve(int(info["declared"] * sample_rate) + sample_rate)
-        buf.append(chunk)
-    audio = buf.audio()
+    buf: _Buffer | Spool = _Buffer()
+    try:
+        for chunk in decode_chunks(data, sample_rate, max_seconds=max_seconds, info=info):
+            buf = _placed(buf, info.get("declared"), sample_rate, spool)
+            buf.append(chunk)
+        audio = buf.audio() if isinstance(buf, _Buffer) else buf.samples()
+    finally:
+        if isinstance(buf, Spool):
+            buf.close()
     declared = info.get("declared")
     if audio.size == 0:
         raise AudioError("empty", "no audio samples decoded")
@@ -212,6 +220,24 @@ def decode_audio(
     if min_seconds is not None and audio.size < min_seconds * sample_rate:
         raise AudioError("too_short", f"{audio.size / sample_rate:.3f} s < {min_seconds:g} s")
     return audio
+
+
+def _placed(buf: _Buffer | Spool, declared: float | None, sample_rate: int,
+            spool: tuple[str | Path, float] | None) -> _Buffer | Spool:
+    """Where the next chunk goes: ``buf``, or a spool once the file is known to be longer than
+    the spool's seconds (declared, or decoded so far: then what was decoded moves there)."""
+    if isinstance(buf, Spool):
+        return buf
+    limit = None if spool is None else spool[1] * sample_rate
+    if limit is not None and ((declared or 0) * sample_rate > limit or buf.size > limit):
+        assert spool is not None
+        moved = Spool(spool[0])
+        if buf.size:
+            moved.append(buf.audio())
+        return moved
+    if buf.data is None and declared:
+        buf.reserve(int(declared * sample_rate) + sample_rate)
+    return buf
 
 
 class _Buffer:
