@@ -33,6 +33,21 @@ def test_a_real_message_passes() -> None:
     assert check(json.dumps(good_entry())) is None
 
 
+def test_a_retried_message_passes() -> None:
+    """A retry's message carries celery's own eta (and may carry expires, time limits)."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    m = entries.APP.amqp.as_task_v2("t-1", entries.TASK, args=[0], kwargs=entries.GOOD_KW,
+                                    eta=now + timedelta(seconds=5),
+                                    expires=now + timedelta(hours=1), retries=2,
+                                    time_limit=600, soft_time_limit=500)
+    entry = good_entry()
+    entry["headers"] = {**m.headers, "id": entry["headers"]["id"]}
+    assert isinstance(entry["headers"]["eta"], str) and entry["headers"]["retries"] == 2
+    assert check(json.dumps(entry)) is None
+
+
 @pytest.mark.parametrize("depth,ok", [(MAX_DEPTH - 3, True), (MAX_DEPTH + 1, False)])
 def test_nesting_bound_in_args(depth: int, ok: bool) -> None:
     args = [json.loads("[" * depth + "]" * depth)]
