@@ -82,7 +82,9 @@ class Word(Record):
 
 class AsrSegment(Record):
     """One TTS-sized segment of a member; ``reason`` (comma-joined flags) is None when kept.
-    ``words`` and ``min_word_probability`` (the lowest of them) when word timestamps are on."""
+    ``words`` and ``min_word_probability`` (the lowest of them) when word timestamps are on.
+    ``language``: the segment's own (a file may switch languages; the line's is its main one),
+    absent on lines written before segments had one (read the line's then)."""
 
     idx: int
     start: float
@@ -102,6 +104,7 @@ class AsrSegment(Record):
     phonemes: str | None = omitted()
     words: list[Word] | None = omitted()
     min_word_probability: float | None = omitted()
+    language: str | None = omitted()
 
 
 class AsrLine(Record):
@@ -244,6 +247,7 @@ class TokenLine(Record):
     accent: str | None = omitted()
     phonemes: str | None = omitted()
     min_word_probability: float | None = omitted()  # the sidecar's
+    language: str | None = omitted()  # the sidecar's: the segment's own
 
     @property
     def neu_tokens(self) -> list[int]:

@@ -110,6 +110,22 @@ class ClipTranscriber:
     def detect_language(self, rows: np.ndarray) -> list[list[tuple[str, float]]]:
         return self.model.model.detect_language(storage(rows))
 
+    def detect_slices(self, rows: np.ndarray, cuts: list[list[tuple[int, int]]]
+                      ) -> list[list[list[tuple[str, float]]]]:
+        """Language ID of ranges of encoder rows (``cuts[i]``: ranges of ``rows[i]``): one
+        decoder step each, no encoder pass (Whisper's decoder attends to any number of rows);
+        ranges of one length share a call."""
+        by_len: dict[int, list[tuple[int, int, int, int]]] = {}
+        for i, ranges in enumerate(cuts):
+            for k, (a, b) in enumerate(ranges):
+                by_len.setdefault(b - a, []).append((i, k, a, b))
+        out: list[list[list[tuple[str, float]]]] = [[[] for _ in r] for r in cuts]
+        for group in by_len.values():
+            batch = np.ascontiguousarray(np.stack([rows[i, a:b] for i, _, a, b in group]))
+            for (i, k, _, _), dist in zip(group, self.detect_language(batch)):
+                out[i][k] = dist
+        return out
+
     def _options(self, tokenizer: Any, beam_size: int) -> Any:
         from faster_whisper.transcribe import TranscriptionOptions, get_suppressed_tokens
 

@@ -33,8 +33,11 @@ class Segments:
 
 
 def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
-                   settings: AsrSettings, cut_at: float | None = None) -> Segments:
-    """Segment records for a file's clips; ``cut_at``: where a truncated file ends."""
+                   settings: AsrSettings, cut_at: float | None = None,
+                   languages: list[str | None] | None = None) -> Segments:
+    """Segment records for a file's clips; ``cut_at``: where a truncated file ends;
+    ``languages``: each clip's (one not in ``settings.languages`` was not decoded: flagged
+    ``language``, not kept)."""
     from faster_whisper.transcribe import get_compression_ratio
 
     from services.asr.quality import flag_segment
@@ -46,11 +49,13 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
         cut = cut_at is not None and clip.end >= cut_at - CUT_EDGE_SECONDS
         words = segment_words(clip, t.words)
         start, end = trimmed(clip, words, settings.asr_word_margin_seconds, keep_end=cut)
-        reasons = flag_segment(t.text, start, end, t.avg_logprob, t.no_speech_prob, cr,
-                               settings, covered=i not in short, cut=cut,
-                               word_probabilities=[w.probability for w in words or ()])
+        language = languages[i] if languages else None
+        reasons = ["language"] if language is not None and language not in settings.languages \
+            else flag_segment(t.text, start, end, t.avg_logprob, t.no_speech_prob, cr,
+                              settings, covered=i not in short, cut=cut,
+                              word_probabilities=[w.probability for w in words or ()])
         lines.append(records.segment(i, start, end, t.text, t.avg_logprob,
-                                     t.no_speech_prob, cr, reasons, words))
+                                     t.no_speech_prob, cr, reasons, words, language))
         if not reasons:
             kept_seconds += end - start
     return Segments(lines, sum(1 for x in lines if x.kept), kept_seconds)

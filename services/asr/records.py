@@ -26,7 +26,7 @@ def line(key: str, status: str, *, language: str | None = None,
 
 def segment(idx: int, start: float, end: float, text: str, avg_logprob: float,
             no_speech_prob: float, compression_ratio: float, reasons: list[str],
-            words: list[Word] | None = None) -> AsrSegment:
+            words: list[Word] | None = None, language: str | None = None) -> AsrSegment:
     return AsrSegment(
         idx=idx,
         start=round(start, 3),
@@ -39,4 +39,5 @@ def segment(idx: int, start: float, end: float, text: str, avg_logprob: float,
         reason=",".join(reasons) or None,
         words=words,
         min_word_probability=min((w.probability for w in words), default=None) if words else None,
+        language=language,
     )

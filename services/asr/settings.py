@@ -20,9 +20,10 @@ class AsrSettings(WhisperSettings):
     lid_windows: int = Field(
         3, ge=1, le=100, description="clips spread over a file's head for language ID")
     lid_first_look_probability: float = Field(
-        0.7, ge=0, le=2, description="one clip this sure to be in no kept language (the "
+        1.01, ge=0, le=2, description="one window this sure to be in no kept language (the "
         "languages not kept, summed) drops the file after one encoder pass; closer calls look "
-        "at all the windows (above 1: always all)")
+        "at all the windows (above 1, the default: always all, so a file is dropped only when "
+        "none of the windows looked at is in a kept language)")
     lid_head_seconds: float = Field(
         90.0, gt=0, le=86400,
         description="language ID looks at this head; the rest is VAD-ed only if kept")

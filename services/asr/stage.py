@@ -126,11 +126,18 @@ class AsrStage(Stage):
 
         ``truncated``: the file was cut short, so the segment ending at its end is flagged."""
         from services.asr.clips import file_spans, head_spans, plan_clips
-        from services.asr.coverage import recover
-        from services.asr.langid import aggregate, first_look, pick_windows, settled
+        from services.asr.langid import (
+            aggregate,
+            first_look,
+            kept_language,
+            main_language,
+            pick_windows,
+            settled,
+        )
+        from services.asr.multilingual import WindowDecoder, by_language, recover_each, relabel
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
-        from services.asr.windows import Window, alone, pack, split, units_of
+        from services.asr.windows import Window, pack, split, units_of
 
         s = self.settings
         tr = self._transcriber()
@@ -164,44 +171,28 @@ class AsrStage(Stage):
                 guess = aggregate(dists, [head[i].speech_seconds for i in first + rest])
         common = {"language": guess.language, "language_probability": guess.probability,
                   "duration": duration}
-        if guess.language not in s.languages or guess.probability < s.language_threshold:
+        if kept_language(guess, dists, s.languages, s.language_threshold) is None:
             return FileOutcome(records.line(key, "dropped:language", **common))
-        language = guess.language
-        assert language is not None
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
-
-        def run(windows: list[Window], beam: int | None = None, feats: Any = None,
-                rows: Any = None) -> list:
-            """Texts of ``windows``, batched; the first ``len(rows)`` already encoded."""
-            out: list = []
-            for b in range(0, len(windows), s.asr_batch_size):
-                part = windows[b:b + s.asr_batch_size]
-                done = 0 if rows is None else len(rows[b:b + len(part)])
-                f = feats[b:b + done] if done else None
-                r = rows[b:b + done] if done else None
-                with self.clock.model():
-                    if done < len(part):  # encoded here, the stage's way (batched.py)
-                        nf = tr.features(audio, part[done:])
-                        nr = tr.rows(nf)
-                        f = nf if f is None else np.concatenate([f, nf])
-                        r = nr if r is None else np.concatenate([r, nr])
-                    out += tr.transcribe(f, language, r, beam_size=beam, frames=tr.frames(part))
-            return out
-
-        def decode(parts: list, beam: int | None = None) -> list:  # coverage retries
-            windows = alone(parts)
-            return split(parts, windows, run(windows, beam), audio, s.asr_word_timestamps)
-
         looked = [w for ws, _, _ in looks for w in ws]
         taken = {u for w in looked for u in w.units}
-        windows = looked + pack([u for u in units_of(clips) if u not in taken])
-        texts = split(clips, windows, run(windows, None, np.concatenate([f for _, f, _ in looks]),
-                                          np.concatenate([r for _, _, r in looks])),
-                      audio, s.asr_word_timestamps)
-        cov = recover(clips, texts, language, decode,
-                      lambda text: is_loop(text, s.max_compression_ratio))
-        segs = build_segments(clips, texts, cov.short, s, duration if truncated else None)
-        return FileOutcome(records.line(key, "ok", segments=segs.lines, **common),
+        dec = WindowDecoder(tr, audio, s.languages, s.asr_batch_size, self.clock.model,
+                            s.asr_word_timestamps)
+        got = dec.run(looked + pack([u for u in units_of(clips) if u not in taken]), None,
+                      np.concatenate([f for _, f, _ in looks]),
+                      np.concatenate([r for _, _, r in looks]))
+        clips, langs, index = by_language(clips, got.span_languages())
+        texts = split(clips, relabel(got.windows, index), got.texts, audio,
+                      s.asr_word_timestamps)
+        cov = recover_each(clips, texts, langs, s.languages, dec,
+                           lambda text: is_loop(text, s.max_compression_ratio))
+        segs = build_segments(clips, texts, cov.short, s, duration if truncated else None,
+                              langs)
+        common.update(main_language(clips, langs, s.languages, guess))
+        status = "ok" if any(x in s.languages for x in langs) else "dropped:language"
+        return FileOutcome(records.line(key, status, segments=segs.lines if status == "ok"
+                                        else None, **common),
                            segs.kept_seconds,
-                           {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short)})
+                           {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short),
+                            "language_switches": dec.switches})

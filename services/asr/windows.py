@@ -94,6 +94,16 @@ class Window:
     def speech_seconds(self) -> float:
         return sum(b - a for a, b in self.spans)
 
+    def bounds(self) -> list[tuple[float, float]]:
+        """Each unit's start and end in seconds of the window (its pauses shortened)."""
+        out: list[tuple[float, float]] = []
+        t, prev = 0.0, None
+        for span, _ in self.units:
+            t += _gap(prev, span)
+            out.append((t, t + span[1] - span[0]))
+            t, prev = out[-1][1], span
+        return out
+
 
 def units_of(clips: list[Clip]) -> list[Unit]:
     """Every clip's speech spans (its parts between pauses), tagged with the clip, in order."""
@@ -128,12 +138,7 @@ def _placed(w: Window, words: WordTimes, audio: np.ndarray | None) -> list[tuple
     loud frames (words.snapped) before they are given to the span nearest their middle; where
     two clips meet, the first one's last word ran on until the next word started, so it is
     given to its span's end and the next one its span's start, and both snapped again."""
-    bounds: list[tuple[float, float]] = []  # each unit's window seconds
-    t, prev = 0.0, None
-    for span, _ in w.units:
-        t += _gap(prev, span)
-        bounds.append((t, t + span[1] - span[0]))
-        t, prev = bounds[-1][1], span
+    bounds = w.bounds()
     loud = loud_frames(w.audio(audio)) if audio is not None else None
     if loud is not None:
         words = snapped(words, loud, 0.0)

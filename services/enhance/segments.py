@@ -83,8 +83,8 @@ def read_plan(asr_jsonl: Path, max_seconds: float | None = None, name: str | Non
             if problem is not None:
                 raise AsrInputError(f"{where}: {problem}"[:300])
             kept = [SegmentSpec(line.key, s.idx, float(s.start), float(s.end), s.text,
-                                line.language, s.min_word_probability, s.words,
-                                forms=TextForms.of(s)) for s in line.kept]
+                                s.language or line.language, s.min_word_probability,
+                                s.words, forms=TextForms.of(s)) for s in line.kept]
             if kept:
                 plan.by_key[line.key] = sorted(kept, key=lambda s: s.start)
             else:

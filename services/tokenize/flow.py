@@ -45,6 +45,7 @@ class Segment:
     quality: Quality | None = None  # the sidecar's filterable annotations
     speaker_id: str | None = None  # the sidecar's (its voice within the source file)
     min_word_probability: float | None = None  # the sidecar's
+    language: str | None = None  # the sidecar's: the segment's own
     forms: TextForms = field(default_factory=TextForms)  # the sidecar's text_spoken & co
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
@@ -99,6 +100,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
             seg.quality = None if meta.quality is None else meta.quality.filterable()
             seg.speaker_id = meta.speaker_id
             seg.min_word_probability = meta.min_word_probability
+            seg.language = meta.language
             seg.forms = TextForms.of(meta)
             if quality_filter is not None and (
                     reasons := quality_filter.reasons(meta.quality, item.key)):
@@ -152,7 +154,7 @@ def token_line(seg: Segment, codes: np.ndarray) -> str:
                      duration_seconds=round(float(seg.duration), 2),
                      quality=seg.quality, speaker_id=seg.speaker_id,
                      min_word_probability=seg.min_word_probability,
-                     **seg.forms.fields()).to_json() + "\n"
+                     language=seg.language, **seg.forms.fields()).to_json() + "\n"
 
 
 @dataclass

@@ -69,6 +69,8 @@ class ReportData:
     seconds_kept: float = 0.0
     languages: Counter = field(default_factory=Counter)  # files per detected language
     language_seconds: Counter = field(default_factory=Counter)  # audio seconds per language
+    # kept segment seconds per segment language (a file may switch languages)
+    segment_language_seconds: Counter = field(default_factory=Counter)
     segment_durations: list[float] = field(default_factory=list)  # kept segments
     drop_reasons: Counter = field(default_factory=Counter)  # file-level dropped:<reason>
     error_reasons: Counter = field(default_factory=Counter)  # file-level error:<reason>
@@ -128,6 +130,7 @@ def _add_asr_rows(data: ReportData, rows: list[AsrLine]) -> None:
             if seg.kept:
                 data.segment_durations.append(length)
                 data.seconds_kept += length
+                data.segment_language_seconds[seg.language or lang] += length
             else:
                 data.segment_reasons[seg.reason or "unspecified"] += 1
 
@@ -242,6 +245,8 @@ def to_json(data: ReportData) -> dict[str, Any]:
             for s, st in data.stages.items()
         },
         "languages": dict(data.languages.most_common()),
+        "segment_language_hours": {k: v / 3600 for k, v
+                                   in data.segment_language_seconds.most_common()},
         "segments_kept": len(data.segment_durations),
         "token_lines": data.token_lines,
         "drop_reasons": dict(data.drop_reasons.most_common()),

@@ -57,6 +57,15 @@ def chart_languages(data: ReportData) -> str:
                  {k: v / per for k, v in seconds.items()}, unit, "#dd8452")
 
 
+def chart_segment_languages(data: ReportData) -> str:
+    """Kept speech per segment language: a file's line names one language, its segments
+    each their own."""
+    seconds = dict(data.segment_language_seconds)
+    unit, per = duration_unit(max(seconds.values(), default=0.0))
+    return barh(f"Kept segments per segment language ({unit})",
+                {k: v / per for k, v in seconds.items()}, unit, "#55a868")
+
+
 def chart_durations(data: ReportData) -> str:
     def draw(ax: Any) -> None:
         ax.hist(data.segment_durations, bins=30, color="#55a868")
@@ -143,6 +152,7 @@ def render_html(data: ReportData) -> str:
     charts = [
         ("hours", "Hours in / kept / out", chart_hours(data)),
         ("languages", "Language distribution", chart_languages(data)),
+        ("segment_languages", "Languages per segment", chart_segment_languages(data)),
         ("durations", "Segment duration histogram", chart_durations(data)),
         ("reasons", "Drop and error reasons", chart_reasons(data)),
         ("throughput", "Per-stage throughput", chart_throughput(data)),

@@ -103,7 +103,9 @@ def test_jsonl_schema(shard_run: ShardRun) -> None:
         assert line["duration"] is None or line["duration"] > 0
         for s in line["segments"]:
             assert tuple(s)[:len(SEGMENT_FIELDS)] == SEGMENT_FIELDS
-            assert set(tuple(s)[len(SEGMENT_FIELDS):]) <= {"words", "min_word_probability"}
+            assert set(tuple(s)[len(SEGMENT_FIELDS):]) <= {"words", "min_word_probability",
+                                                           "language"}
+            assert isinstance(s["language"], str)  # every segment its own
             assert isinstance(s["idx"], int) and isinstance(s["text"], str)
             for f in ("start", "end", "avg_logprob", "no_speech_prob", "compression_ratio"):
                 assert isinstance(s[f], float | int)
@@ -111,7 +113,7 @@ def test_jsonl_schema(shard_run: ShardRun) -> None:
             assert (s["reason"] is None) == s["kept"]
             if s["reason"]:
                 allowed = {"empty_text", "non_speech", "low_confidence", "repetition",
-                           "too_short", "too_long", "text_coverage", "truncated"}
+                           "too_short", "too_long", "text_coverage", "truncated", "language"}
                 assert set(s["reason"].split(",")) <= allowed
         if st != "ok":
             assert line["segments"] == []

@@ -18,7 +18,7 @@ from services.ops.report.render import render_html
 from tests.services.ops.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CHARTS = ("hours", "languages", "durations", "reasons", "throughput", "walltimes",
+CHARTS = ("hours", "languages", "segment_languages", "durations", "reasons", "throughput", "walltimes",
           # services/ops/report/quality.py, then trainers.py
           "dnsmos", "speaker", "fidelity", "filters",
           "speakers_per_file", "segments_per_speaker", "pitch", "speaking_rate")
@@ -43,6 +43,24 @@ def test_collect_counts_match_outputs(make_settings):
     assert data.stages["enhance"].dead_lettered == 1
     assert data.failed[0]["shard"] == s.shard_name(3)
     assert data.slowest[0]["wall_seconds"] == max(r["wall_seconds"] for r in data.slowest)
+
+
+def test_kept_seconds_per_segment_language() -> None:
+    from services.ops.report.collect import ReportData, _add_asr_rows
+    from services.records import AsrLine
+
+    line = AsrLine.from_dict({"key": "k", "language": "ja", "duration": 20.0, "status": "ok",
+                              "segments": [
+                                  {"idx": 0, "start": 0.0, "end": 5.0, "kept": True},
+                                  {"idx": 1, "start": 6.0, "end": 9.0, "kept": True,
+                                   "language": "en"},
+                                  {"idx": 2, "start": 10.0, "end": 14.0, "kept": False,
+                                   "reason": "language", "language": "de"}]})
+    data = ReportData("s3://x", "neucodec", "now", {})
+    _add_asr_rows(data, [line])
+    # a segment written without its own language is in its line's
+    assert dict(data.segment_language_seconds) == {"ja": 5.0, "en": 3.0}
+    assert data.languages == {"ja": 1}
 
 
 def test_tokens_are_read_where_the_tokenizers_spec_puts_them(make_settings):

@@ -1,0 +1,254 @@
+"""Each encoder window decoded in its own language; a window that holds a switch, split at it.
+
+A podcast or a video switches languages (a Japanese show with English prompts, a guest's
+English answer): one language per file decoded the other language's speech with the wrong
+language token (Whisper then translates, or writes nothing). Each window's language comes from
+its own encoder output, in thirds (``langid.slices``: one decoder step each, no encoder pass):
+thirds sure of two different languages mean a switch inside the window; then each speech span
+gets a language from its own encoder rows (among those the thirds named, short runs taking
+their neighbours'), and the window is decoded again as one window per run of spans, each with
+its language. A window's speech in a language not kept is not decoded at all; its clips become
+segments flagged ``language``. A clip whose spans differ in language is cut at the switch
+(:func:`by_language`): each TTS segment is in one language.
+
+Cost: one language-ID call per window, and for a window holding a switch one more call and
+one encoder pass per run (docs/asr.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from services.asr.batched import ClipText, ClipTranscriber
+from services.asr.clips import Clip
+from services.asr.coverage import Coverage, recover
+from services.asr.langid import slices, unit_languages, window_language
+from services.asr.windows import Span, Window, alone, split
+
+NOT_DECODED = ClipText("", 0.0, 1.0, [])  # a window in a language not kept
+# a window next to one in another language: its spans in this last (first) share of it, on the
+# side of that neighbour, are looked at alone (a switch further in leaves its thirds unsure)
+EDGE = 2 / 3
+
+
+@dataclass
+class Decoded:
+    windows: list[Window] = field(default_factory=list)
+    texts: list[ClipText] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)  # each window's
+
+    def extend(self, other: Decoded) -> None:
+        self.windows += other.windows
+        self.texts += other.texts
+        self.languages += other.languages
+
+    def span_languages(self) -> dict[Span, str]:
+        return {span: lang for w, lang in zip(self.windows, self.languages)
+                for span, _ in w.units}
+
+
+class WindowDecoder:
+    """Windows of one file (16 kHz ``audio``) to texts, each window in its own language; only
+    windows in a ``kept`` language are decoded."""
+
+    def __init__(self, tr: ClipTranscriber, audio: np.ndarray, kept: list[str],
+                 batch_size: int, clock: Callable[[], AbstractContextManager],
+                 keep_words: bool = True) -> None:
+        self.tr, self.audio, self.kept, self.batch_size, self.clock = (
+            tr, audio, kept, batch_size, clock)
+        self.keep_words = keep_words  # texts only when False (windows.split)
+        self.switches = 0  # windows split at a language switch
+        self._checked: set[int] = set()  # windows whose spans got a language each (ids)
+
+    def run(self, windows: list[Window], beam: int | None = None, feats: np.ndarray | None = None,
+            rows: np.ndarray | None = None, languages: list[str] | None = None) -> Decoded:
+        """Texts of ``windows``, batched; the first ``len(rows)`` already encoded (``feats``);
+        ``languages`` given: each window's (no language ID)."""
+        out = Decoded()
+        runs: list[Window] = []  # the parts of windows that hold a switch
+        run_languages: list[str] = []
+        for b in range(0, len(windows), self.batch_size):
+            part = windows[b:b + self.batch_size]
+            done = 0 if rows is None else len(rows[b:b + len(part)])
+            f = feats[b:b + done] if feats is not None and done else None
+            r = rows[b:b + done] if rows is not None and done else None
+            with self.clock():
+                if done < len(part):  # encoded here, the stage's way (batched.py)
+                    nf = self.tr.features(self.audio, part[done:])
+                    nr = self.tr.rows(nf)
+                    f = nf if f is None else np.concatenate([f, nf])
+                    r = nr if r is None else np.concatenate([r, nr])
+                assert f is not None and r is not None
+                langs = (list(languages[b:b + len(part)]) if languages is not None
+                         else self._languages(part, r, runs, run_languages))
+                self._decode(part, f, r, langs, beam, out)
+        if runs:
+            out.extend(self.run(runs, beam, languages=run_languages))
+        if languages is None:
+            self._neighbours(out, beam)
+        return out
+
+    def _neighbours(self, out: Decoded, beam: int | None) -> None:
+        """Windows next to one in another language (in file order), not yet looked at span by
+        span: a switch near a window's edge leaves its thirds sure of one language. Each is
+        encoded again and its spans given a language among the two; a window that holds the
+        switch is decoded again, as runs (only where languages differ: the cost of a switch)."""
+        order = sorted(range(len(out.windows)), key=lambda i: out.windows[i].spans[0][0])
+        candidates: dict[int, list[str]] = {}
+        sides: dict[int, tuple[float, float]] = {}
+        for a, b in itertools.pairwise(order):
+            la, lb = out.languages[a], out.languages[b]
+            if la == lb:
+                continue
+            for i, other, side in ((a, lb, (EDGE, 1.0)), (b, la, (0.0, 1.0 - EDGE))):
+                if id(out.windows[i]) in self._checked:
+                    continue
+                candidates.setdefault(i, [out.languages[i]]).append(other)
+                lo, hi = sides.get(i, side)
+                sides[i] = (min(lo, side[0]), max(hi, side[1]))
+        if not candidates:
+            return
+        idx = sorted(candidates)
+        with self.clock():
+            split, runs, run_languages = self._runs([out.windows[i] for i in idx],
+                                                    [candidates[i] for i in idx],
+                                                    [sides[i] for i in idx])
+        if not runs:
+            return
+        drop = {id(out.windows[idx[k]]) for k in split}
+        keep = [i for i, w in enumerate(out.windows) if id(w) not in drop]
+        out.windows = [out.windows[i] for i in keep]
+        out.texts = [out.texts[i] for i in keep]
+        out.languages = [out.languages[i] for i in keep]
+        out.extend(self.run(runs, beam, languages=run_languages))
+
+    def _languages(self, part: list[Window], rows: np.ndarray, runs: list[Window],
+                   run_languages: list[str]) -> list[str | None]:
+        """Each window's language (None: it holds a switch, its runs added to ``runs``)."""
+        hop = self.tr.model.feature_extractor.hop_length
+        frames = [max(1, w.frames(hop) // 2) for w in part]  # encoder rows: 2 mel frames each
+        out: list[str | None] = []
+        mixed: list[tuple[int, list[str]]] = []
+        for j, dists in enumerate(self.tr.detect_slices(rows, [slices(n) for n in frames])):
+            lang, sure = window_language(dists, self.kept)
+            out.append(lang)
+            if len(sure) > 1:
+                mixed.append((j, sure))
+        if mixed:
+            split, got, got_languages = self._runs([part[j] for j, _ in mixed],
+                                                   [sure for _, sure in mixed],
+                                                   [(0.0, 1.0)] * len(mixed))
+            for k in split:
+                out[mixed[k][0]] = None
+            runs += got
+            run_languages += got_languages
+        return out
+
+    def _runs(self, part: list[Window], candidates: list[list[str]],
+              sides: list[tuple[float, float]]) -> tuple[list[int], list[Window], list[str]]:
+        """The spans of each window whose middle lies in its ``sides`` (fractions of the
+        window) given a language among its ``candidates``, each span encoded alone (Whisper is
+        sure of a span alone, not of its rows cut out of a window: 3 s of English said
+        Hawaiian, Finnish); the others keep the window's (the first candidate). The windows
+        that hold a switch (indices in ``part``), their runs of one language each, and those
+        languages."""
+        looked: list[list[int]] = []
+        for w, (lo, hi) in zip(part, sides):
+            length = w.seconds or 1.0
+            looked.append([u for u, (a, b) in enumerate(w.bounds())
+                           if lo <= (a + b) / 2 / length <= hi])
+        alone = [Window([w.units[u]]) for w, us in zip(part, looked) for u in us]
+        dists = iter(self.tr.detect_language(self.tr.rows(self.tr.features(self.audio, alone)))
+                     if alone else [])
+        split: list[int] = []
+        runs: list[Window] = []
+        languages: list[str] = []
+        for k, (w, cands, us) in enumerate(zip(part, candidates, looked)):
+            self._checked.add(id(w))
+            per_span = [next(dists) if u in us else [(cands[0], 1.0)]
+                        for u in range(len(w.units))]
+            langs = unit_languages(per_span, cands, [b - a for (a, b), _ in w.units])
+            if len(set(langs)) == 1:
+                continue
+            self.switches += 1
+            split.append(k)
+            for u, unit in enumerate(w.units):
+                if u and langs[u] == langs[u - 1]:
+                    runs[-1].units.append(unit)
+                else:
+                    runs.append(Window([unit]))
+                    self._checked.add(id(runs[-1]))
+                    languages.append(langs[u])
+        return split, runs, languages
+
+    def _decode(self, part: list[Window], f: np.ndarray, r: np.ndarray,
+                langs: list[str | None], beam: int | None, out: Decoded) -> None:
+        """One batched decode per language among ``part`` (one call when it has one)."""
+        for lang in dict.fromkeys(x for x in langs if x is not None):
+            idx = [j for j, x in enumerate(langs) if x == lang]
+            ws = [part[j] for j in idx]
+            if lang in self.kept:
+                every = len(idx) == len(part)
+                texts = self.tr.transcribe(f if every else f[idx], lang, r if every else r[idx],
+                                           beam_size=beam, frames=self.tr.frames(ws))
+            else:
+                texts = [NOT_DECODED for _ in ws]
+            out.windows += ws
+            out.texts += texts
+            out.languages += [lang] * len(ws)
+
+
+def by_language(clips: list[Clip], span_language: dict[Span, str]
+                ) -> tuple[list[Clip], list[str | None], dict[Span, int]]:
+    """``clips`` cut where their spans' language changes: the clips, each one's language, and
+    each span's clip."""
+    new: list[Clip] = []
+    langs: list[str | None] = []
+    index: dict[Span, int] = {}
+    for c in clips:
+        for k, p in enumerate(c.parts()):
+            lang = span_language.get((p.start, p.end))
+            if k and lang == langs[-1]:
+                last = new[-1]
+                last.pauses.append((last.end, p.start))
+                last.end = p.end
+            else:
+                new.append(Clip(p.start, p.end))
+                langs.append(lang)
+            index[(p.start, p.end)] = len(new) - 1
+    return new, langs, index
+
+
+def relabel(windows: list[Window], index: dict[Span, int]) -> list[Window]:
+    """``windows`` with each span given to its clip after :func:`by_language`."""
+    return [Window([(span, index[span]) for span, _ in w.units]) for w in windows]
+
+
+def recover_each(clips: list[Clip], texts: list[ClipText], languages: list[str | None],
+                 kept: list[str], decoder: WindowDecoder,
+                 looped: Callable[[str], bool]) -> Coverage:
+    """Text coverage (coverage.recover) per language: each has its own text rate; retries are
+    decoded in their clip's language. ``texts`` is updated in place."""
+    total = Coverage(0.0, 0, set())
+    for lang in dict.fromkeys(x for x in languages if x in kept):
+        assert lang is not None
+        idx = [i for i, x in enumerate(languages) if x == lang]
+        sub = [texts[i] for i in idx]
+
+        def decode(parts: list[Clip], beam: int, lang: str = lang) -> list[ClipText]:
+            windows = alone(parts)
+            got = decoder.run(windows, beam, languages=[lang] * len(windows))
+            return split(parts, got.windows, got.texts, decoder.audio, decoder.keep_words)
+
+        cov = recover([clips[i] for i in idx], sub, lang, decode, looped)
+        for i, t in zip(idx, sub):
+            texts[i] = t
+        total.retried += cov.retried
+        total.short |= {idx[k] for k in cov.short}
+        total.rate = max(total.rate, cov.rate)
+    return total

@@ -1,0 +1,113 @@
+"""Language per segment: each window in its own language, a window holding a switch split at it,
+clips cut where their language changes; on real files spliced from Japanese, English and German
+speech (bench/wild/language.py builds them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.asr.batched import ClipText
+from services.asr.clips import Clip
+from services.asr.langid import LanguageGuess, kept_language, unit_languages, window_language
+from services.asr.multilingual import by_language, relabel
+from services.asr.policy import build_segments
+from services.asr.settings import AsrSettings
+from services.asr.windows import Window
+from tests.system_packages import ESPEAK, POCKETSPHINX, require
+
+KEPT = ["ja", "en"]
+
+
+def test_window_language_names_a_switch_only_when_slices_are_sure_of_two() -> None:
+    ja, en = [("<|ja|>", 0.9), ("<|en|>", 0.05)], [("<|en|>", 0.95), ("<|ja|>", 0.01)]
+    assert window_language([ja, ja, ja], KEPT) == ("ja", ["ja"])
+    lang, sure = window_language([ja, ja, en], KEPT)
+    assert lang == "ja" and sure == ["ja", "en"]
+    # Whisper unsure which language, but sure it is none kept (German on whisper base)
+    de = [("<|de|>", 0.35), ("<|cy|>", 0.2), ("<|lv|>", 0.2), ("<|en|>", 0.05), ("<|ja|>", 0.02)]
+    assert window_language([de, de, de], KEPT) == ("de", ["de"])
+    assert window_language([ja, de, de], KEPT)[1] == ["ja", "de"]
+    # unsure between a kept language and others: the kept one (decoded: nothing lost)
+    vague = [("<|zh|>", 0.4), ("<|ja|>", 0.35), ("<|ko|>", 0.1)]
+    assert window_language([vague] * 3, KEPT) == ("ja", [])
+
+
+def test_unit_languages_switch_only_on_enough_evidence() -> None:
+    ja, en = [("ja", 0.9), ("en", 0.01)], [("en", 0.9), ("ja", 0.01)]
+    assert unit_languages([ja, ja, en, en], KEPT, [3, 3, 3, 3]) == ["ja", "ja", "en", "en"]
+    # one unsure span in a run does not switch; one short span weighs less
+    unsure = [("en", 0.5), ("ja", 0.4)]
+    assert unit_languages([ja, unsure, ja], KEPT, [3, 3, 3]) == ["ja"] * 3
+    assert unit_languages([ja, en, ja], KEPT, [3, 0.5, 3]) == ["ja"] * 3
+    assert unit_languages([ja, en, ja], KEPT, [3, 3, 3]) == ["ja", "en", "ja"]
+    assert unit_languages([], KEPT, []) == []
+
+
+def test_a_file_is_kept_when_one_window_is_sure_of_a_kept_language() -> None:
+    mixed = LanguageGuess("de", 0.45, 3, {"de": 0.45, "en": 0.3})
+    de = [("<|de|>", 0.6), ("<|en|>", 0.1)]
+    assert kept_language(mixed, [de, de], KEPT, 0.5) is None
+    assert kept_language(mixed, [de, [("<|en|>", 0.9)], de], KEPT, 0.5) == "en"
+    assert kept_language(LanguageGuess("ja", 0.9, 1), [], KEPT, 0.5) == "ja"
+
+
+def test_clips_are_cut_where_their_language_changes() -> None:
+    clips = [Clip(0.0, 12.0, pauses=[(4.0, 5.0), (8.0, 9.0)]), Clip(20.0, 25.0)]
+    lang = {(0.0, 4.0): "ja", (5.0, 8.0): "ja", (9.0, 12.0): "en", (20.0, 25.0): "en"}
+    new, langs, index = by_language(clips, lang)
+    assert [(c.start, c.end, c.pauses) for c in new] == [
+        (0.0, 8.0, [(4.0, 5.0)]), (9.0, 12.0, []), (20.0, 25.0, [])]
+    assert langs == ["ja", "en", "en"]
+    w = relabel([Window([((5.0, 8.0), 0), ((9.0, 12.0), 0), ((20.0, 25.0), 1)])], index)
+    assert [i for _, i in w[0].units] == [0, 1, 2]
+    # one language: the clips as they were
+    same, _, _ = by_language(clips, dict.fromkeys(lang, "ja"))
+    assert [(c.start, c.end, c.pauses) for c in same] == [
+        (c.start, c.end, c.pauses) for c in clips]
+
+
+def test_segments_in_a_language_not_kept_are_flagged_language() -> None:
+    clips = [Clip(0.0, 5.0), Clip(6.0, 11.0)]
+    texts = [ClipText("hello there my friend", -0.2, 0.01), ClipText("", 0.0, 1.0, [])]
+    segs = build_segments(clips, texts, set(), AsrSettings(), languages=["en", "de"])
+    assert [(s.language, s.kept, s.reason) for s in segs.lines] == [
+        ("en", True, None), ("de", False, "language")]
+
+
+# --- real speech, the real model ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def spliced(asr_stage):
+    require(ESPEAK, POCKETSPHINX)
+    from bench.wild.language import splice
+
+    files = {"ja-en-ja": splice("ja-en-ja", [("ja", 40.0), ("en", 20.0), ("ja", 40.0)], 0),
+             "ja-de-ja": splice("ja-de-ja", [("ja", 45.0), ("de", 20.0), ("ja", 45.0)], 4),
+             "en-real-ja": splice("real-en-ja", [("en-real", 30.0), ("ja", 20.0)], 3)}
+    return {k: (f, asr_stage.transcribe_file(k, f.audio)) for k, f in files.items()}
+
+
+def test_english_turns_in_a_japanese_file_are_english_segments(spliced) -> None:
+    from bench.wild.language import Score, score
+
+    total = Score()
+    for name, (f, got) in spliced.items():
+        line = got.line
+        assert line.ok, (name, line.status)
+        assert all(isinstance(s.language, str) for s in line.segments)
+        score(line, f, KEPT, total)
+        if name != "ja-de-ja":  # both languages kept: English text in English segments
+            en = " ".join(s.text for s in line.kept if s.language == "en")
+            assert len(en.split()) >= 15, (name, en)
+            assert {s.language for s in line.kept} == {"ja", "en"}
+    assert total.right / total.segments >= 0.9, (total.right, total.segments)
+    assert total.invented == 0
+
+
+def test_speech_in_a_language_not_kept_is_flagged_per_segment(spliced) -> None:
+    _, got = spliced["ja-de-ja"]
+    line = got.line
+    assert line.ok and line.language == "ja"
+    flagged = [s for s in line.segments if s.reason == "language"]
+    assert flagged and all(s.language == "de" and not s.text for s in flagged)
+    assert sum(s.end - s.start for s in flagged) >= 10.0  # the German block's speech
+    assert all(s.language == "ja" for s in line.kept) and len(line.kept) >= 3
