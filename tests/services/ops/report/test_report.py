@@ -18,7 +18,8 @@ from services.ops.report.render import render_html
 from tests.services.ops.report.synth import write_garbage, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CHARTS = ("hours", "languages", "segment_languages", "durations", "reasons", "throughput", "walltimes",
+CHARTS = ("hours", "languages", "segment_languages", "durations", "reasons", "throughput",
+          "walltimes",
           # services/ops/report/quality.py, then trainers.py
           "dnsmos", "speaker", "fidelity", "filters",
           "speakers_per_file", "segments_per_speaker", "pitch", "speaking_rate")
