@@ -68,7 +68,7 @@ def _root(tmp: Path, transcribe: Callable[[np.ndarray], str] | None = None,
         for sid, text, audio in segs:
             key, _, idx = sid.rpartition("_")
             w.add(sid, key, int(idx), round(audio.size / SR, 3), text, "en", 3.0, audio, SR)
-        w.write(Path(s.output_url) / signature_key(s.shard_stem(shard)))
+        w.write(Path(s.output_url) / signature_key(s, shard))
         ledger.mark_done("enhance", shard, {})
     return s, ledger, truth, kinds, [c.audio.size / SR for c in clips]
 

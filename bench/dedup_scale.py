@@ -76,7 +76,7 @@ def _synthetic(out: Path, n: int, per_shard: int, seed: int = 0) -> int:
             "akeys": pa.array(list(akeys[:, :AUDIO_BANDS]), pa.list_(pa.int64())),
             "skeys": pa.array(short, pa.list_(pa.int64())), "fp": fps,
         }, schema=_schema())
-        path = out / signature_key(s.shard_stem(shard))
+        path = out / signature_key(s, shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(t, path, compression="zstd")
         ledger.mark_done("enhance", shard, {})

@@ -16,13 +16,13 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
 from common.settings import ConfigError, Settings, describe_errors
-from common.stages.spec import Pipeline, StageSpec
+from common.stages.spec import CorpusStep, Pipeline, StageSpec
 
 if TYPE_CHECKING:
     from celery import Celery, Task
@@ -65,12 +65,23 @@ except ConfigError as e:  # imported by every entry point: one line, no tracebac
     sys.exit(f"Error: {e}")
 
 
+# The corpus steps (common.stages.spec.CorpusStep), each its package's ``step.py``: what it
+# reads, what it writes and which stage applies it, so the commands see it.
+CORPUS: tuple[str, ...] = (
+    "services.dedup",
+)
+
+
 def _spec(name: str) -> StageSpec:
     spec: StageSpec = importlib.import_module(f"{PACKAGES[name]}.spec").SPEC
     return spec
 
 
-PIPELINE = Pipeline(names=tuple(PACKAGES), load=_spec)
+def _step(package: str) -> Callable[[], CorpusStep]:
+    return lambda: cast(CorpusStep, importlib.import_module(f"{package}.step").STEP)
+
+
+PIPELINE = Pipeline(names=tuple(PACKAGES), load=_spec, corpus=[_step(p) for p in CORPUS])
 
 
 def boot(settings_class: type[Settings], **overrides: Any) -> Settings:

@@ -22,6 +22,7 @@ from common.stages.contract import InputRef
 if TYPE_CHECKING:
     from common.models.fetch import ModelSpec
     from common.stages.contract import Stage
+    from common.storage import Store
 
 
 def _symbol(ref: str) -> Any:
@@ -43,6 +44,9 @@ class StageSpec:
     models: str | None = None
     # the stage's settings section: a Settings subclass (services/<stage>/settings.py)
     settings: type[Settings] = Settings
+    # objects it publishes beside its output, by name (enhance: dedup's "signatures"); named
+    # from the generic settings alone, so a corpus step finds them with its own section
+    side_outputs: Callable[[Settings, int], dict[str, str]] | None = None
 
     def section(self, settings: Settings) -> Settings:
         """The stage's section of ``settings``: the one way a stage's code gets its settings
@@ -58,6 +62,35 @@ class StageSpec:
     def load_models(self, settings: Settings) -> list[ModelSpec]:
         return _symbol(self.models)(self.section(settings)) if self.models else []
 
+    def side_output_key(self, name: str, settings: Settings, shard_id: int) -> str:
+        keys = self.side_outputs(settings, shard_id) if self.side_outputs else {}
+        if name not in keys:
+            raise ValueError(f"stage {self.name!r} declares no side output {name!r}")
+        return keys[name]
+
+
+@dataclass(frozen=True)
+class CorpusStep:
+    """A step over the whole corpus, not one shard (dedup): its own command, run when the
+    operator chooses. It reads the side output ``reads`` that stage ``after`` publishes beside
+    each done shard, and writes one result, whose last-written object is ``result``; stage
+    ``applied_by`` reads that result for each shard it processes and does not wait for it (a
+    shard it reaches first gets what the result covers then, and says so in its done record).
+    Declared in ``services/<step>/step.py``; the pipeline lists it, so the commands see it."""
+
+    name: str  # its command (``onsei <name>``) and its records (``_ledger/<name>/``)
+    after: str
+    reads: str
+    result: str  # relative to the output root
+    applied_by: str
+    # "module:function" (store) -> the shard ids its result covers, None when it never ran;
+    # raises ``ValueError`` (or a storage error) when the result cannot be read
+    covered: str
+
+    def covered_shards(self, store: Store) -> frozenset[int] | None:
+        got = _symbol(self.covered)(store)
+        return None if got is None else frozenset(got)
+
 
 class Pipeline:
     """Stages in order: each hands its shards on to the next.
@@ -68,12 +101,15 @@ class Pipeline:
     """
 
     def __init__(self, specs: Iterable[StageSpec] = (), *, names: Iterable[str] = (),
-                 load: Callable[[str], StageSpec] | None = None) -> None:
+                 load: Callable[[str], StageSpec] | None = None,
+                 corpus: Iterable[Callable[[], CorpusStep]] = ()) -> None:
         given = tuple(specs)
         self.names: tuple[str, ...] = tuple(s.name for s in given) or tuple(names)
         self._by_name = {s.name: s for s in given}
         self._load = load
         self._settings: dict[str, type[Settings]] = {}
+        self._corpus = tuple(corpus)  # each loads its step when the steps are first asked for
+        self._steps: tuple[CorpusStep, ...] | None = None
         if not self.names or (load is None) != bool(given):
             raise ValueError("a pipeline is its specs, or their names in order and a loader")
 
@@ -146,6 +182,28 @@ class Pipeline:
 
     def ledger_subdir(self, name: str, settings: Settings) -> str:
         return self.spec(name).ledger_subdir(settings) if name in self else name
+
+    def side_output_key(self, name: str, output: str, settings: Settings, shard_id: int) -> str:
+        return self.spec(name).side_output_key(output, settings, shard_id)
+
+    @property
+    def corpus_steps(self) -> tuple[CorpusStep, ...]:
+        """The corpus steps, each checked against the stages: its result is applied by a stage
+        after the one it reads (whose side output it names: :meth:`side_output_key`)."""
+        if self._steps is None:
+            steps = tuple(load() for load in self._corpus)
+            for c in steps:
+                if self._index(c.applied_by) <= self._index(c.after):
+                    raise ValueError(f"corpus step {c.name!r}: {c.applied_by!r} applies it, "
+                                     f"which is not after {c.after!r}")
+            self._steps = steps
+        return self._steps
+
+    def corpus_step(self, name: str) -> CorpusStep:
+        for c in self.corpus_steps:
+            if c.name == name:
+                return c
+        raise ValueError(f"unknown corpus step {name!r}")
 
 
 def _joined(sections: tuple[type[Settings], ...], names: tuple[str, ...]) -> type[Settings]:

@@ -58,6 +58,7 @@ from services.dedup.signature import (
     read_signatures,
     signature_key,
 )
+from services.dedup.step import STEP as DECLARED
 from services.dedup.verify import Rule, confirm, confirm_pool
 from services.records import corpus_id
 
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STAGE = "dedup"  # its records: _ledger/dedup/<stem>.json
+STAGE = DECLARED.name  # its records: _ledger/dedup/<stem>.json
 KIND = "same_recording"
 CHUNK_PAIRS = 20_000  # candidate pairs confirmed together (their fingerprints: ~90 MB at 9 s)
 PARTS = "_ledger/dedup/_parts/"
@@ -121,7 +122,7 @@ class Deduper:
 
     # --- signature files ------------------------------------------------------------------
     def _sig_key(self, shard: int) -> str:
-        return signature_key(self.s.shard_stem(shard))
+        return signature_key(self.s, shard)
 
     def _local(self, shard: int, fresh: bool) -> Path:
         """The shard's signature file: downloaded again when ``fresh`` (a shard being indexed
@@ -154,7 +155,7 @@ class Deduper:
     # --- the run --------------------------------------------------------------------------
     def run(self, ids: Collection[int] | None = None,
             on_batch: Callable[[Progress, int], None] | None = None) -> DedupSummary:
-        enhanced = self.ledger.done_ids("enhance", ids)
+        enhanced = self.ledger.done_ids(DECLARED.after, ids)
         done = self.ledger.done_ids(STAGE)
         if not enhanced and not done:
             where = "" if ids is None else " in the range given"
@@ -214,7 +215,7 @@ class Deduper:
         lost = done - covered
         again: set[int] = set()
         if lost:
-            again = lost & self.ledger.done_ids("enhance")
+            again = lost & self.ledger.done_ids(DECLARED.after)
             log.warning("dedup: %d recorded shards have no part in the store (%s...): indexed "
                         "again", len(lost), sorted(lost)[:5])
             done = done - lost

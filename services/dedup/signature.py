@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from common.settings import Settings
 from services.dedup.fingerprint import FP_VERSION, fingerprint_of, telephone_rate
 from services.dedup.landmarks import AUDIO_VERSION, PHASE_STARTS, audio_key_families
 from services.dedup.spectrum import Powers, numpy_powers
@@ -38,8 +39,13 @@ class SignatureError(ValueError):
     """A signature file that cannot be used (missing, unreadable, another format)."""
 
 
-def signature_key(stem: str) -> str:
-    return f"enhanced/{stem}.signatures.parquet"
+def signature_key(settings: Settings, shard_id: int) -> str:
+    """Where a shard's signatures lie: the side output of the stage the corpus step reads
+    (enhance's spec names it; services/dedup/step.py)."""
+    from services.pipeline import PIPELINE  # loads enhance's spec only, when first asked
+
+    step = PIPELINE.corpus_step("dedup")
+    return PIPELINE.side_output_key(step.after, step.reads, settings, shard_id)
 
 
 def _schema(quality: bool = True) -> Any:

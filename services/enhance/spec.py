@@ -11,4 +11,7 @@ SPEC = StageSpec(
     output_key=lambda s, i: f"enhanced/{s.shard_stem(i)}.tar",
     inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i)),
                          "asr": InputRef.of_stage("asr")},
+    # the duplicate-detection signature of each segment written (services/dedup/signature.py),
+    # read by the corpus step dedup (services/dedup/step.py)
+    side_outputs=lambda s, i: {"signatures": f"enhanced/{s.shard_stem(i)}.signatures.parquet"},
 )

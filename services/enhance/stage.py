@@ -83,7 +83,6 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
-        from services.dedup.signature import signature_key
         from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
         from services.enhance.verify import check_written
@@ -101,7 +100,7 @@ class EnhanceStage(Stage):
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         ann = self._annotator
-        sig_key = signature_key(s.shard_stem(shard_id))
+        sig_key = SPEC.side_output_key("signatures", s, shard_id)
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
                                 batch=s.quality_batch_segments,
                                 signature_path=workdir / "out" / sig_key,

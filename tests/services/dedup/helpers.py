@@ -60,7 +60,7 @@ def add_shard(s: DedupSettings, shard: int, segs: list[Seg]) -> None:
         key, _, idx = g.id.rpartition("_")
         w.add(g.id, key, int(idx), round(g.audio.size / SR, 3), g.text, "en", g.ovrl, g.audio,
               SR, quality=g.quality)
-    path = Path(s.output_url) / signature_key(s.shard_stem(shard))
+    path = Path(s.output_url) / signature_key(s, shard)
     w.write(path)
     ledger(s).mark_done("enhance", shard, {"counts": {"segments": len(segs)}})
 

@@ -141,20 +141,20 @@ def test_bad_signature_files_are_named_and_left_out(tmp_path, corpus) -> None:
     s = _root(tmp_path, corpus)
     root = Path(s.output_url)
     h.add_shard(s, 7, [h.copy(1, "mp3_64k", "x_0000")])
-    (root / signature_key("shard-000007")).write_bytes(b"PAR1 truncated")
+    (root / signature_key(s, 7)).write_bytes(b"PAR1 truncated")
     h.add_shard(s, 8, [h.copy(1, "opus_24k", "w_0000")])
-    (root / signature_key("shard-000008")).unlink()
+    (root / signature_key(s, 8)).unlink()
     h.add_shard(s, 9, [h.copy(1, "pad_0.5s", "v_0000")])
-    path = root / signature_key("shard-000009")
+    path = root / signature_key(s, 9)
     data = bytearray(path.read_bytes())  # pages damaged, the footer intact
     data[200:1200] = bytes(1000)
     path.write_bytes(bytes(data))
     _, res = _dedup(s)
     bad = res.summary.bad_signatures
-    assert set(bad) == {signature_key(f"shard-00000{i}") for i in (7, 8, 9)}
-    assert bad[signature_key("shard-000009")].startswith("corrupt")
-    assert bad[signature_key("shard-000008")] == "missing"
-    assert bad[signature_key("shard-000007")].startswith("corrupt")
+    assert set(bad) == {signature_key(s, i) for i in (7, 8, 9)}
+    assert bad[signature_key(s, 9)].startswith("corrupt")
+    assert bad[signature_key(s, 8)] == "missing"
+    assert bad[signature_key(s, 7)].startswith("corrupt")
     assert res.summary.shards == [0, 1, 2] and _pairs(res) == EXPECTED
     assert not res.covers(7)
     h.add_shard(s, 7, [h.copy(1, "mp3_64k", "x_0000")])  # fixed: indexed by the next run
