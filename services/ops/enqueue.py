@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import click
 
 from common.ledger.index import valid_done
+from common.queue.messages import MAX_SHARD_ID
 from common.settings import Settings, one_of
 from common.stages.preflight import check_input_root
 from services.ops.errors import friendly
@@ -38,6 +39,8 @@ def parse_range(text: str, max_ids: int | None = None) -> range:
         raise click.BadParameter(f"expected A-B or N (ASCII digits), got {text!r}") from None
     if len(r) == 0 or r.start < 0:
         raise click.BadParameter(f"empty or negative range {text!r}")
+    if r.stop - 1 > MAX_SHARD_ID:  # a worker would refuse every such message
+        raise click.BadParameter(f"shard ids go up to {MAX_SHARD_ID} (2**63 - 1), got {text!r}")
     if max_ids is not None and len(r) > max_ids:
         raise click.BadParameter(
             f"range {text} names {len(r):,} shards, more than ONSEI_MAX_RANGE={max_ids:,}; "

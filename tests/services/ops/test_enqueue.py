@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
+import pytest
 import redis
 from click.testing import CliRunner
 
@@ -31,6 +33,14 @@ def _queued_args(url: str, queue: str) -> list[int]:
 def test_parse_range() -> None:
     assert parse_range("0-3") == range(4) and parse_range("7") == range(7, 8)
     assert parse_range("0-0") == range(1)
+
+
+def test_parse_range_refuses_ids_no_worker_takes() -> None:
+    top = 2**63 - 1
+    assert parse_range(f"{top}") == range(top, top + 1)
+    for text in (f"{top + 1}", f"{top - 1}-{top + 1}", str(10**30)):
+        with pytest.raises(click.BadParameter, match="shard ids go up to"):
+            parse_range(text)
 
 
 def test_resumes_each_shard_at_its_first_missing_stage(make_settings, private_redis_url) -> None:
