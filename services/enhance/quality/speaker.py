@@ -155,15 +155,14 @@ class SpeakerEncoder:
                 starts = np.arange(0, max(1, n - frames + 1), hop)
                 wav = np.pad(wav, (0, max(0, (starts[-1] + frames) * HOP - wav.size)))
                 mel = self._mel(torch.from_numpy(wav).to(self.device)[None])[0]
-                loud = _voiced_frames(mel).float()
-                share = torch.stack([loud[a:a + frames].mean() for a in starts]) if len(
-                    starts) else torch.zeros(0)
-                mels += [mel[a:a + frames] for a in starts]
+                span = int(starts[-1]) + frames  # the windows' frames: one unfold each
+                share = _voiced_frames(mel).float()[:span].unfold(0, frames, hop).mean(dim=1)
+                mels.append(mel[:span].unfold(0, frames, hop).transpose(1, 2))
                 owners += [i] * len(starts)
                 out.append((starts, share.cpu().numpy(), mel[:n].sum(dim=1).cpu().numpy()))
-            embeds = (torch.cat([self._net(torch.stack(mels[j:j + self.batch]))
-                                 for j in range(0, len(mels), self.batch)]).cpu().numpy()
-                      if mels else np.zeros((0, 256), np.float32))
+            every = torch.cat(mels)
+            embeds = torch.cat([self._net(every[j:j + self.batch].contiguous())
+                                for j in range(0, len(every), self.batch)]).cpu().numpy()
         owners_a = np.array(owners)
         return [Windows(embeds[owners_a == i], starts, share, power, frames)
                 for i, (starts, share, power) in enumerate(out)]
