@@ -121,6 +121,31 @@ def enqueue(settings: Settings, ids: range, stage: str, until: str, force: bool 
     return p
 
 
+def corpus_notes(settings: Settings, p: Plan, until: str) -> list[str]:
+    """A line per corpus step whose applying stage the enqueued shards reach before its
+    result covers them: that stage does not wait for it, so the operator hears it now."""
+    from common.storage import open_store
+    from services.ops.corpus import uncovered
+
+    notes = []
+    for step in PIPELINE.corpus_steps:
+        if step.applied_by not in PIPELINE.chain(PIPELINE.names[0], until):
+            continue
+        reach = PIPELINE.names.index(step.applied_by)
+        ids = [i for s, todo in p.to_enqueue.items() if PIPELINE.names.index(s) <= reach
+               for i in todo]
+        if not ids:
+            continue
+        n, error = uncovered(step, open_store(settings.output_url, settings), ids)
+        if error:
+            notes.append(f"{step.name}: result unreadable ({error})")
+        elif n:
+            notes.append(f"{step.name}: {n} of the {len(ids)} shards enqueued reach "
+                         f"{step.applied_by} before it covers them (`onsei {step.name}` once "
+                         f"they are done at {step.after}; {step.applied_by} does not wait)")
+    return notes
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--range", "range_", required=True, help="shard ids A-B (both included) or N")
 @click.option("--stage", type=click.Choice(STAGES), default=STAGES[0], show_default=True,
@@ -153,6 +178,8 @@ def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: 
     waiting = f", waiting for {PIPELINE.previous(stage)} {p.waiting}" if p.waiting else ""
     click.echo(f"{verb} {p.enqueued} ({per_stage}); skipped {skipped} (done {p.done}, "
                f"queued {p.queued}, dead-lettered {p.failed}{waiting}) in {dt:.2f}s")
+    for note in corpus_notes(settings, p, until):
+        click.echo(note)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from common.ledger.pack import Trimmed
 from common.redact import redact_text
 from common.settings import Settings
 from services.ops.options import output_option, output_settings
-from services.stages import STAGES, PipelineSettings, open_ledger
+from services.stages import PIPELINE, STAGES, PipelineSettings, open_ledger
 
 
 def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[str, Any]:
@@ -83,9 +83,14 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
                           for n, v in sorted(tracker.sick(stage).items())]
         out["stages"][stage] = st
     out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
+    from services.ops.corpus import progress
     from services.ops.status.dedup import index_progress
 
-    out["dedup"] = index_progress(ledger.store, done_sets.get("enhance", ()))
+    # each corpus step the pipeline declares, over the shards done at the stage it follows
+    out["corpus"] = {c.name: progress(c, ledger.store, done_sets[c.after]).as_dict()
+                     for c in PIPELINE.corpus_steps}
+    dedup = PIPELINE.corpus_step("dedup")  # its own figures: duplicates, clusters
+    out["dedup"] = index_progress(ledger.store, done_sets[dedup.after])
     if redis_ok:
         out["redis_empty"] = all(not (s["queued"] or s["reserved"] or s["running"])
                                  for s in out["stages"].values())
@@ -118,10 +123,13 @@ def render(data: dict[str, Any]) -> None:
 
     for line in render_lines(data["cost"]):
         con.print(line, highlight=False, markup=False)
-    if "dedup" in data:
-        from services.ops.status.dedup import render_line
+    from services.ops.corpus import StepProgress
+    from services.ops.status.dedup import render_line
 
-        con.print(render_line(data["dedup"]), highlight=False, markup=False)
+    for name, step in data.get("corpus", {}).items():  # a step with its own line shows that
+        line = render_line(data[name]) if name == "dedup" and name in data else \
+            StepProgress(**{k: v for k, v in step.items() if k != "behind"}).line()
+        con.print(line, highlight=False, markup=False)
     if not data["redis"]:
         con.print("[yellow]Redis unreachable: queued/running unknown; done and failed are from "
                   "the ledger alone.[/]")

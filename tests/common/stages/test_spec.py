@@ -72,3 +72,44 @@ def test_given_specs_need_no_loader() -> None:
     assert p.specs == (specs["a"], specs["b"]) and p.previous("b") == "a"
     with pytest.raises(ValueError):
         Pipeline()
+
+
+def test_side_outputs_and_corpus_steps_are_declared() -> None:
+    """A corpus step reads a side output its stage declares; its steps load when first asked
+    for, and one applied by a stage that is not after the one it reads is refused."""
+    from dataclasses import replace
+
+    from common.stages.spec import CorpusStep
+
+    specs = _specs()
+    a = replace(specs["a"], side_outputs=lambda s, i: {"sig": f"a/{i}.sig"})
+    step = CorpusStep(name="c", after="a", reads="sig", result="c/summary.json",
+                      applied_by="b", covered="x:covered")
+    asked: list[str] = []
+    p = Pipeline((a, specs["b"]), corpus=[lambda: asked.append("c") or step])
+    assert asked == []
+    assert p.corpus_steps == (step,) and p.corpus_step("c") is step and asked == ["c"]
+    assert p.side_output_key("a", "sig", Settings(), 3) == "a/3.sig"
+    with pytest.raises(ValueError, match="declares no side output 'x'"):
+        p.side_output_key("a", "x", Settings(), 3)
+    with pytest.raises(ValueError, match="declares no side output"):
+        p.side_output_key("b", "sig", Settings(), 3)
+    backwards = Pipeline((a, specs["b"]), corpus=[lambda: replace(step, after="b",
+                                                                  applied_by="a")])
+    with pytest.raises(ValueError, match="not after 'b'"):
+        _ = backwards.corpus_steps
+    with pytest.raises(ValueError, match="unknown corpus step 'd'"):
+        p.corpus_step("d")
+
+
+def test_the_pipeline_declares_dedup() -> None:
+    """Dedup reads what enhance's spec says it publishes beside each shard; tokenize applies
+    it (services/pipeline.py, services/dedup/step.py)."""
+    from services.dedup.signature import signature_key
+    from services.pipeline import PIPELINE
+
+    step = PIPELINE.corpus_step("dedup")
+    assert (step.after, step.reads, step.applied_by) == ("enhance", "signatures", "tokenize")
+    s = Settings()
+    assert signature_key(s, 12) == "enhanced/shard-000012.signatures.parquet" == \
+        PIPELINE.side_output_key("enhance", "signatures", s, 12)

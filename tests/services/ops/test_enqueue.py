@@ -173,3 +173,32 @@ def test_plan_streams_the_range(make_settings, private_redis_url) -> None:
     tracemalloc.stop()
     assert p.to_enqueue["enhance"] == [5] and p.waiting == 999_999
     assert peak < 8 * 1024**2, peak  # a set of 1e6 ints alone is ~60 MB
+
+
+def test_cli_says_which_shards_reach_tokenize_before_dedup_covers_them(
+        make_settings, private_redis_url, monkeypatch) -> None:
+    """Tokenize applies the dedup result and does not wait for it: enqueue-shards names the
+    shards it sends towards tokenize that the result does not cover (the declared step)."""
+    from tests.dedupfiles import write_result
+
+    s = make_settings(broker_url=private_redis_url)
+    Path(s.input_url).mkdir(parents=True)
+    led = _ledger(s)
+    for i in range(4):
+        led.mark_done("asr", i, {})
+        led.mark_done("enhance", i, {})
+    monkeypatch.setattr("services.ops.enqueue.PipelineSettings", lambda: s)
+    res = CliRunner().invoke(main, ["--range", "0-3", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert ("dedup: 4 of the 4 shards enqueued reach tokenize before it covers them "
+            "(`onsei dedup` once they are done at enhance; tokenize does not wait)") \
+        in res.output
+    write_result(led.store, {}, shards=[0, 1, 2])
+    res = CliRunner().invoke(main, ["--range", "0-3", "--dry-run"])
+    assert "dedup: 1 of the 4 shards enqueued" in res.output, res.output
+    write_result(led.store, {}, shards=[0, 1, 2, 3])
+    assert "dedup:" not in CliRunner().invoke(main, ["--range", "0-3", "--dry-run"]).output
+    # a chain that stops before tokenize: nothing to say
+    assert "dedup:" not in CliRunner().invoke(main, ["--range", "0-3", "--stage", "enhance",
+                                                     "--until", "enhance", "--force",
+                                                     "--dry-run"]).output
