@@ -3,7 +3,13 @@
 From the tokens (``tokens/<tokenizer>/<shard>.jsonl``) or, with ``--no-tokens``, the enhanced
 sidecars (``enhanced/<shard>.tar``, audio not decoded). Every line goes through the filter
 policy and the duplicate list (services/tokenize/filter.py) again: tokenize applied the policy
-in force then, and the dedup result may have grown since. A staged line is
+in force then, and the dedup result may have grown since.
+
+A line's ``id`` and ``speaker_id`` are corpus ids (``services.records.corpus_id``,
+``<name>@<shard>``): two shards may hold the same member keys. An id is refused when it repeats
+in its shard or names another shard than the one it is read from, so no id is written twice in
+the whole export (each shard's ids are distinct and carry that shard), with memory per shard
+only. A staged line is
 ``<file node>\\t<path set>\\t<language>\\t<seconds>\\t<JSON line>`` (JSON escapes tabs), so the
 writer routes lines without parsing them again.
 """
@@ -30,7 +36,10 @@ from services.records import (
     Sidecar,
     SkippedSegment,
     TokenLine,
+    corpus_id,
+    local_name,
     seconds_problem,
+    shard_of,
 )
 from services.stages import PIPELINE
 from services.text.forms import TextForms
@@ -134,12 +143,12 @@ def _token_lines(path: Path, read: ShardRead,
             except RecordError:
                 read.bad_lines += 1
                 continue
-            source = row.id.rsplit("_", 1)[0]
+            source = local_name(row.id).rsplit("_", 1)[0]
             extra = {k: v for k, v in row.extra.items() if k not in ExportLine.model_fields}
-            yield ExportLine(id=row.id, text=row.text, codes=row.codes,
-                             duration_seconds=row.duration_seconds,
+            yield ExportLine(id=corpus_id(row.id, read.shard_id), text=row.text,
+                             codes=row.codes, duration_seconds=row.duration_seconds,
                              language=languages.get(source),
-                             speaker_id=getattr(row, "speaker_id", None),
+                             speaker_id=_speaker(row.speaker_id, read.shard_id),
                              quality=row.quality, **TextForms.of(row).fields(),
                              **extra), source
 
@@ -157,12 +166,17 @@ def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: 
             continue
         source = meta.source_key or item.key.rsplit("_", 1)[0]
         quality = meta.quality.filterable() if meta.quality is not None else None
-        yield ExportLine(id=item.key, text=meta.text,
+        yield ExportLine(id=corpus_id(item.key, read.shard_id), text=meta.text,
                          duration_seconds=round(float(meta.duration_seconds or 0.0), 2),
                          language=meta.language or languages.get(source),
-                         speaker_id=getattr(meta, "speaker_id", None), quality=quality,
+                         speaker_id=_speaker(meta.speaker_id, read.shard_id), quality=quality,
                          audio_tar=tar_url, audio_member=item.name,
                          **TextForms.of(meta).fields()), source
+
+
+def _speaker(label: str | None, shard_id: int) -> str | None:
+    """A speaker label (the voice within its source file) as the corpus names it."""
+    return None if not label else corpus_id(label, shard_id)
 
 
 def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
@@ -191,6 +205,8 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
             for line, source in rows:
                 seconds = float(line.duration_seconds)
                 why = seconds_problem(seconds, settings.max_member_seconds)
+                if why is None and shard_of(line.id) != shard_id:
+                    why = "id names another shard"
                 if why is None and line.id in ids:
                     why = "id repeats in the shard"
                 if why is not None:

@@ -42,7 +42,8 @@ class Run:
 
 def default_run(files_per_shard: int = 6, shards: int = 3) -> Run:
     """Three segments per source file; every third file Japanese; file 1 of each shard has two
-    speakers, one of which (``narrator``) also speaks in file 2 of the next shard."""
+    speakers, one of which (``narrator``) also speaks in file 2 (shards after the first): the
+    label joins the two files of its shard (a label names a voice within its shard)."""
     run = Run()
     for sid in range(shards):
         segs = []

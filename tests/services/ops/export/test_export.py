@@ -11,6 +11,7 @@ import pytest
 from common.storage import open_store
 from services.ops.export.publish import MARKER, new_marker
 from services.ops.export.run import ExportError, export
+from services.records import corpus_id
 from tests.dedupfiles import write_result
 from tests.services.ops.export.synth import default_run, lines_of, write_run
 
@@ -39,7 +40,9 @@ def test_export_loads_with_datasets_split_by_group(make_settings, tmp_path: Path
     res = export(s, s.output_url, str(to), validation_fraction=0.4, seed=3)
     got = lines_of(to)
     ids = {x["id"] for split in got.values() for x in split}
-    expected = {seg.id for segs in run.shards.values() for seg in segs} - {"001001_0002"}
+    # ids and speaker labels are corpus ids: <id within the shard>@<shard>
+    expected = {corpus_id(seg.id, i) for i, segs in run.shards.items()
+                for seg in segs} - {"001001_0002@000001"}
     assert ids == expected and sum(map(len, got.values())) == len(expected)
     assert got["train"] and got["validation"]
     side = {}
@@ -48,10 +51,12 @@ def test_export_loads_with_datasets_split_by_group(make_settings, tmp_path: Path
             for group in (x["id"].rsplit("_", 1)[0], x.get("speaker_id")):
                 if group:
                     assert side.setdefault(group, split) == split, f"{group} on both sides"
-    assert side["000001"] == side["001002"] == side["002002"]  # joined by "narrator"
+    # joined by "narrator" within a shard; a label in another shard is another voice
+    assert side["001001"] == side["001002"] and side["002001"] == side["002002"]
+    assert side["narrator@000001"] and side["narrator@000002"] and "narrator" not in side
     first = got["train"][0]
     assert set(first) >= {"id", "text", "codes", "duration_seconds", "language", "quality"}
-    line = next(x for x in got["train"] + got["validation"] if x["id"] == "000002_0001")
+    line = next(x for x in got["train"] + got["validation"] if x["id"] == "000002_0001@000000")
     assert line["language"] == "ja" and line["codes"] == {"neu_tokens": [1, 1]}
     assert line["quality"]["dnsmos_after"]["ovrl"] == 3.2
     assert res.written.lines["train"] == len(got["train"])
@@ -76,7 +81,7 @@ def test_schema_witnesses_come_first(make_settings, tmp_path: Path) -> None:
     assert len(rows) == len({x["id"] for x in rows}) == 54  # moved, never copied
     ds = _load(to, tmp_path)
     assert ds["train"].num_rows == 54
-    assert min(x for x in ds["train"]["speaker_id"] if x) == "000001#s1"
+    assert min(x for x in ds["train"]["speaker_id"] if x) == "000001#s1@000000"
 
 
 def test_split_is_deterministic_and_follows_the_seed(make_settings, tmp_path: Path) -> None:
@@ -95,7 +100,8 @@ def test_filter_policy_and_card(make_settings, tmp_path: Path) -> None:
     to = tmp_path / "set"
     export(s, s.output_url, str(to), validation_fraction=0.0)
     got = lines_of(to)["train"]
-    assert sorted(x["id"] for x in got) == ["000000_0000", "000000_0001", "000000_0002"]
+    assert sorted(x["id"] for x in got) == ["000000_0000@000000", "000000_0001@000000",
+                                            "000000_0002@000000"]
     card = (to / "README.md").read_text()
     assert "| `dnsmos_ovrl<3.5` | export | 51 |" in card  # 54 less 3 unannotated
     assert "| `dnsmos_ovrl<2` | tokenize | 3 |" in card  # from the done records' skipped
@@ -114,7 +120,7 @@ def test_no_tokens_exports_the_sidecars(make_settings, tmp_path: Path) -> None:
     export(s, s.output_url, str(to), tokens=False, validation_fraction=0.0)
     rows = lines_of(to)["train"]
     assert len(rows) == 54 and all("codes" not in x for x in rows)
-    x = next(r for r in rows if r["id"] == "000002_0001")
+    x = next(r for r in rows if r["id"] == "000002_0001@000000")
     assert x["audio_member"] == "000002_0001.flac" and x["language"] == "ja"
     assert x["audio_tar"].endswith("enhanced/shard-000000.tar")
     assert _load(to, tmp_path)["train"].num_rows == 54

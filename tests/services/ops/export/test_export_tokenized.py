@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from common.stages.engine import Engine
-from services.records import AsrLine
+from services.records import AsrLine, local_name
 from services.stages import PIPELINE, output_key
 from services.tokenize.stage import TokenizeStage
 from tests.dedupfiles import write_result
@@ -50,6 +50,8 @@ def test_tokenized_shards_export_and_load(make_settings, codec,  # noqa: F811
     res = export(s, s.output_url, str(to), validation_fraction=0.5, seed=7)
     ds = datasets.load_dataset("json", data_dir=str(to), cache_dir=str(tmp_path / "hf"))
     rows = {r["id"]: (split, r) for split in ds for r in ds[split]}
+    assert all(i.endswith(f"@00000{i[8]}") for i in rows)  # corpus ids: key[8] is the shard
+    rows = {local_name(i): row for i, row in rows.items()}
     assert set(rows) == set(tokens) - {"spk3file1_0000"}
     assert res.written.lines["train"] == ds["train"].num_rows > 0
     assert res.written.lines["validation"] == ds["validation"].num_rows > 0

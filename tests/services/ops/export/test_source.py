@@ -12,6 +12,7 @@ from common.ledger.store import Ledger
 from common.shards.tar import ShardWriter
 from common.storage import open_store
 from services.ops.export.run import export
+from services.records import corpus_id
 from services.stages import PIPELINE
 from tests.services.ops.export.synth import default_run, lines_of, write_run
 
@@ -49,8 +50,9 @@ def test_bad_durations_and_repeated_ids_refused(make_settings, tmp_path: Path) -
     res = export(s, s.output_url, str(to), validation_fraction=0.0)
     rows = lines_of(to)["train"]
     ids = [x["id"] for x in rows]
-    assert sorted(ids) == sorted(seg.id for segs in run.shards.values() for seg in segs)
-    first = next(x for x in rows if x["id"] == "000000_0000")
+    assert sorted(ids) == sorted(corpus_id(seg.id, i) for i, segs in run.shards.items()
+                                 for seg in segs)
+    first = next(x for x in rows if x["id"] == "000000_0000@000000")
     assert first["duration_seconds"] == 1.0  # the first copy, not the repeat's 2.0
     assert all(math.isfinite(x["duration_seconds"]) and x["duration_seconds"] >= 0
                for x in rows)
@@ -99,7 +101,37 @@ def test_bad_sidecar_durations_refused(make_settings, tmp_path: Path) -> None:
     store.put_file(tar, PIPELINE.output_key("enhance", s, 0))
     to = tmp_path / "set"
     res = export(s, s.output_url, str(to), tokens=False, validation_fraction=0.0)
-    assert [x["id"] for x in lines_of(to)["train"]] == ["000000_0000"]
+    assert [x["id"] for x in lines_of(to)["train"]] == ["000000_0000@000000"]
     assert dict(res.reads[0].refused) == {"duration_seconds negative": 1,
                                           "duration_seconds not finite": 1}
     assert "nan" not in (to / "README.md").read_text().lower()
+
+
+def test_no_id_is_written_twice_in_the_export(make_settings, tmp_path: Path) -> None:
+    """Shards 0 and 1 hold the same keys (two pack-audio runs): each line gets its shard, so
+    both are exported. A line whose id already names a shard is taken as it is: one naming
+    another shard (a shard's lines copied into another's file) is refused, and one naming its
+    own shard that repeats an id read there is refused as a repeat."""
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    run = default_run(files_per_shard=1, shards=2)
+    for seg in run.shards[1]:
+        seg.id = seg.id.replace("001000", "000000")  # the same keys in both shards
+    for seg in run.shards[0] + run.shards[1]:
+        seg.speaker = "000000#s0"  # two voices, one label within each shard
+    write_run(store, s, run)
+    key = PIPELINE.output_key("tokenize", s, 1)
+    body = store.read_bytes(key).decode()
+    for seg_id in ("000000_0000@000000", "000000_0001@000001"):
+        body += json.dumps({"id": seg_id, "text": "t", "codes": {"neu_tokens": [1]},
+                            "duration_seconds": 1.0}) + "\n"
+    store.write_bytes(key, body.encode())
+    to = tmp_path / "set"
+    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    ids = [x["id"] for x in lines_of(to)["train"]]
+    assert sorted(ids) == sorted(f"000000_000{i}@00000{shard}" for i in range(3)
+                                 for shard in (0, 1))
+    assert dict(res.reads[1].refused) == {"id names another shard": 1,
+                                          "id repeats in the shard": 1}
+    assert {x["speaker_id"] for x in lines_of(to)["train"]} == {"000000#s0@000000",
+                                                                "000000#s0@000001"}
