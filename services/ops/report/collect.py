@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from common.ledger.pack import Trimmed, trim
 from common.ledger.records import DoneRecord
+from common.ledger.store import stem_parser
 from common.settings import Settings, section
 from common.storage import NotFound, Store, open_store
 from services.ops.report.dedup import DedupData, collect_dedup
@@ -214,12 +215,15 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
         tok_rows = pool.map(lambda k: _jsonl(store, k, TokenLine), tok_keys)
+        shard_of_stem = stem_parser(settings)
         for key, (tokens, bad) in zip(tok_keys, tok_rows):
+            # a speaker label names a voice within its shard
+            shard = shard_of_stem(posixpath.splitext(posixpath.basename(key))[0])
             data.token_lines += len(tokens)
             data.token_seconds += sum(float(r.duration_seconds) for r in tokens)
             for r in tokens:
                 data.quality.add_line(r)
-                data.trainers.add_line(r)
+                data.trainers.add_line(r, shard)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
     return data

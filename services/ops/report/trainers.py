@@ -9,19 +9,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.ops.report.charts import chart
-from services.records import TokenLine
+from services.records import TokenLine, corpus_id, local_name, shard_of
 
 
 @dataclass
 class TrainerData:
-    segments_per_speaker: Counter = field(default_factory=Counter)  # speaker_id -> segments
+    # speaker label as the corpus names it (services.records.corpus_id) -> segments
+    segments_per_speaker: Counter = field(default_factory=Counter)
     pitch_mean: list[float] = field(default_factory=list)  # Hz, one per segment
     rates: dict[str, list[float]] = field(default_factory=dict)  # unit -> speaking rates
     min_word_probability: list[float] = field(default_factory=list)
 
-    def add_line(self, row: TokenLine) -> None:
+    def add_line(self, row: TokenLine, shard: int | None = None) -> None:
+        """``shard``: the row's (its speaker label names a voice within it)."""
         if row.speaker_id:
-            self.segments_per_speaker[row.speaker_id] += 1
+            label = row.speaker_id if shard is None else corpus_id(row.speaker_id, shard)
+            self.segments_per_speaker[label] += 1
         if row.min_word_probability is not None:
             self.min_word_probability.append(float(row.min_word_probability))
         q = row.quality
@@ -33,8 +36,10 @@ class TrainerData:
             self.rates.setdefault(q.speaking_rate_unit or "?", []).append(float(q.speaking_rate))
 
     def speakers_per_file(self) -> Counter:
-        """source key -> distinct speakers among its kept segments."""
-        return Counter(sid.rsplit("#", 1)[0] for sid in self.segments_per_speaker)
+        """source file (its key, with its shard where known) -> distinct speakers among its
+        kept segments."""
+        return Counter((local_name(sid).rsplit("#", 1)[0], shard_of(sid))
+                       for sid in self.segments_per_speaker)
 
     def as_dict(self) -> dict[str, Any]:
         def median(xs: list[float]) -> float | None:

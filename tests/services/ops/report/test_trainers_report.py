@@ -34,15 +34,19 @@ def test_speakers_pitch_and_rate_in_the_report(make_settings) -> None:
              _line(4, None, None, None)]  # made before these fields: counted nowhere
     store.write_bytes(f"tokens/{s.tokenizer}/{s.shard_stem(0)}.jsonl",
                       "".join(json.dumps(x) + "\n" for x in lines).encode())
+    # another pack-audio run's shard holds a file "a" too: another file, another voice
+    store.write_bytes(f"tokens/{s.tokenizer}/{s.shard_stem(1)}.jsonl",
+                      (json.dumps(_line(0, "a#s0", None, None)) + "\n").encode())
     data = collect(s.output_url, s)
     t = data.trainers
-    assert t.segments_per_speaker == {"a#s0": 2, "a#s1": 1, "b#s0": 1}
-    assert t.speakers_per_file() == {"a": 2, "b": 1}
+    assert t.segments_per_speaker == {"a#s0@000000": 2, "a#s1@000000": 1, "b#s0@000000": 1,
+                                      "a#s0@000001": 1}
+    assert t.speakers_per_file() == {("a", 0): 2, ("b", 0): 1, ("a", 1): 1}
     assert sorted(t.pitch_mean) == [110.0, 115.0, 180.0, 210.0]
     assert t.rates == {"chars/s": [14.0, 12.0, 15.0], "mora/s": [7.5]}
     summary = to_json(data)["trainers"]
-    assert summary["files_labelled"] == 2 and summary["speakers"] == 3
-    assert summary["files_by_speakers"] == {1: 1, 2: 1}
+    assert summary["files_labelled"] == 3 and summary["speakers"] == 4
+    assert summary["files_by_speakers"] == {1: 2, 2: 1}
     assert summary["median_speaking_rate"] == {"chars/s": 14.0, "mora/s": 7.5}
     html = render_html(data)
     pngs = dict(re.findall(r'<img id="chart-(\w+)"[^>]*src="data:image/png;base64,([^"]+)"',
