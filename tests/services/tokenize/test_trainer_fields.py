@@ -1,4 +1,5 @@
-"""Tokenize keeps what trainers select on: ``speaker_id``, ``min_word_probability`` and the
+"""Tokenize keeps what trainers select on: ``speaker_id``, ``min_word_probability``, the
+segment's ``language`` and the
 prosody fields reach the tokens line; a segment that is not speech (silence, a tone:
 speech_fraction below the policy's minimum) is skipped with its reason, whatever DNSMOS said
 (docs/quality.md)."""
@@ -45,7 +46,8 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
     tar = Path(s.output_url) / output_key("enhance", s, 5)
     with ShardWriter(tar) as w:
         for i, (key, (sid, speech)) in enumerate(SEGS.items()):
-            meta = {"text": key, "language": "en", "duration_seconds": 0.6,
+            meta = {"text": key, "language": "ja" if key == "f_0001" else "en",
+                    "duration_seconds": 0.6,
                     "quality": _quality(speech)}
             if sid is not None:
                 meta["speaker_id"] = sid
@@ -60,6 +62,7 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
     assert [x["id"] for x in lines] == ["f_0000", "f_0001", "g_0000"]
     assert [x.get("speaker_id") for x in lines] == ["f#s0", "f#s1", None]
     assert [x.get("min_word_probability") for x in lines] == [0.42, 0.42, None]
+    assert [x.get("language") for x in lines] == ["en", "ja", "en"]  # each segment's own
     q = lines[0]["quality"]
     assert q["pitch"] == {"mean": 121.5, "std": 18.2} and q["snr"] == 23.4
     assert q["speaking_rate"] == 14.1 and q["speaking_rate_unit"] == "chars/s"
