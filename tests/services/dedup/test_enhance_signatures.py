@@ -15,6 +15,7 @@ from services.dedup.fingerprint import FRAMES_PER_SECOND
 from services.dedup.signature import fingerprints, read_signatures
 from services.dedup.text import BANDS
 from services.enhance.stage import EnhanceStage
+from services.records import Quality
 from services.stages import PIPELINE
 from tests.services.enhance.helpers import build_inputs
 from tests.system_packages import ESPEAK, needs
@@ -56,10 +57,14 @@ def test_stage_writes_a_signature_per_segment(base, make_settings, tmp_path, enh
         assert abs(fp.size - s * FRAMES_PER_SECOND) <= 10
     assert all(len(b) == BANDS for b in table.column("bands").to_pylist())
     ovrl = table.column("ovrl").to_pylist()
+    quality = table.column("quality").to_pylist()  # the filterable block, for the copy kept
     if annotate:
         assert all(isinstance(v, float) and 1.0 <= v <= 5.0 for v in ovrl)
+        blocks = [Quality.from_json(q) for q in quality]
+        assert [b.dnsmos_after.ovrl for b in blocks] == pytest.approx(ovrl, abs=1e-3)
+        assert all(b.speaker_embedding is None for b in blocks)  # sidecar-only: not carried
     else:
-        assert ovrl == [None, None, None]
+        assert ovrl == [None, None, None] and quality == [None, None, None]
 
 
 def test_rerun_rewrites_the_signature_file(base, make_settings, tmp_path) -> None:

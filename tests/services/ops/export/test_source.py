@@ -135,3 +135,35 @@ def test_no_id_is_written_twice_in_the_export(make_settings, tmp_path: Path) -> 
                                           "id repeats in the shard": 1}
     assert {x["speaker_id"] for x in lines_of(to)["train"]} == {"000000#s0@000000",
                                                                 "000000#s0@000001"}
+
+
+def test_a_recording_whose_copy_kept_is_filtered_is_exported_once(make_settings,
+                                                                  tmp_path: Path) -> None:
+    """One recording in shards 0, 1, 2 under one key; dedup kept shard 0's copy (best OVRL),
+    which this export's policy filters (multi_speaker): shard 1's copy, the next in rank order
+    that passes, is exported instead, and shard 2's stays out as its duplicate."""
+    from tests.dedupfiles import write_result
+    from tests.services.ops.export.synth import quality
+
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    run = default_run(files_per_shard=1, shards=3)
+    flagged, clean = quality(ovrl=4.0, multi=True), quality(ovrl=3.0)
+    for sid in (1, 2):
+        for seg in run.shards[sid]:
+            seg.id = seg.id.replace(f"{sid:03d}000", "000000")
+    for sid, segs in run.shards.items():
+        segs[0].quality = flagged if sid == 0 else clean
+    write_run(store, s, run)
+    write_result(store, {"000000_0000@000001": "000000_0000@000000",
+                         "000000_0000@000002": "000000_0000@000000"}, shards=[0, 1, 2],
+                 fields={f"000000_0000@00000{sid}": {
+                     "rank": sid, "quality": clean.to_dict(), "keep_quality": flagged.to_dict()}
+                     for sid in (1, 2)})
+    to = tmp_path / "set"
+    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    ids = sorted(x["id"] for x in lines_of(to)["train"])
+    assert [i for i in ids if i.startswith("000000_0000@")] == ["000000_0000@000001"]
+    assert len(ids) == len(set(ids)) == 3 * 3 - 2
+    assert res.reads[0].removed == {"multi_speaker": 1}
+    assert res.reads[1].removed == {} and res.reads[2].removed == {"duplicate_of": 1}
