@@ -55,6 +55,11 @@ class InstantTranscriber(ClipTranscriber):
     def detect_language(self, rows: np.ndarray) -> list[list[tuple[str, float]]]:
         return [[(f"<|{self.language}|>", 0.98), ("<|de|>", 0.01)] for _ in range(len(rows))]
 
+    def detect_slices(self, rows: np.ndarray, cuts: list[list[tuple[int, int]]]
+                      ) -> list[list[list[tuple[str, float]]]]:
+        # ranges of the real rows (kept on the device here): one answer per range
+        return [self.detect_language(np.zeros((len(r), 1, 1), np.float16)) for r in cuts]
+
     def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
                    beam_size: int | None = None,
                    frames: list[int] | None = None) -> list[ClipText]:
