@@ -31,6 +31,20 @@ def _symbol(ref: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Deploy:
+    """Where a stage's worker runs and what its image holds: its deploy entries (its image,
+    its SkyPilot task, its compose service) are written from this (``onsei deploy``)."""
+
+    extra: str | None  # the pyproject extra of its model stack (None: the base install)
+    image: str  # the image it builds on
+    image_why: str  # a comment: why that base
+    gpu_memory: str  # a comment: its GPU memory per worker process, and at what
+    metrics_port: int  # its metrics' port on the host of a one-box compose setup
+    apt: tuple[str, ...] = ()  # system packages besides python3, its venv and ffmpeg
+    apt_why: tuple[str, ...] = ()  # comment lines: why they are needed
+
+
+@dataclass(frozen=True)
 class StageSpec:
     name: str
     # "package.module:Class", imported only by a process that runs the stage
@@ -47,6 +61,8 @@ class StageSpec:
     # objects it publishes beside its output, by name (enhance: dedup's "signatures"); named
     # from the generic settings alone, so a corpus step finds them with its own section
     side_outputs: Callable[[Settings, int], dict[str, str]] | None = None
+    # its fleet's image and machines (None: a stage with no deploy entries of its own)
+    deploy: Deploy | None = None
 
     def section(self, settings: Settings) -> Settings:
         """The stage's section of ``settings``: the one way a stage's code gets its settings

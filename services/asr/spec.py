@@ -1,7 +1,7 @@
 """What the ASR stage reads and writes (the pipeline order: services/pipeline.py)."""
 
 from common.stages.contract import InputRef
-from common.stages.spec import StageSpec
+from common.stages.spec import Deploy, StageSpec
 from services.asr.settings import AsrSettings
 
 SPEC = StageSpec(
@@ -10,4 +10,8 @@ SPEC = StageSpec(
     stage_class="services.asr.stage:AsrStage",
     output_key=lambda s, i: f"asr/{s.shard_stem(i)}.jsonl",
     inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i))},
+    deploy=Deploy(extra="asr", image="nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04",
+                  image_why="CTranslate2 4.x needs the CUDA 12 runtime + cuDNN 9 from the base "
+                            "image.",
+                  gpu_memory="~3 GB/process (large-v3-turbo fp16, batch 16)", metrics_port=9201),
 )

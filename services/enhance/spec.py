@@ -1,7 +1,7 @@
 """What the enhance stage reads and writes: the raw shard and ASR's kept segments in."""
 
 from common.stages.contract import InputRef
-from common.stages.spec import StageSpec
+from common.stages.spec import Deploy, StageSpec
 from services.enhance.settings import EnhanceSettings
 
 SPEC = StageSpec(
@@ -14,4 +14,12 @@ SPEC = StageSpec(
     # the duplicate-detection signature of each segment written (services/dedup/signature.py),
     # read by the corpus step dedup (services/dedup/step.py)
     side_outputs=lambda s, i: {"signatures": f"enhanced/{s.shard_stem(i)}.signatures.parquet"},
+    deploy=Deploy(extra="enhance", image="nvidia/cuda:12.6.3-runtime-ubuntu24.04",
+                  image_why="torch wheels bring their own cuDNN/cuBLAS; the base gives the CUDA "
+                            "12 runtime.",
+                  gpu_memory="~5 GB/process (Sidon fp32, 16 x 10 s chunks)", metrics_port=9211,
+                  apt=("python3-dev", "gcc"),
+                  apt_why=(("gcc + python3-dev: resemblyzer (speaker-embedding weights, "
+                            "docs/quality.md) depends on"),
+                           "webrtcvad, which PyPI ships as source only.")),
 )

@@ -3,7 +3,7 @@ a new codec re-runs this stage only, beside the old one's results."""
 
 from common.settings import Settings, section
 from common.stages.contract import InputRef
-from common.stages.spec import StageSpec
+from common.stages.spec import Deploy, StageSpec
 from services.tokenize.settings import TokenizeSettings
 
 
@@ -18,4 +18,9 @@ SPEC = StageSpec(
     output_key=lambda s, i: f"tokens/{_codec(s)}/{s.shard_stem(i)}.jsonl",
     inputs=lambda s, i: {"enhanced": InputRef.of_stage("enhance")},
     ledger_dir=lambda s: f"tokenize/{_codec(s)}",
+    deploy=Deploy(extra="tokenize", image="nvidia/cuda:12.6.3-runtime-ubuntu24.04",
+                  image_why="torch wheels bring their own cuDNN/cuBLAS; the base gives the CUDA "
+                            "12 runtime.",
+                  gpu_memory="~4 GB/process (NeuCodec + w2v-BERT 2.0, 240 s/batch)",
+                  metrics_port=9221),
 )

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from services.pipeline import PIPELINE
+
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = shutil.which("docker-compose")
 pytestmark = pytest.mark.skipif(COMPOSE is None, reason="docker-compose not installed")
@@ -41,7 +43,7 @@ def test_services_and_profile(config: dict) -> None:
     assert "profiles" not in config["services"]["asr"]
 
 
-@pytest.mark.parametrize("stage", ["asr", "enhance", "tokenize"])
+@pytest.mark.parametrize("stage", [s.name for s in PIPELINE.specs if s.deploy])
 def test_worker_per_stage(config: dict, stage: str) -> None:
     svc = config["services"][stage]
     assert svc["command"][:6] == ["celery", "-A", f"services.{stage}", "worker", "-Q", stage]

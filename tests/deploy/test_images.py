@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from services.pipeline import PIPELINE
+
 REPO = Path(__file__).resolve().parents[2]
 ENTRY = REPO / "deploy/docker/entrypoint.sh"
-STAGES = ("asr", "enhance", "tokenize")
+# every stage with deploy entries (its spec says where its workers run)
+STAGES = tuple(s.name for s in PIPELINE.specs if s.deploy)
 
 
 @pytest.mark.parametrize("stage", STAGES)

@@ -9,9 +9,11 @@ import pytest
 import yaml
 
 from services.ops.fleet.config import load_config
+from services.pipeline import PIPELINE
 
 REPO = Path(__file__).resolve().parents[2]
-STAGES = ("asr", "enhance", "tokenize")
+# every stage with deploy entries (its spec says where its workers run)
+STAGES = tuple(s.name for s in PIPELINE.specs if s.deploy)
 SECRET_RE = re.compile(r"(redis|amqp)s?://[^\s$]*:[^\s$@]+@|AKIA[0-9A-Z]{12,}|"
                        r"\b[A-Z_]*(PASSWORD|SECRET|TOKEN)[A-Z_]*\s*[:=][ \t]*['\"]?[^\s'\"$#]")
 

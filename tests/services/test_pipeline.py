@@ -26,19 +26,22 @@ from tests.system_packages import ESPEAK, needs
 
 REPO = Path(__file__).resolve().parents[2]
 
-# the whole of a stage: what it reads and writes, its settings section, its processing, and
-# the two modules Celery's ``-A toyext.toy`` looks for
+# the whole of a stage: what it reads and writes (and where its workers run), its settings
+# section, its processing, and the two modules Celery's ``-A toyext.toy`` looks for
 TOY = {
     "__init__.py": "",
     "spec.py": """
         from common.stages.contract import InputRef
-        from common.stages.spec import StageSpec
+        from common.stages.spec import Deploy, StageSpec
         from toyext.toy.settings import ToySettings
 
         SPEC = StageSpec(
             name="toy", settings=ToySettings, stage_class="toyext.toy.stage:ToyStage",
             output_key=lambda s, i: f"toy/{s.shard_stem(i)}.json",
             inputs=lambda s, i: {"asr": InputRef.of_stage("asr")},
+            deploy=Deploy(extra=None, image="nvidia/cuda:12.6.3-runtime-ubuntu24.04",
+                          image_why="no model: the CUDA runtime alone", gpu_memory="none",
+                          metrics_port=9231),
         )
     """,
     "settings.py": """
@@ -93,7 +96,7 @@ TOY = {
 LINE = "asr,toyext.toy,enhance,tokenize"
 
 
-def _toy_package(root: Path) -> Path:
+def toy_package(root: Path) -> Path:
     (root / "toyext" / "toy").mkdir(parents=True)
     (root / "toyext" / "__init__.py").write_text("")
     for name, text in TOY.items():
@@ -129,7 +132,7 @@ def test_a_bad_declaration_is_one_line(tmp_path: Path, value: str, why: str) -> 
 def test_a_toy_stage_runs_in_onsei_run_and_its_worker(tmp_path: Path,
                                                       private_redis_url: str,
                                                       request: pytest.FixtureRequest) -> None:
-    pkg = _toy_package(tmp_path / "ext")
+    pkg = toy_package(tmp_path / "ext")
     speech = wav_bytes(concat([synth(s) for s in EN_SENTENCES[3:5]], pause=0.6))
     for i in range(3):
         make_shard(tmp_path / "raw" / f"shard-{i:06d}.tar", {"a": {"wav": speech}})

@@ -1,0 +1,1 @@
+"""``onsei deploy``: the stages' deploy entries written from their specs."""
