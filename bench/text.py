@@ -137,7 +137,50 @@ def rows(quick: bool) -> list[dict]:
     return r
 
 
-ROWS = [rows]
+def _wer(got: str, ref: str) -> tuple[int, int]:
+    r = canon(ref).split()
+    return _edits(canon(got).split(), r), len(r)
+
+
+def speech(quick: bool) -> list[dict]:
+    """English speech synthesised (espeak-ng) from the spoken forms, transcribed by the asr
+    stage (Whisper base): WER of ``text_spoken`` against the spoken form vs WER of ``text``
+    against the written sentence (Whisper writes "$25" for "twenty five dollars")."""
+    from bench.speechgen import have_espeak, synth
+    from bench.text_cases import EN_EXPRESSIONS, EN_FRAMES
+    from bench.word_times import _stage
+
+    if not have_espeak():
+        return []
+    import numpy as np
+
+    st = _stage("bundled:whisper-base", False)
+    exprs = EN_EXPRESSIONS[::3] if quick else EN_EXPRESSIONS
+    refs = [EN_FRAMES[i % len(EN_FRAMES)].format(spoken.split("|")[0])
+            for i, (_, _, spoken) in enumerate(exprs)]
+    written = [EN_FRAMES[i % len(EN_FRAMES)].format(w) for i, (_, w, _) in enumerate(exprs)]
+    gap = np.zeros(16000, np.float32)  # one file: language ID needs more than one sentence
+    audio = np.concatenate([x for r in refs for x in (synth(r, voice="en-us"), gap)])
+    line = with_forms_of(st.transcribe_file("text", audio).line, st)
+    kept = [x for x in line.segments if x.kept]
+    spoken_err, spoken_n = _wer(" ".join(x.text_spoken or "" for x in kept), " ".join(refs))
+    written_err, written_n = _wer(" ".join(x.text for x in kept), " ".join(written))
+    ours, base = spoken_err / spoken_n, written_err / written_n
+    return [{"name": f"text: WER on espeak-ng speech of {len(exprs)} English spoken forms "
+                     "(Whisper base): text_spoken vs spoken form (ours), text vs written "
+                     "sentence (baseline)", "ours": round(ours, 3), "baseline": round(base, 3),
+             "ratio": round(ours / base, 3) if base else None, "goal": "ours <= baseline",
+             "unit": "WER"}]
+
+
+def with_forms_of(line, st):
+    """The line as the stage writes it: its kept segments with their forms."""
+    from services.text.forms import with_forms
+
+    return with_forms(line, st._text)
+
+
+ROWS = [rows, speech]
 
 if __name__ == "__main__":
     res = measure()
