@@ -50,8 +50,10 @@ def tone(seconds_or_samples: float, sr: int, seed: int = 0) -> np.ndarray:
 
 
 def write_enhanced_tar(path: Path, segments: list[tuple[str, float, str]],
-                       extra: dict[str, dict[str, bytes]] | None = None) -> Path:
-    """An enhanced shard as the enhance stage writes it: {key}_{idx:04d}.flac (24 kHz) + .json."""
+                       extra: dict[str, dict[str, bytes]] | None = None,
+                       quality: dict[str, dict] | None = None) -> Path:
+    """An enhanced shard as the enhance stage writes it: {key}_{idx:04d}.flac (24 kHz) + .json;
+    ``quality``: the sidecar's quality block, by key."""
     from common.shards.audio import flac_bytes
     from common.shards.tar import ShardWriter
 
@@ -60,6 +62,8 @@ def write_enhanced_tar(path: Path, segments: list[tuple[str, float, str]],
             audio = tone(seconds, 24_000, seed=i)
             meta = {"text": text, "language": "en", "source_key": key.rsplit("_", 1)[0],
                     "start": 0.0, "end": seconds, "duration_seconds": round(seconds, 3)}
+            if quality and key in quality:
+                meta["quality"] = quality[key]
             w.write(key, {"flac": flac_bytes(audio, 24_000),
                           "json": json.dumps(meta).encode()})
         for key, files in (extra or {}).items():

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-from common.shards.audio import flac_bytes
-from common.shards.tar import ShardWriter
 from common.stages.engine import Engine
 from services.enhance.quality.dnsmos import MosScore
 from services.enhance.quality.records import QualityRecord
@@ -18,7 +16,7 @@ from services.records import Quality
 from services.stages import PIPELINE, output_key
 from services.tokenize.filter import FilterPolicy
 from services.tokenize.stage import TokenizeStage
-from tests.services.tokenize.conftest import tone
+from tests.services.tokenize.conftest import write_enhanced_tar
 
 
 def _quality(overlap: float | None) -> dict:
@@ -51,14 +49,10 @@ def test_annotation_writes_overlap_rounded_and_tokens_keep_it() -> None:
 def test_tokens_line_has_overlap_and_the_setting_skips(make_settings, codec) -> None:
     s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu",
                       filter_max_overlap=0.3)
-    tar = Path(s.output_url) / output_key("enhance", s, 7)
     segs = {"o_0000": 0.05, "o_0001-1": 0.8, "o_0002": None}
-    with ShardWriter(tar) as w:
-        for i, (key, ov) in enumerate(segs.items()):
-            meta = {"text": key, "language": "en", "duration_seconds": 0.6,
-                    "quality": _quality(ov)}
-            w.write(key, {"json": json.dumps(meta).encode(),
-                          "flac": flac_bytes(tone(0.6, 24_000, seed=i), 24_000)})
+    write_enhanced_tar(Path(s.output_url) / output_key("enhance", s, 7),
+                       [(k, 0.6, k) for k in segs],
+                       quality={k: _quality(ov) for k, ov in segs.items()})
     stage = TokenizeStage(s)
     stage.codec = codec
     rec = Engine(s, PIPELINE, stage).run(7).record

@@ -1,4 +1,5 @@
-"""Quality fixtures: espeak speech (clean and at 0 dB SNR), the real offline Whisper base."""
+"""Quality fixtures: espeak speech (clean and at 0 dB SNR), real voices (pocketsphinx-testdata's
+LibriVox reader and "cards" speaker), the real offline Whisper base."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from bench.speech_corpus import EN_SENTENCES
 from bench.speechgen import synth
-from tests.system_packages import ESPEAK, require
+from tests.system_packages import ESPEAK, POCKETSPHINX, missing, require
 
 SR = 16000
 
@@ -36,3 +37,14 @@ def whisper():
     s = WhisperSettings(asr_model="bundled:whisper-base", model_cache=cache,
                         asr_compute_type="int8")
     return whisper_loader(s, device="cpu")()
+
+
+@pytest.fixture(scope="session")
+def sphinx_voices() -> dict[str, list[np.ndarray]]:
+    """pocketsphinx-testdata's lines, 16 kHz: ``librivox`` (one reader), ``cards`` (another)."""
+    from bench.known_speakers import sphinx_lines
+
+    v = sphinx_lines()
+    if not v:
+        missing(POCKETSPHINX)
+    return v

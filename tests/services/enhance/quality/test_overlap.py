@@ -5,33 +5,22 @@ scored; a tone (one period throughout) scores 0."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from bench.known_speakers import sphinx_lines
 from services.enhance.quality.overlap import overlap
-from tests.system_packages import POCKETSPHINX, missing
 
 SR = 16000
-
-
-@pytest.fixture(scope="module")
-def voices():
-    v = sphinx_lines()
-    if not v:
-        missing(POCKETSPHINX)
-    return v
 
 
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x))))
 
 
-def test_two_voices_at_once_score_above_each_alone(voices) -> None:
+def test_two_voices_at_once_score_above_each_alone(sphinx_voices) -> None:
     """Every LibriVox line mixed with every cards line at one level (25 mixtures): a weak cue
     (docs/quality.md, overlap), so the test is on the whole set, not on each mixture."""
     alone, mixed = [], []
-    for a in voices["librivox"]:
-        for b in voices["cards"]:
+    for a in sphinx_voices["librivox"]:
+        for b in sphinx_voices["cards"]:
             n = min(a.size, b.size)
             alone += [overlap(a[:n]), overlap(b[:n])]
             mixed.append(overlap((a[:n] + b[:n] * (_rms(a[:n]) / _rms(b[:n])))

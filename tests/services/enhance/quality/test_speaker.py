@@ -6,10 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.known_speakers import sphinx_lines
 from services.enhance.quality.mel import MelSpec
 from services.enhance.quality.speaker import SpeakerEncoder, consistency, partial_slices
-from tests.system_packages import POCKETSPHINX, missing
 
 THRESHOLD = 0.84  # the default ONSEI_QUALITY_SPEAKER_THRESHOLD
 
@@ -43,17 +41,10 @@ def test_consistency_needs_two_partials_a_side() -> None:
     assert consistency(turn) == pytest.approx(0.0, abs=1e-6)
 
 
-@pytest.fixture(scope="module")
-def voices():
-    v = sphinx_lines()
-    if not v:
-        missing(POCKETSPHINX)
-    return v
 
-
-def test_two_speakers_are_flagged_one_speaker_is_not(voices) -> None:
+def test_two_speakers_are_flagged_one_speaker_is_not(sphinx_voices) -> None:
     gap = np.zeros(4800, np.float32)
-    libri, cards = voices["librivox"], voices["cards"]
+    libri, cards = sphinx_voices["librivox"], sphinx_voices["cards"]
     single = [np.concatenate([libri[i], gap, libri[i + 1]]) for i in range(3)]
     double = [np.concatenate([libri[i], gap, cards[i + 2]]) for i in range(3)]
     scores = SpeakerEncoder().score(single + double)
@@ -68,8 +59,8 @@ def test_two_speakers_are_flagged_one_speaker_is_not(voices) -> None:
     assert float(emb[0] @ emb[1]) > float(emb[3] @ emb[0]) - 0.1
 
 
-def test_silence_inside_a_segment_does_not_split_it(voices) -> None:
-    libri = voices["librivox"]
+def test_silence_inside_a_segment_does_not_split_it(sphinx_voices) -> None:
+    libri = sphinx_voices["librivox"]
     pause = np.zeros(3 * 16000, np.float32)  # a 3 s pause (the ASR merge gap)
     [s] = SpeakerEncoder().score([np.concatenate([libri[0], pause, libri[2]])])
     assert s.consistency is not None and s.consistency >= THRESHOLD

@@ -8,25 +8,15 @@ import json
 import tarfile
 
 import numpy as np
-import pytest
 
-from bench.known_speakers import sphinx_lines, sphinx_texts
+from bench.known_speakers import sphinx_texts
 from bench.speechgen import add_noise, make_shard, wav_bytes
 from common.stages.engine import Engine
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
-from tests.system_packages import POCKETSPHINX, missing
 
 SR = 16000
 GAP = 0.5
-
-
-@pytest.fixture(scope="module")
-def voices():
-    v = sphinx_lines()
-    if not v:
-        missing(POCKETSPHINX)
-    return v, sphinx_texts()
 
 
 def _words(text: str, start: float, end: float) -> list[dict]:
@@ -56,8 +46,8 @@ def _one_segment(key: str, clips: list[np.ndarray], texts: list[str]) -> tuple[n
 
 
 def test_a_segment_across_a_turn_change_is_cut_per_voice(make_settings, tmp_path,
-                                                          voices) -> None:
-    v, t = voices
+                                                          sphinx_voices) -> None:
+    v, t = sphinx_voices, sphinx_texts()
     lib, cards = v["librivox"], v["cards"]
     talk, talk_line = _one_segment("talk", [lib[0], cards[0], lib[1]],
                                    [t["librivox"][0], t["cards"][0], t["librivox"][1]])
