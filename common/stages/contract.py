@@ -63,14 +63,20 @@ class Stage(abc.ABC):
         # each input's key in its store, bound with the stores: what an error names, so a
         # stage never needs the pipeline to know where another stage's output lives
         self.input_keys: dict[str, str] = {}
+        # the corpus steps the pipeline declares this stage applies, by name: the key of each
+        # one's result in the output store (common.stages.spec.CorpusStep)
+        self.applies: dict[str, str] = {}
 
     def bind_stores(self, input_store: Store, output_store: Store,
-                    input_keys: dict[str, str] | None = None) -> None:
-        """The stores the engine reads and writes: a stage that reads more than its declared
-        inputs (tokenize: the dedup result) reads it through these, never opens its own.
-        ``input_keys``: the key of each input of this shard (by input name)."""
+                    input_keys: dict[str, str] | None = None,
+                    applies: dict[str, str] | None = None) -> None:
+        """The stores the engine reads and writes: a stage reads the result of a corpus step
+        it applies (tokenize: dedup's) through these, never opens its own. ``input_keys``: the
+        key of each input of this shard (by input name); ``applies``: the corpus steps it
+        applies (by name: their result's key)."""
         self.input_store, self.output_store = input_store, output_store
         self.input_keys = dict(input_keys or {})
+        self.applies = dict(applies or {})
 
     @abc.abstractmethod
     def load(self) -> None:

@@ -164,7 +164,9 @@ class Engine:
             self.stage.clock.reset()  # model_seconds: this shard's model calls only
             keys = {n: ref.key for n, ref in
                     self.pipeline.inputs(self.name, self.settings, shard_id).items()}
-            self.stage.bind_stores(self.input, self.output, keys)
+            applies = {c.name: c.result for c in self.pipeline.corpus_steps
+                       if c.applied_by == self.name}
+            self.stage.bind_stores(self.input, self.output, keys, applies)
             result = self.stage.process(shard_id, inputs, workdir)
             model_seconds = self.stage.clock.seconds
             t_processed = time.monotonic()

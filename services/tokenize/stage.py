@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common.stages.contract import Stage, StageResult
+from services.dedup.step import STEP as DEDUP
 from services.tokenize.dedup import DedupReader
 from services.tokenize.loader import LoadedCodec
 from services.tokenize.settings import TokenizeSettings
@@ -80,7 +81,8 @@ class TokenizeStage(Stage):
         key = SPEC.output_key(s, shard_id)
         out = workdir / "out" / Path(key).name
         policy = FilterPolicy.from_settings(s)
-        if policy.duplicates and self.output_store is not None:
+        # the dedup result, when the pipeline declares tokenize applies it
+        if policy.duplicates and self.output_store is not None and DEDUP.name in self.applies:
             policy = policy.for_shard(self._dedup.load(self.output_store), shard_id)
         cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
                              max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,

@@ -15,7 +15,7 @@ STAGES = ("asr", "enhance", "tokenize")
 
 def _loaded(module: str, then: str = "") -> list[str]:
     """The modules a fresh interpreter holds after importing ``module`` (and running ``then``)."""
-    code = f"import sys, {module}; {then}; print(sorted(sys.modules))"
+    code = f"import sys, {module}; {then or 'pass'}; print(sorted(sys.modules))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          timeout=120, check=False)
     assert res.returncode == 0, res.stderr

@@ -167,3 +167,21 @@ def test_ids_are_corpus_ids_and_a_filtered_copy_kept_hands_on_to_the_next(tmp_pa
     write_result(store, {"b_0000": "a_0000"}, shards=[3])
     old = DedupResult.load(store)
     assert FilterPolicy().for_shard(old, 3).reasons(None, "b_0000") == ["duplicate_of:a_0000"]
+
+
+def test_applied_only_where_the_pipeline_declares_it(make_settings, codec) -> None:
+    """Tokenize reads the dedup result because the pipeline declares the corpus step it
+    applies (services/dedup/step.py): a pipeline without it keeps every copy."""
+    from common.stages.spec import Pipeline
+
+    s, engine = _run(make_settings, codec, 3)
+    write_result(engine.output, {"b_0000": "a_0000"}, shards=[3])
+    assert PIPELINE.corpus_step("dedup").applied_by == "tokenize"
+    bare = Pipeline(names=PIPELINE.names, load=PIPELINE.spec)  # the stages, no corpus step
+    rec = _fields(Engine(s, bare, engine.stage).run(3).record)
+    assert _ids(s, 3) == ["a_0000", "a_0001", "b_0000"]
+    assert rec["quality_filter"]["dedup"] is None
+    assert engine.stage.applies == {}
+    engine.run(3, check_done=False)  # the pipeline that declares it: the copy skipped
+    assert engine.stage.applies == {"dedup": SUMMARY_KEY}
+    assert _ids(s, 3) == ["a_0000", "a_0001"]
