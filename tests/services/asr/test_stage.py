@@ -104,7 +104,7 @@ def test_jsonl_schema(shard_run: ShardRun) -> None:
         for s in line["segments"]:
             assert tuple(s)[:len(SEGMENT_FIELDS)] == SEGMENT_FIELDS
             assert set(tuple(s)[len(SEGMENT_FIELDS):]) <= {"words", "min_word_probability",
-                                                           "language"}
+                                                           "language", *TEXT_FORMS}
             assert isinstance(s["language"], str)  # every segment its own
             assert isinstance(s["idx"], int) and isinstance(s["text"], str)
             for f in ("start", "end", "avg_logprob", "no_speech_prob", "compression_ratio"):
@@ -117,6 +117,27 @@ def test_jsonl_schema(shard_run: ShardRun) -> None:
                 assert set(s["reason"].split(",")) <= allowed
         if st != "ok":
             assert line["segments"] == []
+
+
+TEXT_FORMS = ("text_spoken", "text_spoken_by", "reading", "accent", "phonemes")
+
+
+def test_kept_segments_carry_their_spoken_forms(shard_run: ShardRun) -> None:
+    """Each kept segment has text_spoken from its language's normaliser (services/text);
+    Japanese ones their reading and accent; a segment not kept has none."""
+    seen = set()
+    for line in shard_run.lines:
+        for s in line["segments"]:
+            if not s["kept"]:
+                assert not set(TEXT_FORMS) & set(s)
+                continue
+            assert s["text_spoken"] and s["text_spoken_by"].split()[0] in (
+                "WeTextProcessing", "pyopenjtalk-plus")
+            assert ("reading" in s and "accent" in s) == (s["language"] == "ja")
+            assert "phonemes" not in s  # off by default
+            seen.add(s["language"])
+    assert seen == {"en", "ja"}
+    assert shard_run.record.stat("text_seconds") > 0
 
 
 def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
