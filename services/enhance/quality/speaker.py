@@ -115,9 +115,7 @@ class SpeakerEncoder:
         with torch.inference_mode():
             for i, clip in enumerate(clips):
                 slices = partial_slices(len(clip), self.rate)
-                wav = normalize_volume(np.asarray(clip, np.float32))
-                wav = np.pad(wav, (0, max(0, slices[-1][1] * HOP - wav.size)))
-                mel = self._mel(torch.from_numpy(wav).to(self.device)[None])[0]
+                mel = self._clip_mel(clip, slices[-1][1])
                 loud = _voiced_frames(mel)
                 for a, b in slices:
                     mels.append(mel[a:b])
@@ -137,6 +135,14 @@ class SpeakerEncoder:
         return out
 
 
+    def _clip_mel(self, clip: np.ndarray, frames: int):
+        """The clip's mel at -30 dBFS (raised only), zero-padded to cover ``frames`` frames."""
+        import torch
+
+        wav = normalize_volume(np.asarray(clip, np.float32))
+        wav = np.pad(wav, (0, max(0, frames * HOP - wav.size)))
+        return self._mel(torch.from_numpy(wav).to(self.device)[None])[0]
+
     def windows(self, clips: list[np.ndarray], frames: int = WINDOW_FRAMES,
                 hop: int = WINDOW_HOP) -> list[Windows]:
         """Embeddings of ``frames``-long windows every ``hop`` frames over each clip (16 kHz),
@@ -150,12 +156,10 @@ class SpeakerEncoder:
         mels, owners, out = [], [], []
         with torch.inference_mode():
             for i, clip in enumerate(clips):
-                wav = normalize_volume(np.asarray(clip, np.float32))
-                n = 1 + wav.size // HOP
+                n = 1 + len(clip) // HOP
                 starts = np.arange(0, max(1, n - frames + 1), hop)
-                wav = np.pad(wav, (0, max(0, (starts[-1] + frames) * HOP - wav.size)))
-                mel = self._mel(torch.from_numpy(wav).to(self.device)[None])[0]
                 span = int(starts[-1]) + frames  # the windows' frames: one unfold each
+                mel = self._clip_mel(clip, span)
                 share = _voiced_frames(mel).float()[:span].unfold(0, frames, hop).mean(dim=1)
                 mels.append(mel[:span].unfold(0, frames, hop).transpose(1, 2))
                 owners += [i] * len(starts)
