@@ -47,6 +47,8 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
 
         for line in render_lines(data.cost):
             click.echo(line)
+        for step in data.corpus:
+            click.echo(f"  {step.line()}")
         from services.ops.report.dedup import text_lines
 
         for line in text_lines(data.dedup):

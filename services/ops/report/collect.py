@@ -19,6 +19,7 @@ from common.ledger.records import DoneRecord
 from common.ledger.store import stem_parser
 from common.settings import Settings, section
 from common.storage import NotFound, Store, open_store
+from services.ops.corpus import StepProgress, progress
 from services.ops.report.dedup import DedupData, collect_dedup
 from services.ops.report.quality import QualityData
 from services.ops.report.trainers import TrainerData
@@ -84,6 +85,8 @@ class ReportData:
     cost: dict[str, Any] = field(default_factory=dict)  # services.ops.costs.summary
     quality: QualityData = field(default_factory=QualityData)
     dedup: DedupData = field(default_factory=DedupData)
+    # each corpus step the pipeline declares: how far it covers the shards it reads
+    corpus: list[StepProgress] = field(default_factory=list)
 
     trainers: TrainerData = field(default_factory=TrainerData)
 
@@ -174,9 +177,10 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []
     records: dict[str, list[Trimmed]] = {}
+    done_by_stage: dict[str, set[int]] = {}
     for stage in STAGES:
         stage_sum = data.stages[stage]
-        done_ids: set[int] = set()
+        done_ids = done_by_stage[stage] = set()
         done = ledger.done_records(stage)
         failures = ledger.failures(stage)
         for key, why in {**done.corrupt, **failures.corrupt}.items():
@@ -203,6 +207,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
                                 "dead_lettered": fail.dead_lettered})
     data.cost = summary(records, settings, total_shards, data.generated_at)
     data.dedup = collect_dedup(store)
+    data.corpus = [progress(c, store, done_by_stage[c.after]) for c in PIPELINE.corpus_steps]
     data.slowest = sorted(slow, key=lambda r: r["wall_seconds"], reverse=True)[:TOP_N]
     data.failed.sort(key=lambda r: (r["stage"], str(r["shard"])))
 
@@ -262,6 +267,7 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "cost": data.cost,
         "quality": data.quality.as_dict(),
         "dedup": data.dedup.as_dict(),
+        "corpus": {c.name: c.as_dict() for c in data.corpus},
 
         "trainers": data.trainers.as_dict(),
     }

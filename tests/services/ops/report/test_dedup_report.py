@@ -38,8 +38,13 @@ def test_duplicate_hours_and_largest_clusters(make_settings, monkeypatch) -> Non
     assert d["duplicate_segments"] == 40 and d["clusters"] == 2 and d["shards"] == 2
     assert d["duplicate_hours"] == pytest.approx((3600.0 + 39) / 3600)
     assert [c["keep"] for c in d["largest"]] == ["b_0000", "a_0000"]  # most copies first
+    # the declared corpus step, over the enhanced shards (2 written by write_run)
+    assert to_json(data)["corpus"]["dedup"] == {
+        "name": "dedup", "after": "enhance", "applied_by": "tokenize", "ran": True,
+        "done": 2, "covered": 2, "error": None, "behind": 0}
     html = render_html(data)
-    assert '<h2>Duplicates</h2><p id="dedup">40 duplicate segments' in html
+    assert ('<h2>Duplicates</h2><p class="corpus">dedup (after enhance, applied by tokenize): '
+            'covers 2/2 enhance shards, 0 behind</p><p id="dedup">40 duplicate segments') in html
     assert "&lt;b&gt;intro&lt;/b&gt; jingle" in html and "<b>intro" not in html
     assert "missing signature file" in html
     from services.ops.report.cli import report
@@ -48,6 +53,7 @@ def test_duplicate_hours_and_largest_clusters(make_settings, monkeypatch) -> Non
     res = CliRunner().invoke(report, [])
     assert res.exit_code == 0, res.output
     assert "dedup     40 duplicate segments (1.011 h) in 2 clusters, 2 shards indexed" in res.output
+    assert "  dedup (after enhance, applied by tokenize): covers 2/2 enhance shards" in res.output
     assert "40 copies" in res.output and "'<b>intro</b> jingle'" in res.output
 
 
@@ -77,4 +83,7 @@ def test_not_run(make_settings) -> None:
     write_run(s, shards=1)
     data = collect(s.output_url, s)
     assert to_json(data)["dedup"]["ran"] is False
+    assert to_json(data)["corpus"]["dedup"]["ran"] is False
+    assert "dedup (after enhance, applied by tokenize): not run (1 enhance shards" in \
+        render_html(data)
     assert "`onsei dedup` has not run" in render_html(data)
