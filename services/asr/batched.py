@@ -23,6 +23,12 @@ import numpy as np
 
 from services.asr.settings import AsrSettings
 
+# Rows per decoder call on a CPU. The decoder keeps every layer's cross-attention keys and
+# values for each row (37 MB a row for Whisper base), so 8 rows held 290 MB more than one; 4
+# decode in the same CPU time as 8 (11.1 against 11.7 s for 16 windows, 2 cores) at 120 MB,
+# 2 take 25 % longer (docs/operations.md). A GPU keeps them in device memory: its batch is whole.
+CPU_DECODE_ROWS = 4
+
 
 class Window(Protocol):
     """What the transcriber needs of an encoder window (windows.Window)."""
@@ -150,8 +156,18 @@ class ClipTranscriber:
                    frames: list[int] | None = None) -> list[ClipText]:
         """One batched decode over ``features`` (one row per window): one text per row; with
         ``frames`` (:meth:`frames`), each text's words too (they place it in clips). ``rows``
-        (:meth:`rows`): their encoder output, already computed (else the pipeline encodes)."""
+        (:meth:`rows`): their encoder output, already computed (else the pipeline encodes).
+        On a CPU at most :data:`CPU_DECODE_ROWS` rows go to one decoder call."""
         from faster_whisper.tokenizer import Tokenizer
+
+        if self.model.model.device == "cpu" and len(features) > CPU_DECODE_ROWS:
+            out: list[ClipText] = []
+            for i in range(0, len(features), CPU_DECODE_ROWS):
+                part = slice(i, i + CPU_DECODE_ROWS)
+                out += self.transcribe(features[part], language,
+                                       None if rows is None else rows[part], beam_size,
+                                       None if frames is None else frames[part])
+            return out
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                               task="transcribe", language=language)
