@@ -85,9 +85,11 @@ class AsrStage(Stage):
                     seconds_in += item.audio.size / SAMPLE_RATE
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
-                    t_text = time.perf_counter()
+                    t_text, failed = time.perf_counter(), self._text.failed
                     outcome.line = with_forms(outcome.line, self._text)
                     text_seconds += time.perf_counter() - t_text
+                    if self._text.failed > failed:  # kept, without text_spoken
+                        counts["text_failed"] += self._text.failed - failed
                     if item.notes:
                         outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)

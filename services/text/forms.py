@@ -10,11 +10,14 @@ asked (espeak-ng, services/text/phonemes.py)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import metadata
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 FIELDS = ("text_spoken", "text_spoken_by", "reading", "accent", "phonemes")
 
@@ -77,6 +80,7 @@ class TextNormaliser:
     def __init__(self, phonemes: bool = False) -> None:
         self.phonemes = phonemes
         self._by_language: dict[str, Any] = {}
+        self.failed = 0  # texts a normaliser raised on (their segments have no forms)
 
     def _for(self, language: str) -> Any:
         if language not in self._by_language:
@@ -100,9 +104,21 @@ class TextNormaliser:
         return None if n is None else f"{n.name} {n.version}"
 
     def forms(self, text: str, language: str | None) -> TextForms:
+        """The forms of ``text``; none where ``language`` has no normaliser, or where the
+        normaliser fails on it (counted in ``failed``, logged): the segment is kept all the
+        same, with its ``text``."""
         n = self._for(language) if language else None
         if n is None:
             return TextForms()
+        try:
+            return self._forms(n, " ".join(text.split()), language)
+        except Exception as e:  # noqa: BLE001 - a text it cannot read must not cost the file
+            self.failed += 1
+            log.warning("text_spoken: %s failed on %r: %s: %s", n.name, text[:80],
+                        type(e).__name__, str(e)[:200])
+            return TextForms()
+
+    def _forms(self, n: Any, text: str, language: str | None) -> TextForms:
         by = f"{n.name} {n.version}"
         if language == "ja":
             ja = n.forms(text)

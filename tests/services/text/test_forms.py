@@ -119,3 +119,23 @@ def test_a_segment_cut_at_a_speaker_change_gets_each_pieces_forms() -> None:
     assert (a.spec.text, b.spec.text) == ("I paid 5 dollars.", "6 cents.")
     assert a.spec.forms.text_spoken == "I paid five dollars."
     assert b.spec.forms.text_spoken == "six cents."
+
+
+def test_a_text_the_normaliser_fails_on_keeps_its_segment_without_forms(caplog) -> None:
+    from services.text.forms import TextNormaliser
+
+    class Broken:
+        name, version = "broken", "0"
+
+        def spoken(self, text: str) -> str:
+            raise RuntimeError("Operation failed")
+
+    n = TextNormaliser()
+    n._by_language["en"] = Broken()
+    line = AsrLine(key="k", language="en", status="ok", duration=9.0,
+                   segments=[_seg(0, "I paid 5 dollars.", True)])
+    out = with_forms(line, n)
+    assert out.segments[0].kept and out.segments[0].text_spoken is None
+    assert n.failed == 1 and "broken failed" in caplog.text
+    # tabs and line breaks (which the English FSTs refuse) are spaces to the normaliser
+    assert text_forms("I paid\t5\ndollars.", "en").text_spoken == "I paid five dollars."
