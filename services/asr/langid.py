@@ -6,14 +6,16 @@ these encoder passes, never VAD or decoding of the whole file. Their encoder out
 for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
 file. Whisper's language distributions are averaged, weighted by the speech seconds of each window.
 
-A first look encodes one of them (the middle one): a window at least
-``lid_first_look_probability`` sure to be in no kept language (the probabilities of all the
-languages not kept, summed) drops the file after one encoder pass, as the batched peer's
-language ID costs. Summed, because Whisper unsure between two languages not kept (German 0.35,
-Welsh 0.14, Latvian 0.09, ... and English 0.05) is still sure the file is not English. Anything
-else (a kept language, or a close call between a kept language and another) encodes the others
-too and decides on all of them, so a mixed-language head is still judged on every window; for
-a kept file this costs nothing, their encoder output serving their transcription.
+A first look (off by default, ``lid_first_look_probability`` above 1: a file is dropped only
+when none of the windows looked at is in a kept language) encodes one of them (the middle one):
+a window at least ``lid_first_look_probability`` sure to be in no kept language (the
+probabilities of all the languages not kept, summed) drops the file after one encoder pass, as
+the batched peer's language ID costs. Summed, because Whisper unsure between two languages not
+kept (German 0.35, Welsh 0.14, Latvian 0.09, ... and English 0.05) is still sure the file is
+not English. Anything else (a kept language, or a close call between a kept language and
+another) encodes the others too and decides on all of them, so a mixed-language head is still
+judged on every window; for a kept file this costs nothing, their encoder output serving their
+transcription.
 """
 
 from __future__ import annotations

@@ -4,15 +4,16 @@ A podcast or a video switches languages (a Japanese show with English prompts, a
 English answer): one language per file decoded the other language's speech with the wrong
 language token (Whisper then translates, or writes nothing). Each window's language comes from
 its own encoder output, in thirds (``langid.slices``: one decoder step each, no encoder pass):
-thirds sure of two different languages mean a switch inside the window; then each speech span
-gets a language from its own encoder rows (among those the thirds named, short runs taking
-their neighbours'), and the window is decoded again as one window per run of spans, each with
-its language. A window's speech in a language not kept is not decoded at all; its clips become
+thirds sure of two different languages mean a switch inside the window, and a window next to
+one in another language may hold it near that edge. There each speech span is encoded alone and
+given a language among the two (``langid.unit_languages``: a switch must be worth its evidence),
+and a window that holds a switch is decoded again as one window per run of spans, each with its
+language. A window's speech in a language not kept is not decoded at all; its clips become
 segments flagged ``language``. A clip whose spans differ in language is cut at the switch
 (:func:`by_language`): each TTS segment is in one language.
 
-Cost: one language-ID call per window, and for a window holding a switch one more call and
-one encoder pass per run (docs/asr.md).
+Cost: one language-ID call per window; where languages differ, one encoder pass per span looked
+at and per run decoded again (docs/asr.md).
 """
 
 from __future__ import annotations
