@@ -192,7 +192,7 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
     except NotFound:
         read.error = f"{key} missing (its {stage} done record exists)"
         return read
-    _done_info(read, ledger, ["asr", "enhance", "tokenize"] if tokens else ["asr", "enhance"])
+    _done_info(read, ledger, PIPELINE.chain(PIPELINE.names[0], stage))
     languages = _languages(store, settings, shard_id)
     rows = (_token_lines(local, read, languages) if tokens else
             _sidecar_lines(local, store.child_url(key), read, settings.max_member_bytes,
