@@ -41,7 +41,7 @@ ENV = "ONSEI_PIPELINE"
 _PACKAGE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
-def declared(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+def declared(environ: Mapping[str, str] = os.environ) -> dict[str, str]:  # ONSEI_PIPELINE
     """Stage name -> its package, in pipeline order: ``ONSEI_PIPELINE`` when set, else
     :data:`DECLARED`. A stage's name is its package's last part (its spec says the same)."""
     value = environ.get(ENV, "").strip()
