@@ -41,10 +41,10 @@ ENV = "ONSEI_PIPELINE"
 _PACKAGE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
-def declared(environ: Mapping[str, str] = os.environ) -> dict[str, str]:  # ONSEI_PIPELINE
+def declared(environ: Mapping[str, str] = os.environ) -> dict[str, str]:  # reads "ONSEI_PIPELINE"
     """Stage name -> its package, in pipeline order: ``ONSEI_PIPELINE`` when set, else
     :data:`DECLARED`. A stage's name is its package's last part (its spec says the same)."""
-    value = environ.get(ENV, "").strip()
+    value = environ.get(ENV, "").strip()  # "ONSEI_PIPELINE"
     packages = [p.strip() for p in value.split(",")] if value else list(DECLARED)
     out: dict[str, str] = {}
     for p in packages:
