@@ -67,3 +67,30 @@ def test_cli_refuses_bad_settings_in_one_line(tmp_path, monkeypatch) -> None:
     r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out")])
     assert r.exit_code == 1 and "ONSEI_DEDUP_MEMORY_LIMIT_MB" in r.output
     assert len([ln for ln in r.output.splitlines() if ln.strip()]) == 1
+
+
+def test_cli_keeps_the_copy_the_filter_settings_pass(tmp_path, monkeypatch) -> None:
+    """The better-sounding copy is flagged multi_speaker: ``onsei dedup`` keeps the other, by
+    the ``ONSEI_FILTER_*`` settings tokenize reads; with the rule off, the better one."""
+    from services.dedup.result import DedupResult
+    from services.records import Mos, Quality
+
+    monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
+    s = h.settings(tmp_path / "out", tmp_path)
+    h.add_shard(s, 0, [h.original(0, "same_0000", 4.0, quality=Quality(
+        multi_speaker=True, dnsmos_after=Mos(ovrl=4.0)))])
+    h.add_shard(s, 1, [h.copy(0, "opus_24k", "same_0000", 3.0, quality=Quality(
+        multi_speaker=False, dnsmos_after=Mos(ovrl=3.0)))])
+
+    def kept() -> list[str]:
+        r = CliRunner().invoke(cli, ["dedup", "--output", str(tmp_path / "out")])
+        assert r.exit_code == 0, r.output
+        from common.storage import open_store
+
+        res = DedupResult.load(open_store(str(tmp_path / "out")))
+        assert res is not None
+        return [d.duplicate_of for d in res.duplicates.values()]
+
+    assert kept() == ["same_0000@000001"]
+    monkeypatch.setenv("ONSEI_FILTER_MULTI_SPEAKER", "false")
+    assert kept() == ["same_0000@000000"]
