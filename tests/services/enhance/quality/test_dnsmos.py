@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -96,3 +101,23 @@ def test_torch_port_equals_onnxruntime(speech) -> None:
     piece = np.stack(pieces(speech[2]))  # any length, as the freed ONNX graph
     assert piece.shape[1] < WINDOW
     assert np.abs(port(piece) - Dnsmos().raw(piece)).max() < 1e-4
+
+
+def test_scoring_a_full_batch_holds_one_windows_working_memory() -> None:
+    """16 clips (the annotation batch's 8 segments, before and after) scored in a fresh
+    process: onnxruntime's arena keeps what its largest call needed, 1.9 GB for 16 windows in
+    one call; its peak must not grow with the number of clips scored."""
+    script = textwrap.dedent("""
+        import resource, numpy as np
+        from services.enhance.quality.dnsmos import WINDOW, Dnsmos
+        d = Dnsmos(threads=1)
+        rng = np.random.default_rng(0)
+        d.score([(rng.standard_normal(WINDOW) * 0.05).astype(np.float32)])
+        one = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        d.score([(rng.standard_normal(WINDOW) * 0.05).astype(np.float32) for _ in range(16)])
+        print(one, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[4])
+    one, sixteen = map(float, out.stdout.split())
+    assert sixteen - one < 150, f"1 clip: {one:.0f} MB peak, 16 clips: {sixteen:.0f} MB"
