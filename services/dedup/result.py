@@ -67,6 +67,10 @@ def copy_line(kind: str, c: Copy) -> DuplicateLine:
                          keep_quality=read_quality(c.keep_quality))
 
 
+def _json(q: Quality | None) -> str | None:
+    return None if q is None else q.to_json()
+
+
 def read_quality(text: str | None) -> Quality | None:
     """A signature file's quality JSON (None, or one that does not read: unknown; enhance
     writes it from a checked record)."""
@@ -107,6 +111,10 @@ class DedupResult:
     _covered: frozenset[int] = frozenset()
     # id kept -> the copies not kept, in rank order (built on first use)
     _copies: dict[str, list[DuplicateLine]] | None = None
+    # id -> its line's quality and keep_quality as JSON: the lines in ``duplicates`` are held
+    # without them (two parsed blocks cost ~8 KB a line, their JSON ~0.8 KB; the whole list is
+    # in each tokenize worker's memory), and a block is parsed when a consumer decides again
+    _qualities: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def covers(self, shard_id: int) -> bool:
         return shard_id in self._covered
@@ -125,14 +133,19 @@ class DedupResult:
         d = self.duplicate_of(segment_id)
         if d is None:
             return None
-        if passes(d.keep_quality):
+        if passes(self.qualities(d.id)[1]):
             return d.duplicate_of
         for other in self._ranked(d.duplicate_of):
             if other is d:
                 return None
-            if passes(other.quality):
+            if passes(self.qualities(other.id)[0]):
                 return other.id
         return None
+
+    def qualities(self, line_id: str) -> tuple[Quality | None, Quality | None]:
+        """A listed copy's ``quality`` and ``keep_quality`` (None: unknown)."""
+        q, k = self._qualities.get(line_id, (None, None))
+        return read_quality(q), read_quality(k)
 
     def _ranked(self, keep: str) -> list[DuplicateLine]:
         if self._copies is None:
@@ -153,14 +166,18 @@ class DedupResult:
             raise RecordError(f"{DUPLICATES_KEY} does not match {SUMMARY_KEY} (a run in progress "
                               "or an edited file): run `onsei dedup` again")
         dups = {}
+        qualities = {}
         for n, line in enumerate(duplicates.splitlines(), 1):
             if line.strip():
                 try:
                     d = DuplicateLine.from_json(line)
                 except RecordError as e:
                     raise RecordError(f"{DUPLICATES_KEY} line {n}: {e}") from None
+                if d.quality is not None or d.keep_quality is not None:
+                    qualities[d.id] = (_json(d.quality), _json(d.keep_quality))
+                    d = d.model_copy(update={"quality": None, "keep_quality": None})
                 dups[d.id] = d
-        return cls(s, dups, frozenset(s.shards))
+        return cls(s, dups, frozenset(s.shards), _qualities=qualities)
 
     @classmethod
     def load(cls, store: Store) -> DedupResult | None:

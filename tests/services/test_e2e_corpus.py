@@ -77,7 +77,8 @@ def test_two_pack_audio_runs_make_one_corpus(make_settings, tmp_path: Path, code
     assert len(pairs) == 1 and set(pairs.items()) <= {
         ("same_0000@000000", "same_0000@000001"), ("same_0000@000001", "same_0000@000000")}, pairs
     (dup, keep), = pairs.items()
-    assert all(d.keep_quality is not None and d.rank == 1 for d in result.duplicates.values())
+    assert all(result.qualities(d.id)[1] is not None and d.rank == 1
+               for d in result.duplicates.values())
     dup_shard = shard_of(dup)
 
     assert all(not x.error for x in Runner(s, ["tokenize"]).run(range(2)))

@@ -195,7 +195,7 @@ def test_a_key_two_shards_share_is_two_segments_and_the_copy_kept_passes(tmp_pat
     res = DedupResult.load(store)
     assert res is not None and _pairs(res) == {"same_0000@000000": "same_0000@000001"}
     line = res.duplicates["same_0000@000000"]
-    assert line.rank == 1 and line.quality == flagged and line.keep_quality == clean
+    assert line.rank == 1 and res.qualities(line.id) == (flagged, clean)
     assert res.summary.largest[0].keep == "same_0000@000001"
     _, res = _dedup(s)
     assert _pairs(res) == {"same_0000@000001": "same_0000@000000"}

@@ -185,3 +185,20 @@ def test_applied_only_where_the_pipeline_declares_it(make_settings, codec) -> No
     engine.run(3, check_done=False)  # the pipeline that declares it: the copy skipped
     assert engine.stage.applies == {"dedup": SUMMARY_KEY}
     assert _ids(s, 3) == ["a_0000", "a_0001"]
+
+
+def test_the_list_is_held_without_parsed_quality_blocks(tmp_path: Path) -> None:
+    """Each tokenize worker holds the whole list: a listed copy's two quality blocks stay JSON
+    until a consumer decides again (parsed, they were about 7x a line's memory)."""
+    from services.records import Quality
+
+    store = open_store(str(tmp_path))
+    q = Quality(multi_speaker=False, speech_fraction=0.8)
+    write_result(store, {"b_0000@000001": "a_0000@000000"}, shards=[0, 1],
+                 fields={"b_0000@000001": {"rank": 1, "quality": q.to_dict(),
+                                           "keep_quality": q.to_dict()}})
+    result = DedupResult.load(store)
+    line = result.duplicates["b_0000@000001"]
+    assert line.quality is None and line.keep_quality is None
+    assert result.qualities("b_0000@000001") == (q, q)
+    assert result.qualities("a_0000@000000") == (None, None)
