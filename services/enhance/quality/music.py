@@ -9,8 +9,8 @@ least ``HOLD_SHARE`` of the 32 ms frames of ``HOLD_SECONDS`` (speech over a note
 and then).
 
 A voice holds a vowel now and then too (a synthetic one more often), but only while it speaks:
-the score is the share of the segment's non-speech frames (Silero VAD's 32 ms windows below
-0.5, one window of margin around speech) that a held tone covers. In the pauses of clean speech
+the score is the share of the segment's non-speech frames (Silero VAD's 32 ms windows of the
+restored audio below 0.5, one window of margin around speech) that a held tone covers. In the pauses of clean speech
 there is silence or noise (score 0); under a bed, the music goes on in them; music alone is all
 pause to the VAD. A segment with under ``MIN_GAP_FRAMES`` such frames is scored on all of its
 frames. Measured in bench/wild/music.py (docs/quality.md, music).
