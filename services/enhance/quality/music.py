@@ -10,10 +10,11 @@ and then).
 
 A voice holds a vowel now and then too (a synthetic one more often), but only while it speaks:
 the score is the share of the segment's non-speech frames (Silero VAD's 32 ms windows of the
-restored audio below 0.5, one window of margin around speech) that a held tone covers. In the pauses of clean speech
-there is silence or noise (score 0); under a bed, the music goes on in them; music alone is all
-pause to the VAD. A segment with under ``MIN_GAP_FRAMES`` such frames is scored on all of its
-frames. Measured in bench/wild/music.py (docs/quality.md, music).
+restored audio below 0.5, one window of margin around speech) that a held tone covers. In the
+pauses of clean speech there is silence or noise (score 0); under a bed, the music goes on in
+them; music alone is all pause to the VAD. A segment with under ``MIN_GAP_FRAMES`` such
+frames is scored on all of its frames. Measured in bench/wild/music.py (docs/quality.md,
+music).
 
 Pure numpy on the input before restoration (the bed is what the source holds, whatever
 restoration made of it), at 8 kHz: one 512-point FFT per 32 ms, about 3 CPU s per audio hour
