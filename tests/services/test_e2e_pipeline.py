@@ -80,6 +80,9 @@ def test_three_fleets_end_to_end(env, request) -> None:
             f"tokens/{s.tokenizer}/{s.shard_stem(i)}.jsonl").decode().splitlines()]
         assert len(tokens) == kept and len({t["id"] for t in tokens}) == kept  # each once
         assert all(t["codes"]["neu_tokens"] and t["text"] for t in tokens)
+        # the text as spoken, from asr through the sidecar (Japanese: its reading too)
+        assert all(t["text_spoken"] and t["text_spoken_by"] for t in tokens), tokens
+        assert all(("reading" in t) == (TEXTS[i % 2][0] == "ja") for t in tokens), tokens
         assert led.store.exists(f"enhanced/{s.shard_stem(i)}.tar")
         for st in ("asr", "enhance", "tokenize"):
             rec = led.read_done(st, i)

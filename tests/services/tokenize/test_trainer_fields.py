@@ -49,6 +49,9 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
             meta = {"text": key, "language": "ja" if key == "f_0001" else "en",
                     "duration_seconds": 0.6,
                     "quality": _quality(speech)}
+            if key == "f_0001":  # the text as spoken (services/text)
+                meta.update(text_spoken="三個", text_spoken_by="pyopenjtalk-plus 0.4.1",
+                            reading="サンコ", accent="サ'ンコ")
             if sid is not None:
                 meta["speaker_id"] = sid
                 meta["min_word_probability"] = 0.42
@@ -63,6 +66,9 @@ def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, c
     assert [x.get("speaker_id") for x in lines] == ["f#s0", "f#s1", None]
     assert [x.get("min_word_probability") for x in lines] == [0.42, 0.42, None]
     assert [x.get("language") for x in lines] == ["en", "ja", "en"]  # each segment's own
+    assert {k: lines[1][k] for k in ("text", "text_spoken", "reading", "accent")} == {
+        "text": "f_0001", "text_spoken": "三個", "reading": "サンコ", "accent": "サ'ンコ"}
+    assert "text_spoken" not in lines[0]
     q = lines[0]["quality"]
     assert q["pitch"] == {"mean": 121.5, "std": 18.2} and q["snr"] == 23.4
     assert q["speaking_rate"] == 14.1 and q["speaking_rate_unit"] == "chars/s"
