@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from services.asr.punctuation import prompt
 from services.asr.settings import AsrSettings
 
 # Rows per decoder call on a CPU. The decoder keeps every layer's cross-attention keys and
@@ -140,7 +141,8 @@ class ClipTranscriber:
             repetition_penalty=1.0, no_repeat_ngram_size=0, log_prob_threshold=None,
             no_speech_threshold=None, compression_ratio_threshold=None,
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
-            temperatures=[0.0], initial_prompt=None, prefix=None, suppress_blank=True,
+            temperatures=[0.0], initial_prompt=prompt(tokenizer.language_code), prefix=None,
+            suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=True,
             max_initial_timestamp=0.0, word_timestamps=False,  # aligned apart: _words
             prepend_punctuations="\"'“¿([{-", append_punctuations="\"'.。,，!！?？:：”)]}、",

@@ -1,4 +1,5 @@
-"""TTS segment policy: one segment per clip, with the words spoken in it.
+"""TTS segment policy: one segment per clip (cut at sentence ends past the target length,
+sentences.py), with the words spoken in it.
 
 A clip is speech joined across short pauses up to the segment max (clips.py); its words come
 from the encoder windows that hold its speech, given to it by their aligned times
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from services.asr import records
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
+from services.asr.sentences import at_sentences
 from services.asr.settings import AsrSettings
 from services.asr.words import segment_words, trimmed
 from services.records import AsrSegment
@@ -37,11 +39,16 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
                    languages: list[str | None] | None = None) -> Segments:
     """Segment records for a file's clips; ``cut_at``: where a truncated file ends;
     ``languages``: each clip's (one not in ``settings.languages`` was not decoded: flagged
-    ``language``, not kept)."""
+    ``language``, not kept). Clips longer than ``settings.segment_target_seconds`` are cut at
+    sentence ends first (sentences.py)."""
     from faster_whisper.transcribe import get_compression_ratio
 
     from services.asr.quality import flag_segment
 
+    cut_up = at_sentences(clips, texts, languages or [None] * len(clips), short,
+                          settings.segment_target_seconds, settings.segment_min_seconds)
+    clips, texts, short = cut_up.clips, cut_up.texts, cut_up.short
+    languages = cut_up.languages if languages else None
     lines: list[AsrSegment] = []
     kept_seconds = 0.0
     for i, (clip, t) in enumerate(zip(clips, texts)):

@@ -35,6 +35,10 @@ class AsrSettings(WhisperSettings):
     asr_beam_size: int = Field(1, ge=1, le=64, description="beam size (1 = greedy, fastest)")
     segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
     segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
+    segment_target_seconds: float = Field(
+        15.0, ge=0, le=3600, description="a segment longer than this is cut at sentence ends "
+        "(punctuation and a pause) into pieces up to this long; a longer sentence stays whole; "
+        "0: not cut")
     max_compression_ratio: float = Field(2.4, gt=0, le=100, description="above: repetition loop")
     min_avg_logprob: float = Field(-1.0, ge=-100, le=0, description="below: low confidence")
     max_no_speech_prob: float = Field(
