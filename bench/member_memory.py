@@ -89,7 +89,11 @@ def _onsei() -> str:
 def run_stage(root: Path, stage: str, env: dict[str, str] | None = None,
               timeout: float = 7200) -> dict[str, float]:
     """``onsei run --stages STAGE`` on ``root/raw`` under ``/usr/bin/time -v``: peak MB, seconds."""
-    full = {**os.environ, "ONSEI_CONFIG": str(ROOT / "examples" / "offline.yaml"), **(env or {})}
+    # every default on: no ONSEI_* setting and no thread cap inherited (the test suite sets
+    # ONSEI_QUALITY_ANNOTATIONS=false and OMP_NUM_THREADS=1), only those given here
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith("ONSEI_") and k != "OMP_NUM_THREADS"}
+    full = {**inherited, "ONSEI_CONFIG": str(ROOT / "examples" / "offline.yaml"), **(env or {})}
     out = subprocess.run(["/usr/bin/time", "-v", _onsei(), "run", "--input", str(root / "raw"),
                           "--output", str(root / "out"), "--range", "0-0", "--stages", stage],
                          env=full, capture_output=True, text=True, timeout=timeout, check=False)
