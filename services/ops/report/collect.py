@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, TypeVar
 
 from common.ledger.pack import Trimmed, trim
@@ -234,6 +235,21 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
     return data
 
 
+LENGTH_BINS = (0, 5, 10, 15, 20, 25, 30)  # seconds: TTS recipes train on 3-20 s, Whisper's max 30
+
+
+def segment_lengths(durations: list[float]) -> dict[str, Any]:
+    """The kept segments' length distribution: median, 90th percentile and counts per 5 s."""
+    if not durations:
+        return {"median": None, "p90": None, "bins": {}}
+    d = sorted(durations)
+    edges = [*LENGTH_BINS, float("inf")]
+    bins = {f"{a}-{b}" if b != float("inf") else f"{a}+": sum(a <= x < b for x in d)
+            for a, b in pairwise(edges)}
+    return {"median": d[len(d) // 2], "p90": d[min(len(d) - 1, int(0.9 * len(d)))],
+            "bins": bins}
+
+
 def to_json(data: ReportData) -> dict[str, Any]:
     """A plain summary (what ``onsei report --json`` prints)."""
     return {
@@ -257,6 +273,7 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "segment_language_hours": {k: v / 3600 for k, v
                                    in data.segment_language_seconds.most_common()},
         "segments_kept": len(data.segment_durations),
+        "segment_seconds": segment_lengths(data.segment_durations),
         "token_lines": data.token_lines,
         "drop_reasons": dict(data.drop_reasons.most_common()),
         "error_reasons": dict(data.error_reasons.most_common()),

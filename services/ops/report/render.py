@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from services.ops.report.charts import barh, chart, duration_unit, tidy_ticks
-from services.ops.report.collect import ReportData
+from services.ops.report.collect import ReportData, segment_lengths
 from services.ops.report.quality import charts as quality_charts
 from services.ops.report.target import GENERATOR
 from services.ops.report.trainers import charts as trainer_charts
@@ -67,14 +67,24 @@ def chart_segment_languages(data: ReportData) -> str:
 
 
 def chart_durations(data: ReportData) -> str:
+    lengths = segment_lengths(data.segment_durations)
+
     def draw(ax: Any) -> None:
-        ax.hist(data.segment_durations, bins=30, color="#55a868")
+        top = max(30.0, max(data.segment_durations))
+        ax.hist(data.segment_durations, bins=[x / 2 for x in range(int(2 * top) + 2)],
+                color="#55a868")
+        for key, style in (("median", "-"), ("p90", "--")):
+            ax.axvline(lengths[key], color="#333333", linestyle=style, label=f"{key} "
+                       f"{lengths[key]:.1f} s")
+        ax.legend()
         ax.set_xlabel("seconds")
         ax.set_ylabel("segments")
         tidy_ticks(ax.xaxis)
 
-    return chart(f"Kept segment durations (n={len(data.segment_durations)})",
-                 draw if data.segment_durations else None)
+    title = f"Kept segment durations (n={len(data.segment_durations)}"
+    if lengths["median"] is not None:
+        title += f", median {lengths['median']:.1f} s, 90% under {lengths['p90']:.1f} s"
+    return chart(title + ")", draw if data.segment_durations else None)
 
 
 def chart_reasons(data: ReportData) -> str:

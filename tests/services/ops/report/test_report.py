@@ -241,3 +241,15 @@ def test_chart_labels_readable(make_settings, monkeypatch, language_seconds):
     assert not problems, problems
     unit = charts.duration_unit(max(language_seconds.values()))[0]
     assert f"Audio per detected language ({unit})" in titles
+
+
+def test_segment_length_distribution_in_the_summary() -> None:
+    """The kept segments' lengths against what TTS recipes train on: median, 90th percentile,
+    and counts per 5 s (a trainer sizes its batches on these)."""
+    from services.ops.report.collect import segment_lengths
+
+    got = segment_lengths([2.0, 6.0, 7.0, 12.0, 14.0, 14.5, 18.0, 26.0, 29.0, 31.0])
+    assert got["median"] == 14.5 and got["p90"] == 31.0
+    assert got["bins"] == {"0-5": 1, "5-10": 2, "10-15": 3, "15-20": 1, "20-25": 0,
+                           "25-30": 2, "30+": 1}
+    assert segment_lengths([]) == {"median": None, "p90": None, "bins": {}}
