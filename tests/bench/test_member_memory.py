@@ -22,8 +22,15 @@ pytestmark = [
 ]
 
 
+# The fidelity sample (5 % of segments, by a hash of their id) runs Whisper on whichever
+# member it hits: its first transcription costs about 200 MB of workspace once, whatever the
+# length (the 2-minute member's segments are not in it). The bench row counts it; here both
+# members leave it out, so what is compared is what grows with the member.
+NO_FIDELITY = {"ONSEI_QUALITY_FIDELITY_FRACTION": "0"}
+
+
 def test_a_30_minute_member_costs_at_most_250_mb_more_than_a_2_minute_one() -> None:
-    short, long = measure(2), measure(30)
+    short, long = measure(2, env=NO_FIDELITY), measure(30, env=NO_FIDELITY)
     for stage in ("asr", "enhance"):
         grew = long[stage]["peak_mb"] - short[stage]["peak_mb"]
         assert grew <= 250, (f"{stage}: 2 min {short[stage]['peak_mb']:.0f} MB, "
