@@ -17,8 +17,12 @@ from services.ops.options import output_option
 @click.option("--validation-fraction", default=0.01, show_default=True, type=float,
               help="share of groups (source files, speakers) in validation")
 @click.option("--seed", default=0, show_default=True, type=int, help="seed of the split hash")
+@click.option("--with-audio", "with_audio", is_flag=True,
+              help="also WebDataset tars (FLAC + JSON per segment) under webdataset/<split>/")
+@click.option("--shard-size", "shard_size", default=1000, show_default=True, type=int,
+              help="segments per WebDataset tar (--with-audio)")
 def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
-           validation_fraction: float, seed: int) -> None:
+           validation_fraction: float, seed: int, with_audio: bool, shard_size: int) -> None:
     """Filtered, deduplicated JSONL (train/, validation/) and a dataset card (README.md)."""
     from services.ops.enqueue import parse_range
     from services.ops.export.publish import ExportTargetError
@@ -31,7 +35,7 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     try:
         res = run_export(settings, output_url or settings.output_url, to, ids,
                          tokens=not no_tokens, validation_fraction=validation_fraction,
-                         seed=seed)
+                         seed=seed, with_audio=with_audio, shard_segments=shard_size)
     except (ExportError, ExportTargetError) as e:
         raise click.ClickException(str(e)) from None
     w = res.written

@@ -35,6 +35,7 @@ from common.ledger.store import LEDGER
 from common.record import Record, RecordError
 from common.redact import redact_text
 from common.storage import Store, split_url
+from services.ops.export.audio import AUDIO_DIR
 from services.ops.export.split import TRAIN, VALIDATION
 
 CARD = "README.md"
@@ -232,8 +233,8 @@ def publish_store(built: Path, store: Store, files: list[str]) -> None:
     for name in files:
         store.put_file(built / name, name)
     keep = set(files)
-    for split in (TRAIN, VALIDATION):
-        for key in list(store.list(f"{split}/")):
+    for prefix in (TRAIN, VALIDATION, AUDIO_DIR):
+        for key in list(store.list(f"{prefix}/")):
             if key not in keep:
                 store.delete(key)
     store.put_file(built / CARD, CARD)

@@ -13,7 +13,9 @@ from pathlib import Path
 from common.redact import redact_text
 from common.settings import Settings
 from common.storage import open_store
+from common.storage.location import absolute_url
 from services.dedup.result import SUMMARY_KEY, DedupResult
+from services.ops.export.audio import SHARD_SEGMENTS, AudioMissing, write_audio
 from services.ops.export.card import CardInfo, render
 from services.ops.export.publish import (
     CARD,
@@ -48,10 +50,13 @@ class ExportResult:
 
 def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
            tokens: bool = True, validation_fraction: float = 0.01, seed: int = 0,
-           workers: int = 8, part_bytes: int = PART_BYTES) -> ExportResult:
+           workers: int = 8, part_bytes: int = PART_BYTES, with_audio: bool = False,
+           shard_segments: int = SHARD_SEGMENTS) -> ExportResult:
     if not 0 <= validation_fraction < 1:
         raise ExportError(f"--validation-fraction {validation_fraction}: between 0 and 1 "
                           "(1 excluded: the train split cannot be empty)")
+    if with_audio and shard_segments < 1:
+        raise ExportError(f"--shard-size {shard_segments}: at least 1 segment a tar")
     check_target_place(to, output_url)
     dest = local_path(to)
     recovered = recover(dest) if dest is not None else []
@@ -59,7 +64,8 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
         check_local_target(dest)
     else:
         check_store_target(open_store(to, settings), to)
-    store = open_store(output_url, settings)
+    # absolute, so a line's audio_tar (the store's URL of its tar) resolves from anywhere
+    store = open_store(absolute_url(output_url), settings)
     ledger = open_ledger(settings, store)
     stage = "tokenize" if tokens else "enhance"
     shards = sorted(ledger.done_ids(stage, ids) if ids is None else
@@ -81,6 +87,11 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
                 lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
                                      tokens, work), shards))
             written = write_parts(reads, built, seed, validation_fraction, part_bytes)
+            try:
+                audio = (write_audio(built, written, store, settings, work, shard_segments)
+                         if with_audio else [])
+            except AudioMissing as e:
+                raise ExportError(f"--with-audio: {e}") from None
             described = policy.describe()
             described.pop("dedup", None)
             card = CardInfo(source=redact_text(output_url), tokens=tokens, seed=seed,
@@ -92,7 +103,7 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
                 publish_local(built, dest)
             else:
                 publish_store(built, open_store(to, settings),
-                              [f for s in written.files.values() for f in s])
+                              [f for s in written.files.values() for f in s] + audio)
         return ExportResult(to, reads, written, recovered)
     finally:
         shutil.rmtree(work, ignore_errors=True)
