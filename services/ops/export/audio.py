@@ -26,7 +26,7 @@ from services.records import local_name, shard_of
 from services.stages import PIPELINE
 
 AUDIO_DIR = "webdataset"
-SHARD_SEGMENTS = 1000  # segments per WebDataset tar: ~1 min of 24 kHz FLAC each is ~100 MB
+SHARD_SEGMENTS = 1000  # segments per WebDataset tar: ~300 MB at 10 s each (FLAC ~30 KB/s)
 
 
 class AudioMissing(ValueError):
