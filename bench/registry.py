@@ -7,6 +7,7 @@ MODULES: list[str] = [
     "shards", "storage", "enhance", "orchestration", "tokenize", "asr", "quality", "dedup",
     "export", "trainers",
     "text",  # text_spoken, Japanese reading and accent, and their cost (docs/text.md)
+    "segments",  # sentence punctuation kept, segments cut at sentence ends (docs/asr.md)
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000

@@ -72,6 +72,9 @@ def test_kept_file_encodes_each_window_once_and_decodes_in_full_batches(
     monkeypatch.setattr(tr.pipeline, "generate_segment_batched",
                         lambda f, *a: (batches.append(len(f)), orig(f, *a))[1])
     english = make_longform("en", seconds=100.0, min_sentences=10, seed=3)
+    # clips uncut: one segment per clip
+    monkeypatch.setattr(asr_stage, "settings",
+                        asr_stage.settings.model_copy(update={"segment_target_seconds": 0.0}))
     out = asr_stage.transcribe_file("en", english.audio)
     n = out.segments
     assert out.line.status == "ok" and out.extra.get("coverage_retried", 0) == 0
