@@ -23,8 +23,16 @@ from common.storage import NotFound, Store, open_store
 from services.ops.corpus import StepProgress, progress
 from services.ops.report.dedup import DedupData, collect_dedup
 from services.ops.report.quality import QualityData
+from services.ops.report.sidecars import read_sidecars
 from services.ops.report.trainers import TrainerData
-from services.records import AsrLine, Record, RecordError, SkippedSegment, TokenLine
+from services.records import (
+    AsrLine,
+    Record,
+    RecordError,
+    SkippedSegment,
+    TokenLine,
+    corpus_id,
+)
 from services.stages import PIPELINE, STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
 
@@ -228,11 +236,34 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
             data.token_lines += len(tokens)
             data.token_seconds += sum(float(r.duration_seconds) for r in tokens)
             for r in tokens:
-                data.quality.add_line(r)
+                data.quality.add_line(r, _speaker(r.speaker_id, shard))
                 data.trainers.add_line(r, shard)
             if bad:
                 data.unreadable.append(f"{key}: {bad} bad line(s)")
+        _add_sidecars(data, store, settings, pool, shard_of_stem,
+                      {shard_of_stem(posixpath.splitext(posixpath.basename(k))[0])
+                       for k in tok_keys})
     return data
+
+
+def _speaker(label: str | None, shard: int | None) -> str | None:
+    return None if not label else label if shard is None else corpus_id(label, shard)
+
+
+def _add_sidecars(data: ReportData, store: Store, settings: Settings, pool: ThreadPoolExecutor,
+                  shard_of_stem: Any, tokenized: set[int | None]) -> None:
+    """The annotations of every enhanced shard without tokens, from its sidecars (tokenize
+    not run yet, or stopped: the README's quick start has no codec weights)."""
+    keys = [k for k in _outputs(store, "enhance", settings)
+            if shard_of_stem(posixpath.splitext(posixpath.basename(k))[0]) not in tokenized]
+    reads = pool.map(lambda k: read_sidecars(store, k, settings.max_member_bytes,
+                                             settings.scratch_dir), keys)
+    for key, (metas, bad) in zip(keys, reads):
+        shard = shard_of_stem(posixpath.splitext(posixpath.basename(key))[0])
+        for _seg, meta in metas:
+            data.quality.add_sidecar(meta, _speaker(meta.speaker_id, shard))
+        if bad:
+            data.unreadable.append(f"{key}: {bad} bad member(s)")
 
 
 LENGTH_BINS = (0, 5, 10, 15, 20, 25, 30)  # seconds: TTS recipes train on 3-20 s, Whisper's max 30

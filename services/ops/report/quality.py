@@ -1,6 +1,8 @@
 """The quality annotations in a run (docs/quality.md): their distributions and the hours each
 filter removed, from the tokens JSONL (kept segments carry their ``quality``) and the tokenize
-done records (every skipped segment with its reasons, seconds and ``quality``)."""
+done records (every skipped segment with its reasons, seconds and ``quality``); for a shard
+with no tokens yet (tokenize not run, or no codec weights), from its enhanced sidecars, where
+enhance wrote the annotations."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.ops.report.charts import barh, chart
-from services.records import Quality, SkippedSegment, TokenLine
+from services.records import Quality, Sidecar, SkippedSegment, TokenLine
 from services.tokenize.filter import reason_kind
+
+TOP_SPEAKERS = 30  # speakers named in the report; the rest are counted
 
 
 @dataclass
@@ -23,6 +27,11 @@ class QualityData:
     kept_seconds: float = 0.0  # annotated and tokenized
     skipped_seconds: float = 0.0
     skipped_by_reason: Counter = field(default_factory=Counter)  # seconds per reason
+    overlap: list[float] = field(default_factory=list)  # share of voiced time, two talkers
+    music: list[float] = field(default_factory=list)  # share of the pauses under a held tone
+    enhanced_seconds: float = 0.0  # read from sidecars (shards without tokens)
+    speaker_seconds: Counter = field(default_factory=Counter)  # corpus speaker -> seconds
+    text_spoken: Counter = field(default_factory=Counter)  # its writer ("" none) -> segments
 
     def _add(self, q: Quality | None, seconds: float) -> None:
         if q is None:
@@ -32,15 +41,31 @@ class QualityData:
             if mos is not None and mos.ovrl is not None:
                 out.append(float(mos.ovrl))
         for v, out in ((q.speaker_consistency, self.consistency),
-                       (q.fidelity_cer, self.fidelity_cer)):
+                       (q.fidelity_cer, self.fidelity_cer), (q.overlap, self.overlap),
+                       (q.music, self.music)):
             if v is not None:
                 out.append(float(v))
 
-    def add_line(self, row: TokenLine) -> None:
-        """A tokens JSONL line (a kept segment)."""
+    def _segment(self, speaker: str | None, spoken_by: str | None, seconds: float) -> None:
+        if speaker:
+            self.speaker_seconds[speaker] += seconds
+        self.text_spoken[spoken_by or ""] += 1
+
+    def add_line(self, row: TokenLine, speaker: str | None = None) -> None:
+        """A tokens JSONL line (a kept segment); ``speaker``: its label as the corpus names
+        it."""
+        seconds = float(row.duration_seconds)
+        self._segment(speaker, row.text_spoken_by, seconds)
         if row.quality is not None:
-            self._add(row.quality, float(row.duration_seconds))
-            self.kept_seconds += float(row.duration_seconds)
+            self._add(row.quality, seconds)
+            self.kept_seconds += seconds
+
+    def add_sidecar(self, meta: Sidecar, speaker: str | None = None) -> None:
+        """An enhanced segment's sidecar, of a shard with no tokens."""
+        seconds = float(meta.duration_seconds or 0.0)
+        self.enhanced_seconds += seconds
+        self._segment(speaker, meta.text_spoken_by, seconds)
+        self._add(meta.quality, seconds)
 
     def add_skipped(self, entry: SkippedSegment) -> None:
         """One entry of a tokenize done record's ``skipped``."""
@@ -56,6 +81,13 @@ class QualityData:
 
         return {"annotated_hours": self.annotated_seconds / 3600,
                 "kept_hours": self.kept_seconds / 3600,
+                "enhanced_hours_without_tokens": self.enhanced_seconds / 3600,
+                "speakers": len(self.speaker_seconds),
+                "speaker_hours": {k: v / 3600 for k, v in
+                                  self.speaker_seconds.most_common(TOP_SPEAKERS)},
+                "text_spoken_by": dict(self.text_spoken.most_common()),
+                "mean_overlap": mean(self.overlap),
+                "mean_music": mean(self.music),
                 "skipped_hours": self.skipped_seconds / 3600,
                 "skipped_hours_by_reason": {k: v / 3600 for k, v in
                                             self.skipped_by_reason.most_common()},
@@ -81,6 +113,7 @@ def charts(q: QualityData) -> list[tuple[str, str, str]]:
         return chart(title, draw if any(xs for _, xs, _ in series) else None)
 
     hours = {"kept": q.kept_seconds / 3600,
+             "enhanced, no tokens yet": q.enhanced_seconds / 3600,
              **{f"skipped: {k}": v / 3600 for k, v in q.skipped_by_reason.items()}}
     return [
         ("dnsmos", "DNSMOS OVRL before / after restoration",
@@ -92,6 +125,13 @@ def charts(q: QualityData) -> list[tuple[str, str, str]]:
               "min cosine between parts")),
         ("fidelity", "Restoration fidelity (re-transcription CER, sampled)",
          hist("Restoration fidelity", [("sampled", q.fidelity_cer, "#8172b2")], "CER")),
+        ("overlap_music", "Overlapped speech and music per segment (quality.overlap, .music)",
+         hist("Overlap and music", [("overlap", q.overlap, "#c44e52"),
+                                    ("music", q.music, "#8172b2")], "share (0-1)")),
+        ("speaker_hours", f"Hours per speaker (the {TOP_SPEAKERS} largest)",
+         barh("Hours per speaker", {k: v / 3600 for k, v in
+                                    q.speaker_seconds.most_common(TOP_SPEAKERS)},
+              "hours", "#4c72b0")),
         ("filters", "Hours kept and removed per filter",
          barh("Hours kept and removed per filter", {k: v for k, v in hours.items() if v},
               "hours", "#dd8452")),

@@ -53,3 +53,44 @@ def test_distributions_and_hours_per_filter(make_settings) -> None:
                            html))
     for cid in ("dnsmos", "speaker", "fidelity", "filters"):
         assert base64.b64decode(pngs[cid]).startswith(b"\x89PNG"), cid
+
+
+def test_annotations_of_enhanced_shards_without_tokens(make_settings, tmp_path) -> None:
+    """The quick start stops at tokenize without codec weights: the charts read what enhance
+    wrote in its sidecars; a shard with tokens is read from them, not twice."""
+    from common.shards.tar import ShardWriter
+    from services.records import Sidecar
+
+    s = make_settings()
+    store = open_store(s.output_url, s)
+    segs = [("a_0000", "alice", 0.1, 0.0, "ja-g2p"), ("a_0001", "alice", 0.3, 0.9, None),
+            ("b-c_x_0000", "bob", None, None, None)]
+    for shard in (0, 1):  # shard 1 has tokens too
+        path = tmp_path / f"e{shard}.tar"
+        with ShardWriter(path) as w:
+            for key, spk, overlap, music, by in segs:
+                q = {**_q(2.0, 3.5, 0.9), "overlap": overlap, "music": music}
+                meta = Sidecar.from_dict({"text": "x", "duration_seconds": 1800.0,
+                                          "speaker_id": spk, "quality": q,
+                                          **({"text_spoken": "x", "text_spoken_by": by}
+                                             if by else {})})
+                w.write(key, {"flac": b"not decoded", "json": meta.to_json().encode()})
+        store.put_file(path, PIPELINE.output_key("enhance", s, shard))
+    store.write_bytes(PIPELINE.output_key("tokenize", s, 1), (json.dumps(
+        {"id": "a_0000", "text": "x", "codes": {"neu_tokens": [1]}, "duration_seconds": 3600.0,
+         "speaker_id": "alice", "quality": _q(2.0, 4.5, 0.8)}) + "\n").encode())
+    data = collect(s.output_url, s)
+    summary = to_json(data)["quality"]
+    assert sorted(data.quality.ovrl_after) == [3.5, 3.5, 3.5, 4.5]
+    assert summary["enhanced_hours_without_tokens"] == pytest.approx(1.5)
+    assert summary["kept_hours"] == pytest.approx(1.0)
+    assert summary["speaker_hours"] == {"alice@000000": 1.0, "alice@000001": 1.0,
+                                        "bob@000000": 0.5}
+    assert summary["mean_overlap"] == pytest.approx(0.2)
+    assert summary["mean_music"] == pytest.approx(0.45)
+    assert summary["text_spoken_by"] == {"": 3, "ja-g2p": 1}
+    html = render_html(data)
+    pngs = dict(re.findall(r'<img id="chart-(\w+)"[^>]*src="data:image/png;base64,([^"]+)"',
+                           html))
+    for cid in ("dnsmos", "speaker", "speaker_hours", "overlap_music", "filters"):
+        assert base64.b64decode(pngs[cid]).startswith(b"\x89PNG"), cid

@@ -21,7 +21,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHARTS = ("hours", "languages", "segment_languages", "durations", "reasons", "throughput",
           "walltimes",
           # services/ops/report/quality.py, then trainers.py
-          "dnsmos", "speaker", "fidelity", "filters",
+          "dnsmos", "speaker", "fidelity", "overlap_music", "speaker_hours", "filters",
           "speakers_per_file", "segments_per_speaker", "pitch", "speaking_rate")
 
 
