@@ -6,7 +6,8 @@ as it does by default) on the same long-form files.
 Sets: synthetic (espeak-ng, two voices, random 0.3-2 s pauses: English, Japanese, and a share
 of Spanish / German files that both must drop) and real (pocketsphinx-testdata's LibriVox and
 card-reading clips joined with pauses; fillets-ng-data's recorded German lines as the share to
-drop). Both sides get the same decoded 16 kHz arrays; rounds alternate which goes first and
+drop); telephone band: the real set resampled to 8 kHz and back. Both sides get the same
+decoded 16 kHz arrays; rounds alternate which goes first and
 the wall times are medians over rounds (the machine is shared). Goals: wall <= 0.9x, WER and
 Japanese CER <= 1.0x.
 Model: ``ONSEI_ASR_MODEL`` if set, else ``bundled:whisper-base`` (offline).
@@ -20,7 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from bench.longform import (
+    SR,
     LongForm,
     error_rate,
     make_longform,
@@ -57,6 +61,15 @@ def real_set(quick: bool) -> list[LongForm]:
     if de:
         files.append(real_longform(de, secs, seed=0, language="de"))
     return files[:2] if quick else files
+
+
+def telephone(files: list[LongForm]) -> list[LongForm]:
+    """``files`` as a telephone line carries them: resampled to 8 kHz and back (nothing above
+    4 kHz; call recordings and old broadcasts sound so)."""
+    import soxr
+
+    return [LongForm(f.language, soxr.resample(soxr.resample(f.audio, SR, 8000), 8000, SR)
+                     .astype(np.float32), f.sentences, f.spans) for f in files]
 
 
 def _side_by_side(stage, files: list[LongForm], rounds: int) -> dict:
@@ -130,7 +143,9 @@ def stage_vs_batched_pipeline(quick: bool) -> list[dict]:
         warm = make_longform("en", 20.0, 3, seed=9)  # first-call allocations, VAD session
         _side_by_side(stage, [warm], 1)
         rows: list[dict] = []
-        for label, files in (("synthetic", synthetic_set(quick)), ("real", real_set(quick))):
+        real = real_set(quick)
+        for label, files in (("synthetic", synthetic_set(quick)), ("real", real),
+                             ("telephone 8 kHz", telephone(real))):
             if files:
                 rows += _rows(label, files, _side_by_side(stage, files, rounds), tag)
     return rows
