@@ -39,6 +39,7 @@ from services.records import (
     corpus_id,
     local_name,
     seconds_problem,
+    segment_id,
     shard_of,
 )
 from services.stages import PIPELINE
@@ -117,7 +118,9 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
 
 
 def _languages(store: Store, settings: Settings, shard_id: int) -> dict[str, str | None]:
-    """Source key -> language, from the asr lines (a tokens line has no language)."""
+    """Source key and segment id -> language, from the asr lines (lines written before tokens
+    lines and sidecars carried the segment's own language; a segment's own wins over its
+    file's: a file may switch languages)."""
     try:
         raw = store.read_bytes(PIPELINE.output_key("asr", settings, shard_id))
     except NotFound:
@@ -129,6 +132,7 @@ def _languages(store: Store, settings: Settings, shard_id: int) -> dict[str, str
         except RecordError:
             continue
         out[row.key] = row.language
+        out.update({segment_id(row.key, s.idx): s.language for s in row.kept if s.language})
     return out
 
 
@@ -143,11 +147,13 @@ def _token_lines(path: Path, read: ShardRead,
             except RecordError:
                 read.bad_lines += 1
                 continue
-            source = local_name(row.id).rsplit("_", 1)[0]
+            local = local_name(row.id)
+            source = local.rsplit("_", 1)[0]
             extra = {k: v for k, v in row.extra.items() if k not in ExportLine.model_fields}
             yield ExportLine(id=corpus_id(row.id, read.shard_id), text=row.text,
                              codes=row.codes, duration_seconds=row.duration_seconds,
-                             language=languages.get(source),
+                             language=row.language or languages.get(local,
+                                                                    languages.get(source)),
                              speaker_id=_speaker(row.speaker_id, read.shard_id),
                              quality=row.quality, **TextForms.of(row).fields(),
                              **extra), source
@@ -168,7 +174,8 @@ def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: 
         quality = meta.quality.filterable() if meta.quality is not None else None
         yield ExportLine(id=corpus_id(item.key, read.shard_id), text=meta.text,
                          duration_seconds=round(float(meta.duration_seconds or 0.0), 2),
-                         language=meta.language or languages.get(source),
+                         language=meta.language or languages.get(local_name(item.key),
+                                                                 languages.get(source)),
                          speaker_id=_speaker(meta.speaker_id, read.shard_id), quality=quality,
                          audio_tar=tar_url, audio_member=item.name,
                          **TextForms.of(meta).fields()), source
