@@ -86,6 +86,9 @@ SLICES = 3  # a window's encoder output in thirds: ~10 s each, long enough for a
 SURE = 0.5  # slices each this sure of a different language: the window holds a switch
 OTHER_SURE = 0.7  # or this sure, summed, of languages not kept (as the first look decides)
 SWITCH_PENALTY = 2.0  # nats of evidence a switch between two spans must be worth
+SLICED_ROWS = 750  # a window with less speech (15 s of encoder rows) is looked at whole, padding
+# included, as Whisper looks at any window: thirds of a 3 s clip are 1 s each, and Whisper on
+# 1 s of English said Hungarian
 SURE_SECONDS = 2.0  # a span this long counts in full; a shorter one less (Whisper on one 3 s
 # English span alone said Maori, Hungarian, Hawaiian: short spans are unsure)
 
@@ -96,8 +99,11 @@ def code(token: str) -> str:
     return token[2:-2] if token.startswith("<|") else token
 
 
-def slices(frames: int, n: int = SLICES) -> list[tuple[int, int]]:
-    """``n`` equal ranges of encoder rows over a window's ``frames`` rows of audio."""
+def slices(frames: int, n: int = SLICES, total: int | None = None) -> list[tuple[int, int]]:
+    """``n`` equal ranges of encoder rows over a window's ``frames`` rows of audio; a window
+    of under :data:`SLICED_ROWS` rows is one range, its ``total`` rows (padding included)."""
+    if total is not None and frames < SLICED_ROWS:
+        return [(0, total)]
     step = max(1, frames // n)
     return [(k * step, (k + 1) * step) for k in range(n)]
 

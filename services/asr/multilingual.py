@@ -135,7 +135,8 @@ class WindowDecoder:
         frames = [max(1, w.frames(hop) // 2) for w in part]  # encoder rows: 2 mel frames each
         out: list[str | None] = []
         mixed: list[tuple[int, list[str]]] = []
-        for j, dists in enumerate(self.tr.detect_slices(rows, [slices(n) for n in frames])):
+        for j, dists in enumerate(self.tr.detect_slices(rows, [slices(n, total=rows.shape[1])
+                                                                 for n in frames])):
             lang, sure = window_language(dists, self.kept)
             out.append(lang)
             if len(sure) > 1:
