@@ -3,6 +3,8 @@ encoder passes bounded), all of a file it keeps; a truncated file's last segment
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bench.longform import make_longform
@@ -50,7 +52,9 @@ def test_dropped_file_costs_its_head_only(asr_stage, vad_calls, encoded_rows,
     assert line["status"] == "dropped:language" and line["language"] == language
     head = max(s.lid_head_seconds, 60.0)
     assert vad_calls and max(end for _, end in vad_calls) <= head + 0.01
-    assert sum(encoded_rows) == 1  # one look: one encoder pass, as the peer's
+    # the head's windows only (a file is dropped when none of them is in a kept language), never
+    # the 8 windows of the whole file
+    assert 1 <= sum(encoded_rows) <= math.ceil(head / 30.0)
 
 
 def test_kept_file_is_read_to_its_end(asr_stage, vad_calls) -> None:
