@@ -38,7 +38,7 @@ def test_shard_to_jsonl_exact_schema(make_settings, tmp_path: Path, codec, polic
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in lines] == [k for k, _, _ in SEGMENTS]  # the tar's keys, its order
     for rec, (key, seconds, text) in zip(lines, SEGMENTS):
-        assert set(rec) == {"id", "text", "codes", "duration_seconds"}
+        assert set(rec) == {"id", "text", "codes", "duration_seconds", "language"}
         assert set(rec["codes"]) == {"neu_tokens"}
         assert rec["text"] == text
         assert type(rec["duration_seconds"]) is float
