@@ -57,9 +57,10 @@ def test_tokenized_shards_export_and_load(make_settings, codec,  # noqa: F811
     assert res.written.lines["validation"] == ds["validation"].num_rows > 0
     for seg_id, (split, row) in rows.items():
         assert row["codes"]["neu_tokens"] == tokens[seg_id]["codes"]["neu_tokens"]
-        assert row["language"] == FILES[seg_id[:8]]
+        # the segment's own language (the sidecars here say English), not its file's
+        assert row["language"] == tokens[seg_id]["language"] == "en"
         partner = seg_id[:-1] + ("1" if seg_id.endswith("0") else "0")
         assert partner not in rows or rows[partner][0] == split  # a file's segments together
     card = (to / "README.md").read_text()
-    assert "| duplicate_of | tokenize | 1 |" in card and "| duplicate_of | export | 1 |" in card
+    assert "| `duplicate_of` | tokenize | 1 |" in card and "| `duplicate_of` | export | 1 |" in card
     assert "Duplicates removed: 2 segments" in card
