@@ -26,8 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.enhance.speakers import JOIN_MARGIN
-
 SR = 16000
 
 
@@ -148,7 +146,7 @@ GROUPS = {"natural": ("pyannote", "pocketsphinx"), "fillets": ("fillets",),
 
 
 def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], thresholds: list[float],
-          min_parts: int = 2, join_margin: float = JOIN_MARGIN) -> list[dict]:
+          min_parts: int = 2, join_margin: float = 0.05) -> list[dict]:
     """One row per threshold and group of files (GROUPS), pairs pooled over the group."""
     from services.enhance.speakers import cluster
 
@@ -177,7 +175,7 @@ def main() -> None:
     ap.add_argument("--thresholds", default="0.6,0.65,0.7,0.75,0.8,0.85")
     ap.add_argument("--per-file", action="store_true")
     ap.add_argument("--min-parts", type=int, default=2)
-    ap.add_argument("--join-margin", default=str(JOIN_MARGIN))
+    ap.add_argument("--join-margin", default="0.05")
     ap.add_argument("--restore", action="store_true", help="RNNoise before embedding")
     a = ap.parse_args()
     files = all_files()

@@ -26,14 +26,13 @@ from typing import Any
 import numpy as np
 
 DEFAULT_THRESHOLD = 0.8  # cosine similarity; docs/quality.md has how it was chosen
-JOIN_MARGIN = 0.15  # a short segment joins a cluster this much below the threshold
-CENTROID_THRESHOLD = 0.86  # two clusters whose weighted centroids are this alike are one voice
+JOIN_MARGIN = 0.05  # a short segment joins a cluster this much below the threshold
 MIN_PARTS = 2  # voiced 1.6 s partials for a segment to take part in the clustering itself
 
 
 def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
             parts: list[int] | None = None, min_parts: int = MIN_PARTS,
-            join: float | None = None, refine: bool = True) -> list[int]:
+            join: float | None = None) -> list[int]:
     """Cluster numbers (0, 1, ... by first appearance) for ``embeddings``.
 
     ``parts``: voiced partials behind each embedding. Segments with at least ``min_parts`` are
@@ -41,9 +40,7 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
     cluster whose centroid is nearest if their cosine is at least ``join`` (default
     ``threshold - JOIN_MARGIN``: one short embedding is noisier than a mean), so a short
     interjection neither founds a speaker of its own nor chains two speakers together; the short
-    ones left over are clustered among themselves. With no long segment, all are clustered alike.
-    ``refine``: then clusters with alike centroids merge and each segment moves to its nearest
-    centroid (:func:`_refine`)."""
+    ones left over are clustered among themselves. With no long segment, all are clustered alike."""
     n = len(embeddings)
     if n == 0:
         return []
@@ -67,39 +64,8 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
         rest = short[~joins]
         if rest.size:
             raw[rest] = _agglomerate(x[rest], threshold) + ids.max() + 1
-    if refine:
-        w = np.ones(n) if parts is None else np.maximum(np.asarray(parts, np.float64), 1.0)
-        raw = _refine(x, raw, w, CENTROID_THRESHOLD)
     first: dict[int, int] = {}
     return [first.setdefault(int(c), len(first)) for c in raw]
-
-
-def _centroids(x: np.ndarray, raw: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster ids and their L2-normalised partial-weighted mean embeddings."""
-    ids = np.unique(raw)
-    cents = np.stack([(x[raw == c] * w[raw == c, None]).sum(axis=0) for c in ids])
-    return ids, cents / np.maximum(np.linalg.norm(cents, axis=1, keepdims=True), 1e-9)
-
-
-def _refine(x: np.ndarray, raw: np.ndarray, w: np.ndarray, threshold: float) -> np.ndarray:
-    """Clusters whose centroids are at least ``threshold`` alike merge (a centroid, a mean over
-    many partials, is steadier than the mean pairwise cosine of noisy short segments, which
-    splits one voice); then each segment moves to its most similar centroid, repeated until
-    nothing moves (a few rounds)."""
-    raw = raw.copy()
-    for _ in range(10):
-        ids, cents = _centroids(x, raw, w)
-        sim = cents @ cents.T
-        np.fill_diagonal(sim, -np.inf)
-        if len(ids) > 1 and sim.max() >= threshold:
-            i, j = divmod(int(np.argmax(sim)), len(ids))
-            raw[raw == ids[j]] = ids[i]
-            continue
-        best = ids[(x @ cents.T).argmax(axis=1)]
-        if (best == raw).all():
-            break
-        raw = best
-    return raw
 
 
 def _agglomerate(x: np.ndarray, threshold: float) -> np.ndarray:

@@ -14,7 +14,7 @@ from services.enhance.speakers import (
     cluster,
     speaker_label,
 )
-from tests.system_packages import FILLETS, POCKETSPHINX, missing
+from tests.system_packages import POCKETSPHINX, missing
 
 
 def _voices(n: int, per: int, spread: float, seed: int = 0) -> tuple[list, list[int]]:
@@ -49,7 +49,7 @@ def test_short_segments_join_the_nearest_long_one() -> None:
     mid = embs[0] + embs[1] * 0.9  # between the two voices: it would chain them
     embs += [near / np.linalg.norm(near), mid / np.linalg.norm(mid)]
     parts = [6] * 8 + [1, 1]
-    labels = cluster(embs, DEFAULT_THRESHOLD, parts, join=0.75)
+    labels = cluster(embs, DEFAULT_THRESHOLD, parts)
     assert labels[:8] == who
     assert labels[8] == 1  # near voice 1: joins it
     assert labels[9] == 2  # near neither (0.73 to voice 0's centroid): a label of its own
@@ -106,21 +106,3 @@ def test_two_real_readers_taking_turns(readers) -> None:
     assert labels == [0, 1] * 5
     alone = SpeakerEncoder().score(readers["librivox"])
     assert set(cluster([s.embedding for s in alone], parts=[s.parts for s in alone])) == {0}
-
-
-def test_one_acted_voice_is_not_split_by_its_segments_alone() -> None:
-    """fillets-ng's "elk" dialog (two tagged voices, real recordings): one voice's long lines,
-    split in two by pairwise linkage, come under one label once alike centroids merge; no label
-    holds both voices."""
-    from bench.speaker_labels import fillets_files
-    from services.enhance.quality.speaker import SpeakerEncoder
-
-    elk = [f for f in fillets_files() if f.name == "fillets elk"]
-    if not elk:
-        missing(FILLETS)
-    scores = SpeakerEncoder().score(elk[0].segments)
-    labels = cluster([s.embedding for s in scores], DEFAULT_THRESHOLD, [s.parts for s in scores])
-    voice = elk[0].speakers
-    assert len({c for c, v in zip(labels, voice) if v == "l" and labels.count(c) > 1}) == 1
-    for c in set(labels):
-        assert len({v for v, x in zip(voice, labels) if x == c}) == 1
