@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from bench.member_memory import measure
+from tests.system_packages import ESPEAK, needs
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (shutil.which("ffmpeg") and shutil.which("espeak-ng")
-                            and Path("/usr/bin/time").exists()),
-                       reason="needs ffmpeg, espeak-ng and /usr/bin/time"),
+    needs(ESPEAK),
+    pytest.mark.skipif(not (shutil.which("ffmpeg") and Path("/usr/bin/time").exists()),
+                       reason="needs ffmpeg and /usr/bin/time"),
 ]
 
 
