@@ -83,14 +83,17 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
                           for n, v in sorted(tracker.sick(stage).items())]
         out["stages"][stage] = st
     out["cost"] = summary(records, settings, None if ids is None else len(ids), now)
+    from common.storage.snapshot import ReadOnce
     from services.ops.corpus import progress
     from services.ops.status.dedup import index_progress
 
-    # each corpus step the pipeline declares, over the shards done at the stage it follows
-    out["corpus"] = {c.name: progress(c, ledger.store, done_sets[c.after]).as_dict()
+    # each corpus step the pipeline declares, over the shards done at the stage it follows;
+    # one read of each result for all the figures drawn from it
+    results = ReadOnce(ledger.store)
+    out["corpus"] = {c.name: progress(c, results, done_sets[c.after]).as_dict()
                      for c in PIPELINE.corpus_steps}
     dedup = PIPELINE.corpus_step("dedup")  # its own figures: duplicates, clusters
-    out["dedup"] = index_progress(ledger.store, done_sets[dedup.after])
+    out["dedup"] = index_progress(results, done_sets[dedup.after])
     if redis_ok:
         out["redis_empty"] = all(not (s["queued"] or s["reserved"] or s["running"])
                                  for s in out["stages"].values())
