@@ -36,11 +36,12 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
 from services.dedup.index import Index, IndexDamaged, IndexInputError, discard
+from services.dedup.parts import PARTS, DedupPartError, PartWriter, fetch_part, part_shards
 from services.dedup.result import (
     DUPLICATES_KEY,
     SUMMARY_KEY,
@@ -70,15 +71,10 @@ log = logging.getLogger(__name__)
 STAGE = DECLARED.name  # its records: _ledger/dedup/<stem>.json
 KIND = "same_recording"
 CHUNK_PAIRS = 20_000  # candidate pairs confirmed together (their fingerprints: ~90 MB at 9 s)
-PARTS = "_ledger/dedup/_parts/"
 
 
 class NothingToDedup(RuntimeError):
     """No shard under the output root has finished the enhance stage."""
-
-
-class DedupPartError(RuntimeError):
-    """A published part (the store's copy) that cannot be read."""
 
 
 @dataclass
@@ -203,7 +199,7 @@ class Deduper:
         out = {}
         for key in self.store.list(PARTS):
             if key.endswith(".parquet"):
-                out[key] = _part_shards(self.store, key, self.workdir / "parts")
+                out[key] = part_shards(self.store, key, self.workdir / "parts")
         return out
 
     def _repair(self, done: set[int]) -> tuple[set[int], set[int]]:
@@ -245,7 +241,7 @@ class Deduper:
                 index.add_part_file(key, local)
             except IndexInputError:  # the local copy is damaged past its footer
                 try:
-                    index.add_part_file(key, _fetch_part(self.store, key, local.parent))
+                    index.add_part_file(key, fetch_part(self.store, key, local.parent))
                 except IndexInputError as e:
                     raise DedupPartError(f"the dedup part {key} cannot be read: {e}") from None
 
@@ -340,64 +336,3 @@ class Deduper:
         self.store.put_file(local, DUPLICATES_KEY)
         self.store.write_bytes(SUMMARY_KEY, summary.to_json().encode())
         return summary
-
-
-def _part_shards(store: Store, key: str, cache: Path) -> list[int]:
-    """The shards a part indexed, from its local copy; a copy that does not read is fetched
-    again, and a store's copy that does not read is :class:`DedupPartError`, naming it."""
-    import pyarrow.parquet as pq
-
-    def read(path: Path) -> list[int]:
-        meta = pq.ParquetFile(path).schema_arrow.metadata or {}
-        return [int(x) for x in meta.get(b"shards", b"").decode().split(",") if x]
-
-    local = cache / Path(key).name
-    if local.exists():
-        try:
-            return read(local)
-        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a damaged file
-            log.warning("dedup: the local copy of %s cannot be read (%s): fetched again", key,
-                        type(e).__name__)
-    try:
-        return read(_fetch_part(store, key, cache))
-    except Exception as e:  # noqa: BLE001 - the same, for the store's copy
-        raise DedupPartError(f"the dedup part {key} cannot be read: "
-                             f"{type(e).__name__}: {str(e)[:160]}") from None
-
-
-def _fetch_part(store: Store, key: str, cache: Path) -> Path:
-    """The store's copy of a part, replacing the local one."""
-    local = cache / Path(key).name
-    local.unlink(missing_ok=True)
-    store.get_file(key, local)
-    return local
-
-
-class PartWriter:
-    """The confirmed pairs of one batch, appended in chunks; the shards it indexed in the
-    file's metadata (what a resuming run reads)."""
-
-    def __init__(self, path: Path, shards: list[int]) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("score", pa.float32())],
-                                metadata={b"shards": ",".join(map(str, shards)).encode()})
-        self._w = pq.ParquetWriter(path, self.schema)
-
-    def write(self, edges: list[tuple[int, int, float]]) -> None:
-        import pyarrow as pa
-
-        if edges:
-            a, b, s = zip(*edges)
-            self._w.write_table(pa.table({"a": pa.array(a, pa.int64()),
-                                          "b": pa.array(b, pa.int64()),
-                                          "score": pa.array(s, pa.float32())},
-                                         schema=self.schema))
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._w.close()
