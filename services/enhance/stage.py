@@ -67,7 +67,7 @@ class EnhanceStage(Stage):
         ann = Annotator(self.settings, device)
         ann.load()
         if self.settings.quality_fidelity_fraction > 0:
-            _ = ann.fidelity.model
+            ann.fidelity.warm()
         return ann
 
     def model_info(self) -> dict[str, Any]:

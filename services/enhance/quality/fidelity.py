@@ -63,6 +63,13 @@ class FidelityChecker:
             without_timestamps=True, condition_on_previous_text=False, vad_filter=False)
         return "".join(s.text for s in segments).strip()
 
+    def warm(self) -> None:
+        """One transcription of a second of silence: the model's working memory (CTranslate2's
+        workspace, ~200 MB for Whisper base on a CPU) is then taken when the worker starts, not
+        at the first sampled segment of some later member, so a worker's peak is known from
+        its start and does not step up with the first long member."""
+        self.transcribe(np.zeros(16_000, np.float32), "en")
+
     def check(self, items: list[tuple[np.ndarray, str, str | None]]) -> list[FidelityScore]:
         out = []
         for clip, text, language in items:

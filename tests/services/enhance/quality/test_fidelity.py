@@ -45,3 +45,20 @@ def test_annotator_fills_every_field(make_settings, speech, whisper) -> None:
     assert d["multi_speaker"] is False
     assert d["fidelity_cer"] < s.quality_fidelity_cer and d["restoration_changed_text"] is False
     assert ann.fidelity_checked == 1 and ann.seconds > 0
+
+
+def test_warm_takes_the_working_memory_at_start_with_a_loader() -> None:
+    calls: list[tuple[int, str | None]] = []
+
+    class Model:
+        def transcribe(self, clip, language=None, **_):
+            calls.append((len(clip), language))
+            return iter(()), None
+
+    loads: list[int] = []
+    fc = FidelityChecker(loader=lambda: loads.append(1) or Model())
+    assert loads == [] and calls == []  # nothing before it is asked for
+    fc.warm()
+    assert loads == [1] and calls == [(16_000, "en")]
+    fc.check([(np.zeros(8000, np.float32), "a", "ja")])
+    assert loads == [1] and calls[-1] == (8000, "ja")  # loaded once
