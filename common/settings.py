@@ -242,10 +242,16 @@ S = TypeVar("S", bound=Settings)
 
 
 def section(settings: Settings, cls: type[S]) -> S:
-    """``settings`` as the section ``cls`` (a stage's): the entry point built the pipeline's
-    settings, which hold every section, so this only checks; never read from the environment
-    here (that would bypass what the entry point was given and checked)."""
-    if isinstance(settings, cls):
+    """``settings`` as the section ``cls`` (a stage's) and nothing more: a view holding only the
+    fields ``cls`` declares (its own and the generic ones), so a stage's code cannot read another
+    stage's settings by accident. The entry point built and checked the pipeline's settings,
+    which hold every section; the view copies its values without reading the environment
+    again (that would bypass what the entry point was given and checked)."""
+    if not isinstance(settings, cls):
+        raise TypeError(f"{cls.__name__} needed, got {type(settings).__name__}: build the "
+                        f"pipeline's settings (services.stages.PipelineSettings) at the entry "
+                        f"point")
+    if type(settings) is cls:
         return settings
-    raise TypeError(f"{cls.__name__} needed, got {type(settings).__name__}: build the "
-                    f"pipeline's settings (services.stages.PipelineSettings) at the entry point")
+    values = {k: getattr(settings, k) for k in cls.model_fields}
+    return cls.model_construct(_fields_set=settings.model_fields_set & values.keys(), **values)

@@ -10,6 +10,7 @@ order is a :class:`Pipeline` declared in ``services/pipeline.py``; common code i
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -225,7 +226,10 @@ class Pipeline:
 def _joined(sections: tuple[type[Settings], ...], names: tuple[str, ...]) -> type[Settings]:
     """One settings class with every stage's section: what a process of the pipeline reads
     (``onsei config`` lists it). A section that another one already includes adds nothing.
-    It knows the stages, so ``until`` is checked here, not when a shard is handed on."""
+    It knows the stages, so ``until`` is checked here, not when a shard is handed on.
+    Two sections may share a field only through a common base (asr and enhance: the Whisper
+    section): the same name declared twice is one setting read two ways, refused here."""
+    collisions(sections)
     bases = tuple(dict.fromkeys(c for c in reversed(sections)
                                 if not any(o is not c and issubclass(o, c) for o in sections)))
 
@@ -235,3 +239,23 @@ def _joined(sections: tuple[type[Settings], ...], names: tuple[str, ...]) -> typ
     return type("PipelineSettings", bases, {
         "__module__": __name__, "__doc__": "Every stage's settings section.",
         "_known_stage": field_validator("until")(known_stage)})
+
+
+def _declarer(cls: type[Settings], name: str) -> type:
+    """The class in ``cls``'s MRO whose own annotations declare the field ``name``."""
+    return next(c for c in cls.__mro__ if name in inspect.get_annotations(c))
+
+
+def collisions(sections: tuple[type[Settings], ...]) -> None:
+    """Refuse two settings sections that declare the same field on their own (not by a
+    shared base): the flat ``ONSEI_*`` namespace would give both one value unnoticed."""
+    seen: dict[str, type] = {}
+    for cls in sections:
+        for name in cls.model_fields:
+            owner = _declarer(cls, name)
+            other = seen.setdefault(name, owner)
+            if other is not owner:
+                raise ValueError(
+                    f"settings ONSEI_{name.upper()} is declared by both {other.__module__}."
+                    f"{other.__qualname__} and {owner.__module__}.{owner.__qualname__}: rename "
+                    f"one (each section's fields carry its prefix) or move it to a shared base")

@@ -133,15 +133,27 @@ def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
     assert "missing.yaml: no such file" in r.stderr
 
 
-def test_a_section_is_the_settings_given_or_refused() -> None:
-    """A stage's section is never built from the environment behind the entry point's back."""
+def test_a_section_is_a_view_of_the_settings_given_or_refused(monkeypatch) -> None:
+    """A stage's section is never built from the environment behind the entry point's back,
+    and holds its own fields only: another section's are not there to read."""
     from common.settings import section
 
     class Section(Settings):
         extra_knob: int = 1
 
-    whole = Section(max_range=3)
-    assert section(whole, Section) is whole and section(whole, Settings) is whole
+    class Other(Settings):
+        other_knob: int = 2
+
+    class Whole(Section, Other):
+        pass
+
+    whole = Whole(max_range=3, extra_knob=5)
+    monkeypatch.setenv("ONSEI_EXTRA_KNOB", "9")  # read by the entry point only
+    view = section(whole, Section)
+    assert type(view) is Section and (view.max_range, view.extra_knob) == (3, 5)
+    assert not hasattr(view, "other_knob") and section(whole, Other).other_knob == 2
+    assert view.model_fields_set == {"max_range", "extra_knob"}
+    assert section(view, Section) is view
     with pytest.raises(TypeError, match="Section needed, got Settings: build the pipeline's"):
         section(Settings(), Section)
 
@@ -188,3 +200,23 @@ def test_a_shard_pattern_names_each_id_apart(pattern: str, want: str) -> None:
 def test_ranges_between_two_settings_are_ordered() -> None:
     assert _errors(min_member_seconds=5, max_member_seconds=2) == (
         "ONSEI_MIN_MEMBER_SECONDS (5) must be below ONSEI_MAX_MEMBER_SECONDS (2)")
+
+
+def test_two_sections_declaring_one_setting_are_refused() -> None:
+    from common.stages.spec import collisions
+
+    class Shared(Settings):
+        shared_knob: int = 1
+
+    class A(Shared):
+        a_knob: int = 1
+
+    class B(Shared):
+        b_knob: int = 1
+
+    class Clash(Settings):
+        a_knob: float = 0.5
+
+    collisions((A, B))  # a field from a common base is one declaration
+    with pytest.raises(ValueError, match="ONSEI_A_KNOB is declared by both .*A and .*Clash"):
+        collisions((A, B, Clash))
