@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -252,6 +252,6 @@ def section(settings: Settings, cls: type[S]) -> S:
                         f"pipeline's settings (services.stages.PipelineSettings) at the entry "
                         f"point")
     if type(settings) is cls:
-        return settings
+        return cast(S, settings)
     values = {k: getattr(settings, k) for k in cls.model_fields}
     return cls.model_construct(_fields_set=settings.model_fields_set & values.keys(), **values)
