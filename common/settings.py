@@ -252,6 +252,7 @@ def section(settings: Settings, cls: type[S]) -> S:
                         f"pipeline's settings (services.stages.PipelineSettings) at the entry "
                         f"point")
     if type(settings) is cls:
-        return cast(S, settings)
+        return settings
     values = {k: getattr(settings, k) for k in cls.model_fields}
-    return cls.model_construct(_fields_set=settings.model_fields_set & values.keys(), **values)
+    view = cls.model_construct(_fields_set=settings.model_fields_set & values.keys(), **values)
+    return cast(S, view)
