@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.longform import (
+from fixtures.longform import (
     SR,
     LongForm,
     error_rate,

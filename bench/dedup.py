@@ -2,7 +2,7 @@
 candidate rate of real speech (bench/dedup_rate.py) and the index at scale
 (bench/dedup_scale.py) are rows of this module too.
 
-``accuracy``: every real clip of bench/dedup_corpus.py with its 12 copies, the same words by 4
+``accuracy``: every real clip of fixtures/dedup_corpus.py with its 12 copies, the same words by 4
 espeak-ng voices, all in one output root, through the real ``onsei dedup`` (text and audio
 keys, DuckDB candidates, fingerprint confirmation, clusters). Pairs in one cluster are the
 prediction; pairs of one origin are the truth. Copies' texts are the reference with a word
@@ -33,9 +33,9 @@ def _root(tmp: Path, transcribe: Callable[[np.ndarray], str] | None = None,
     """``transcribe``: each version's text from its own audio (as the asr stage would give it);
     without one, the reference text with a word dropped where audio was cut. ``keep``: whether
     the asr stage would keep a version (its language); the others are left out."""
-    from bench.dedup_corpus import SR, TRANSFORMS, originals, other_speakers, trimmed_text
     from common.ledger.store import Ledger
     from common.storage import open_store
+    from fixtures.dedup_corpus import SR, TRANSFORMS, originals, other_speakers, trimmed_text
     from services.dedup.settings import DedupSettings
     from services.dedup.signature import SignatureWriter, signature_key
     from services.stages import PIPELINE
@@ -100,7 +100,7 @@ def accuracy_asr(quick: bool) -> list[dict]:
         return []
     import hashlib
 
-    from bench.dedup_corpus import SR
+    from fixtures.dedup_corpus import SR
     from services.asr.settings import AsrSettings
     from services.whisper.model import load_model
     from services.whisper.settings import WhisperSettings
@@ -146,8 +146,8 @@ def _accuracy(label: str, transcribe: Callable[[np.ndarray], str] | None,
               keep: Callable[[np.ndarray], bool] | None = None) -> list[dict]:
     import shutil
 
-    from bench.dedup_corpus import originals
     from common.storage import open_store
+    from fixtures.dedup_corpus import originals
     from services.dedup.result import DedupResult
     from services.dedup.run import Deduper
     from services.records import local_name
@@ -250,7 +250,7 @@ def margins(quick: bool) -> list[dict]:
     and chromaprint (fpcalc) in the same comparison, at its best threshold."""
     import shutil
 
-    from bench.dedup_corpus import SR, TRANSFORMS, originals, other_speakers
+    from fixtures.dedup_corpus import SR, TRANSFORMS, originals, other_speakers
     from services.dedup.fingerprint import FRAMES_PER_SECOND, compare, fingerprint
     from services.dedup.settings import DedupSettings
 

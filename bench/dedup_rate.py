@@ -30,8 +30,8 @@ CORPUS_SEGMENTS = 200e6
 def _clips() -> list[np.ndarray]:
     import re
 
-    from bench.dedup_corpus import FILLETS, SR, originals
     from common.shards.audio import decode_audio
+    from fixtures.dedup_corpus import FILLETS, SR, originals
 
     spoken = {name for f in FILLETS.glob("script/*/dialogs_en.lua")
               for name in re.findall(r'dialogId\("([^"]+)",\s*"[^"]*",\s*"[^"]+"\)',
@@ -60,7 +60,7 @@ class Rate:
 @functools.lru_cache(maxsize=2)
 def unrelated_rate(quick: bool) -> Rate | None:
     """What unrelated pairs of real clips cost; None without the Debian data."""
-    from bench.dedup_corpus import SR
+    from fixtures.dedup_corpus import SR
     from services.dedup import landmarks as lm
     from services.dedup.fingerprint import compare, fingerprint_of, power_of, telephone_rate
     from services.dedup.settings import DedupSettings

@@ -56,7 +56,7 @@ def _segments(lengths: list[int], margin: int):
 def throughput(quick: bool) -> list[dict]:
     import torch
 
-    from bench.factories.sidon import build_small_sidon
+    from fixtures.factories.sidon import build_small_sidon
     from services.enhance.chunking import ChunkGeometry
     from services.enhance.flow import Enhancer
     from services.enhance.settings import EnhanceSettings
@@ -102,7 +102,7 @@ def snr(quick: bool) -> list[dict]:
 
     if shutil.which("espeak-ng") is None:
         return []
-    from bench.speechgen import noisy_speech, si_snr
+    from fixtures.speechgen import noisy_speech, si_snr
     from services.enhance.chunking import ChunkGeometry, pad_segment
     from services.enhance.denoise import RNNoiseBackend
     from services.enhance.flow import Enhancer

@@ -29,7 +29,7 @@ CODECS: list[tuple[str, list[str], int]] = [
 
 def speech_track(seconds: float, seed: int) -> np.ndarray:
     """``seconds`` of speech at 16 kHz: recorded clips with 0.3-2 s pauses, noise floor -60 dB."""
-    from bench.longform import make_longform, real_english, real_longform
+    from fixtures.longform import make_longform, real_english, real_longform
 
     clips = real_english()
     lf = real_longform(clips, seconds, seed=seed) if clips else make_longform("en", seconds, 1,
@@ -54,7 +54,7 @@ def encode(audio: np.ndarray, ext: str, codec_args: list[str], rate: int) -> byt
 
 def make_mix(path: Path, files: int, seconds: float) -> float:
     """Write a raw shard of ``files`` members of ``seconds`` each; returns the audio seconds."""
-    from bench.speechgen import make_shard
+    from fixtures.speechgen import make_shard
 
     members: dict[str, dict[str, bytes]] = {}
     for i in range(files):

@@ -22,7 +22,7 @@ SHARD = 1
 
 def _shard(root: Path, settings, seconds: float, codec: int) -> None:
     from bench.feed_corpus import CODECS, encode, speech_track
-    from bench.speechgen import make_shard
+    from fixtures.speechgen import make_shard
 
     ext, args, rate = CODECS[codec]
     make_shard(root / "raw" / settings.shard_name(SHARD),

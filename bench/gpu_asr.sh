@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 from services.whisper.model import resolve_model
 from services.whisper.settings import WhisperSettings
-from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import synth
+from fixtures.speech_corpus import EN_SENTENCES
+from fixtures.speechgen import synth
 
 out = Path(".gpu_asr")
 np.savez_compressed(out / "seed.npz", **{f"s{i:02d}": synth(s) for i, s in enumerate(EN_SENTENCES)})

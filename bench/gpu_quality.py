@@ -19,8 +19,8 @@ SR = 16000
 
 
 def _segments(n: int, seed: int = 0) -> tuple[list[np.ndarray], list[str]]:
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import have_espeak, synth
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import have_espeak, synth
 
     rng = np.random.default_rng(seed)
     if have_espeak():

@@ -46,7 +46,7 @@ def _pink(n: int, seed: int) -> np.ndarray:
 
 def _block() -> np.ndarray:
     """Ten minutes at 16 kHz: per minute ~6 s of speech (one part in ten), pink noise after it."""
-    from bench.speechgen import synth
+    from fixtures.speechgen import synth
 
     units = []
     for i in range(10):
@@ -60,7 +60,7 @@ def _block() -> np.ndarray:
 
 def make(root: Path, minutes: float) -> Path:
     """A raw shard (``root/raw``) holding one ``minutes``-long opus member; returns its folder."""
-    from bench.speechgen import wav_bytes
+    from fixtures.speechgen import wav_bytes
 
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:

@@ -31,8 +31,8 @@ def _tone(f0: float, seconds: float = 3.0) -> np.ndarray:
 def pitch_rows() -> list[dict]:
     import pyworld
 
+    from fixtures.signals import vowel
     from services.enhance.quality.prosody import pitch
-    from tests.services.enhance.quality.test_prosody import vowel
 
     rows = []
     f0s = [80.0, 100.0, 150.0, 220.0, 300.0, 450.0]
@@ -45,8 +45,8 @@ def pitch_rows() -> list[dict]:
         std_err.append(abs(s - 0.1 * f / np.sqrt(2)) / (0.1 * f / np.sqrt(2)))
     rows.append({"check": "pitch: gliding vowel (f0 +-10 % at 2 Hz), 80-450 Hz",
                  "mean_max_rel": max(mean_err), "std_max_rel": max(std_err)})
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import synth
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import synth
 
     diffs, sdiffs = [], []
     for i, text in enumerate(EN_SENTENCES[:10]):
@@ -64,9 +64,9 @@ def pitch_rows() -> list[dict]:
 
 
 def snr_rows() -> list[dict]:
-    from bench.known_speakers import sphinx_lines
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import add_noise, synth
+    from fixtures.known_speakers import sphinx_lines
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import add_noise, synth
     from services.enhance.quality.prosody import snr_db
 
     sets = {"espeak": [synth(t) for t in EN_SENTENCES[:10]]}
@@ -91,7 +91,7 @@ def _restore(x: np.ndarray) -> np.ndarray:
 
 def presence_rows(thresholds: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
                   speaker_threshold: float = 0.84) -> list[dict]:
-    from bench.known_speakers import cases
+    from fixtures.known_speakers import cases
     from services.enhance.quality.prosody import speech_fraction
     from services.enhance.quality.speaker import SpeakerEncoder
 
@@ -128,8 +128,8 @@ def presence_rows(thresholds: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
 def multi_speaker_rows(thresholds: tuple[float, ...] = (0.7, 0.75, 0.8, 0.84)) -> list[dict]:
     """``multi_speaker`` flag rates on natural speech (pocketsphinx, pyannote; docs/quality.md's
     cases), as is and with white noise at 20 dB then RNNoise, at several thresholds."""
-    from bench.known_speakers import cases
-    from bench.speechgen import add_noise
+    from fixtures.known_speakers import cases
+    from fixtures.speechgen import add_noise
     from services.enhance.quality.speaker import SpeakerEncoder
 
     cs = [c for c in cases() if c.source != "fillets"]
@@ -150,8 +150,8 @@ def multi_speaker_rows(thresholds: tuple[float, ...] = (0.7, 0.75, 0.8, 0.84)) -
 
 
 def cost_row() -> dict:
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import add_noise, synth
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import add_noise, synth
     from services.enhance.quality.prosody import measure
 
     clips = [add_noise(synth(s), 10.0, i) for i, s in enumerate(EN_SENTENCES[:10])]

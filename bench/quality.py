@@ -23,8 +23,8 @@ SR = 16000
 
 
 def _sentences(n: int) -> list[np.ndarray]:
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import synth
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import synth
 
     out = []
     for s in (EN_SENTENCES * 4)[:n]:
@@ -34,14 +34,14 @@ def _sentences(n: int) -> list[np.ndarray]:
 
 
 def _noisy(clean: np.ndarray, snr_db: float, seed: int) -> np.ndarray:
-    from bench.speechgen import add_noise
+    from fixtures.speechgen import add_noise
 
     return add_noise(clean, snr_db, seed)
 
 
 def _segments(quick: bool) -> tuple[list[np.ndarray], list[str]]:
     """2-20 s segments of consecutive espeak sentences in white noise at 5 dB SNR, 48 kHz."""
-    from bench.speech_corpus import EN_SENTENCES
+    from fixtures.speech_corpus import EN_SENTENCES
 
     sent = _sentences(20)
     rng = np.random.default_rng(3)
@@ -59,7 +59,7 @@ def _segments(quick: bool) -> tuple[list[np.ndarray], list[str]]:
 
 def _shard(d: Path, segs: list[np.ndarray], texts: list[str]) -> dict[str, Path]:
     """A raw shard (one 48 kHz WAV member per segment) and its ASR JSONL keeping each whole."""
-    from bench.speechgen import make_shard, wav_bytes
+    from fixtures.speechgen import make_shard, wav_bytes
 
     make_shard(d / "shard.tar", {f"m{i:03d}": {"wav": wav_bytes(x, 48000)}
                                  for i, x in enumerate(segs)})
@@ -149,8 +149,8 @@ def ordering(quick: bool) -> list[dict]:
     """Clean speech must score above the same speech at 0 dB SNR (DNSMOS OVRL), clip by clip."""
     import shutil
 
-    from bench.known_speakers import sphinx_lines
     from common.shards.audio import resample
+    from fixtures.known_speakers import sphinx_lines
     from services.enhance.quality.dnsmos import Dnsmos
 
     clips = []
@@ -172,7 +172,7 @@ def ordering(quick: bool) -> list[dict]:
 
 def speakers(quick: bool) -> list[dict]:
     """multi_speaker at the default threshold on recordings with known speakers."""
-    from bench.known_speakers import cases
+    from fixtures.known_speakers import cases
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.settings import EnhanceSettings
 

@@ -42,7 +42,7 @@ def _stage():
 
 def _files(language: str, n: int) -> list[Any]:
     """``n`` files of 3-5 sentences in one voice with one pause length (0.6-2 s) each."""
-    from bench.longform import EN_LONG, JA_PAIRS, LongForm, _say
+    from fixtures.longform import EN_LONG, JA_PAIRS, LongForm, _say
 
     out = []
     for seed in range(n):
@@ -78,7 +78,7 @@ def _punctuated(form: Any, line: Any) -> tuple[int, int]:
 
 
 def punctuation(quick: bool) -> list[dict]:
-    from bench.speechgen import have_espeak
+    from fixtures.speechgen import have_espeak
 
     if not have_espeak():
         return []
@@ -148,7 +148,7 @@ def _ends(form: Any, segs: list[Any]) -> list[bool]:
 
 
 def _forms(quick: bool) -> list[tuple[str, Any]]:
-    from bench.longform import make_longform, real_english, real_longform
+    from fixtures.longform import make_longform, real_english, real_longform
 
     seconds = 90.0 if quick else 180.0
     out = [("espeak en", make_longform("en", seconds=seconds, seed=1))]
@@ -161,8 +161,8 @@ def _forms(quick: bool) -> list[tuple[str, Any]]:
 
 
 def lengths(quick: bool) -> list[dict]:
-    from bench.longform import error_rate
-    from bench.speechgen import have_espeak
+    from fixtures.longform import error_rate
+    from fixtures.speechgen import have_espeak
 
     if not have_espeak():
         return []

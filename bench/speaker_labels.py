@@ -37,7 +37,7 @@ class File:
 
 
 def pyannote_file(min_seconds: float = 0.3) -> list[File]:
-    from bench.known_speakers import pyannote_sample, single_turns
+    from fixtures.known_speakers import pyannote_sample, single_turns
 
     got = pyannote_sample()
     if got is None:
@@ -49,7 +49,7 @@ def pyannote_file(min_seconds: float = 0.3) -> list[File]:
 
 
 def sphinx_files() -> list[File]:
-    from bench.known_speakers import sphinx_lines
+    from fixtures.known_speakers import sphinx_lines
 
     v = sphinx_lines()
     if not v:
@@ -65,7 +65,7 @@ def sphinx_files() -> list[File]:
 def fillets_files() -> list[File]:
     from pathlib import Path
 
-    from bench.known_speakers import _load
+    from fixtures.known_speakers import _load
 
     root = Path("/usr/share/games/fillets-ng/sound")
     out = []
@@ -79,8 +79,8 @@ def fillets_files() -> list[File]:
 
 
 def espeak_files() -> list[File]:
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import have_espeak, synth
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import have_espeak, synth
 
     if not have_espeak():
         return []
@@ -107,7 +107,7 @@ def _restore(x: np.ndarray) -> np.ndarray:
 
 def embed(files: list[File], snr: float | None = None,
           restore: bool = False) -> list[tuple[np.ndarray, list[int]]]:
-    from bench.speechgen import add_noise
+    from fixtures.speechgen import add_noise
     from services.enhance.quality.speaker import SpeakerEncoder
 
     enc = SpeakerEncoder()

@@ -146,9 +146,9 @@ def speech(quick: bool) -> list[dict]:
     """English speech synthesised (espeak-ng) from the spoken forms, transcribed by the asr
     stage (Whisper base): WER of ``text_spoken`` against the spoken form vs WER of ``text``
     against the written sentence (Whisper writes "$25" for "twenty five dollars")."""
-    from bench.speechgen import have_espeak, synth
     from bench.text_cases import EN_EXPRESSIONS, EN_FRAMES
     from bench.word_times import _stage
+    from fixtures.speechgen import have_espeak, synth
 
     if not have_espeak():
         return []

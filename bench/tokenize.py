@@ -45,7 +45,7 @@ def _model():
     if _MODEL is None:
         import torch
 
-        from bench.factories.neucodec import build_small_model
+        from fixtures.factories.neucodec import build_small_model
         from services.tokenize.loader import trim_semantic_layers
 
         torch.set_num_threads(1)

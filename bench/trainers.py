@@ -24,7 +24,7 @@ def speaker_labels(quick: bool) -> list[dict]:
 
 
 def speech_presence(quick: bool) -> list[dict]:
-    from bench.known_speakers import sphinx_lines
+    from fixtures.known_speakers import sphinx_lines
     from services.enhance.quality.prosody import speech_fraction
 
     t = np.arange(6 * 16000) / 16000

@@ -18,78 +18,14 @@ word edges off pauses (services/asr/words.py).
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
-import re
 import time
 from pathlib import Path
 
 import numpy as np
 
-SR = 16000
-
-
-def _norm(w: str) -> str:
-    return re.sub(r"[^a-z0-9']", "", w.lower())
-
-
-def _trim(x: np.ndarray) -> np.ndarray:
-    loud = np.flatnonzero(np.abs(x) >= 0.01 * np.abs(x).max())
-    return x[loud[0]:loud[-1] + 1]
-
-
-def utterances(n: int, seed: int = 0, snr: float | None = None
-               ) -> list[tuple[np.ndarray, list[tuple[str, float, float]]]]:
-    """``n`` utterances of words rendered alone at known (start, end); white noise at ``snr``
-    dB over the whole utterance when given."""
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import synth
-
-    rng = np.random.default_rng(seed)
-    cache: dict[tuple[str, str], np.ndarray] = {}
-    out = []
-    for u in range(n):
-        words = [w for w in EN_SENTENCES[u % len(EN_SENTENCES)].split() if _norm(w)]
-        voice = ("en", "en+f3")[u % 2]
-        parts, truth, t = [np.zeros(SR // 2, np.float32)], [], 0.5
-        for w in words:
-            key = (_norm(w), voice)
-            if key not in cache:
-                cache[key] = _trim(synth(key[0], voice=voice))
-            x = cache[key]
-            truth.append((key[0], t, t + x.size / SR))
-            gap = np.zeros(int(rng.uniform(0.05, 0.4) * SR), np.float32)
-            parts += [0.5 * x / np.abs(x).max(), gap]
-            t += (x.size + gap.size) / SR
-        parts.append(np.zeros(SR // 2, np.float32))
-        x = np.concatenate(parts).astype(np.float32)
-        if snr is not None:
-            from bench.speechgen import add_noise
-
-            x = add_noise(x, snr, u)
-        out.append((x, truth))
-    return out
-
-
-def librivox() -> list[tuple[np.ndarray, list[tuple[str, float, float]]]]:
-    """The LibriVox lines with pocketsphinx's forced alignment of their transcripts."""
-    from pocketsphinx import Decoder
-
-    from bench.known_speakers import sphinx_lines, sphinx_texts
-
-    lines, texts = sphinx_lines()["librivox"], sphinx_texts()["librivox"]
-    out = []
-    for x, text in zip(lines, texts):
-        dec = Decoder(samprate=SR)
-        dec.set_align_text(text.lower())
-        dec.start_utt()
-        dec.process_raw((np.clip(x, -1, 1) * 32767).astype(np.int16).tobytes(), full_utt=True)
-        dec.end_utt()
-        truth = [(_norm(s.word.split("(")[0]), s.start_frame / 100, (s.end_frame + 1) / 100)
-                 for s in dec.seg() if not s.word.startswith(("<", "["))]
-        out.append((x, truth))
-    return out
+from fixtures.word_times import SR, errors, librivox, utterances
 
 
 def _stage(model: str, words: bool):
@@ -102,18 +38,6 @@ def _stage(model: str, words: bool):
     st = AsrStage(s)
     st.load()
     return st
-
-
-def errors(line, truth: list[tuple[str, float, float]]) -> list[tuple[float, float]]:
-    got = [(_norm(w.word), w.start, w.end) for s in line.segments if s.kept
-           for w in (s.words or [])]
-    sm = difflib.SequenceMatcher(a=[g[0] for g in got], b=[t[0] for t in truth], autojunk=False)
-    out = []
-    for a, b, size in sm.get_matching_blocks():
-        for k in range(size):
-            g, t = got[a + k], truth[b + k]
-            out.append((g[1] - t[1], g[2] - t[2]))
-    return out
 
 
 def main() -> None:

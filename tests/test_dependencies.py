@@ -12,7 +12,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-OURS = {"common", "services", "bench", "tests"}
+OURS = {"common", "services", "bench", "fixtures", "tests"}
 STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
                 "tokenize": ("tokenize",), "report": ("report",), "dedup": ("dedup",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
@@ -43,8 +43,8 @@ def declared() -> tuple[set[str], dict[str, set[str]]]:
 def allowed_extras(path: Path, extras: dict[str, set[str]]) -> tuple[str, ...]:
     """The extras a module may rely on, besides the base dependencies."""
     parts = path.relative_to(REPO).parts
-    if parts[0] == "bench" or parts[:3] == ("services", "ops", "models.py"):
-        return tuple(extras)  # measures / fetches for every stage
+    if parts[0] in ("bench", "fixtures") or parts[:3] == ("services", "ops", "models.py"):
+        return tuple(extras)  # measures, test material, fetches for every stage
     if parts[:3] == ("services", "ops", "flower.py"):
         return ("ops",)
     if parts[:2] == ("services", "ops") and len(parts) > 3 and parts[2] in STAGE_EXTRAS:
@@ -75,7 +75,7 @@ def undeclared() -> list[str]:
     base, extras = declared()
     dists = packages_distributions()
     problems = []
-    for root in ("common", "services", "bench"):
+    for root in ("common", "services", "bench", "fixtures"):
         for path in sorted((REPO / root).rglob("*.py")):
             rel = path.relative_to(REPO).as_posix()
             allowed = set(base).union(*(extras[e] for e in allowed_extras(path, extras)))

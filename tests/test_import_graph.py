@@ -92,3 +92,31 @@ def test_no_stage_imports_the_pipeline() -> None:
         and (t == "services.stages"
              or (t == "services.pipeline" and m.rsplit(".", 1)[-1] not in ("celery", "tasks"))))
     assert wrong == []
+
+
+def _top_imports(root: str) -> set[tuple[str, str]]:
+    """(file, top-level package) of every absolute import under ``root``, lazy ones included."""
+    found = set()
+    for path in sorted((REPO / root).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found |= {(path.relative_to(REPO).as_posix(), n.split(".")[0]) for n in names}
+    return found
+
+
+def test_tests_and_benches_share_fixtures_not_each_other() -> None:
+    """Test material lives in ``fixtures/``: the benches never import a test module, the tests
+    import no bench module outside the tests of the benches themselves (tests/bench/), and the
+    material imports neither."""
+    bench, tests, fixtures = (_top_imports(r) for r in ("bench", "tests", "fixtures"))
+    assert ("tests/services/enhance/quality/test_prosody.py", "fixtures") in tests
+    wrong = sorted(f"{f} -> {t}" for f, t in bench if t == "tests")
+    wrong += sorted(f"{f} -> {t}" for f, t in tests
+                    if t == "bench" and not f.startswith("tests/bench/"))
+    wrong += sorted(f"{f} -> {t}" for f, t in fixtures if t in ("bench", "tests"))
+    assert wrong == []

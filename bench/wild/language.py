@@ -24,46 +24,10 @@ import os
 import random
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from bench.longform import SR, LongForm, error_rate, make_longform, real_english, real_longform
-
-Block = tuple[str, float]  # (language, seconds); "en-real": LibriVox / cards readings
-
-
-@dataclass
-class Spliced:
-    name: str
-    audio: np.ndarray
-    sentences: list[tuple[float, float, str, str]] = field(default_factory=list)
-    # (start, end, language, reference text), in spoken order
-    edges: set[int] = field(default_factory=set)  # sentences next to a switch
-
-
-def splice(name: str, blocks: list[Block], seed: int = 0) -> Spliced:
-    """Blocks of one language each, in order, as one file."""
-    out = Spliced(name, np.zeros(0, np.float32))
-    parts: list[np.ndarray] = []
-    t = 0.0
-    for k, (lang, secs) in enumerate(blocks):
-        if lang == "en-real":
-            block: LongForm = real_longform(real_english(), secs, seed=seed + k)
-        else:
-            block = make_longform(lang, secs, 1, seed=seed * 10 + k)
-        first = len(out.sentences)
-        for (a, b), ref in zip(block.spans, block.sentences):
-            out.sentences.append((t + a, t + b, block.language, ref))
-        if k:
-            out.edges.add(first)
-        if k < len(blocks) - 1:
-            out.edges.add(len(out.sentences) - 1)
-        parts.append(block.audio)
-        t += block.seconds
-    out.audio = np.concatenate(parts).astype(np.float32)
-    return out
+from fixtures.languages import Score, Spliced, score, splice, truth_of
+from fixtures.longform import SR, real_english
 
 
 def files(quick: bool) -> list[Spliced]:
@@ -76,55 +40,6 @@ def files(quick: bool) -> list[Spliced]:
         out.append(splice("real-en-ja", [("en-real", 45.0), ("ja", 25.0), ("en-real", 45.0)], 3))
     out.append(splice("ja-de-ja", [("ja", 45.0), ("de", 20.0), ("ja", 45.0)], 4))
     return out[:2] if quick else out
-
-
-def _truth(seg_start: float, seg_end: float, f: Spliced) -> str | None:
-    """The language most of the reference speech inside a segment is in (None: none inside)."""
-    share: dict[str, float] = {}
-    for a, b, lang, _ in f.sentences:
-        overlap = min(b, seg_end) - max(a, seg_start)
-        if overlap > 0:
-            share[lang] = share.get(lang, 0.0) + overlap
-    return max(share, key=lambda k: share[k]) if share else None
-
-
-@dataclass
-class Score:
-    segments: int = 0
-    right: int = 0  # segment language is the truth
-    right_file: int = 0  # the line's language is the truth (one language per file)
-    edge_sentences: int = 0
-    lost_at_switch: int = 0
-    invented: int = 0
-    errors: dict[str, list[float]] = field(default_factory=dict)  # language -> per file
-    walls: list[float] = field(default_factory=list)
-    switches: int = 0
-
-
-def score(line, f: Spliced, kept_languages: list[str], out: Score) -> None:
-    """Adds one file's line (services.records.AsrLine) to ``out``."""
-    for s in line.segments:
-        truth = _truth(s.start, s.end, f)
-        if truth is None:
-            out.invented += s.kept
-            continue
-        out.segments += 1
-        out.right += (s.language or line.language) == truth
-        out.right_file += line.language == truth
-    for i in f.edges:
-        a, b, lang, _ = f.sentences[i]
-        out.edge_sentences += 1
-        wanted = [s for s in line.segments if s.kept] if lang in kept_languages else \
-            [s for s in line.segments if s.reason == "language"]
-        covered = sum(max(0.0, min(b, s.end) - max(a, s.start)) for s in wanted)
-        out.lost_at_switch += covered < 0.5 * (b - a)
-    for lang in kept_languages:
-        refs = [ref for _, _, x, ref in f.sentences if x == lang]
-        if not refs:
-            continue
-        joiner = "" if lang == "ja" else " "
-        hyp = joiner.join(s.text for s in line.kept if (s.language or line.language) == lang)
-        out.errors.setdefault(lang, []).append(error_rate(lang, joiner.join(refs), hyp))
 
 
 def measure(quick: bool) -> tuple[Score, int, float]:
@@ -155,7 +70,7 @@ def measure(quick: bool) -> tuple[Score, int, float]:
 def _show(line, f: Spliced) -> None:
     print(f"--- {f.name}: {line.status} {line.language}")
     for s in line.segments:
-        print(f"  {s.start:7.2f}-{s.end:7.2f} {s.language} truth={_truth(s.start, s.end, f)} "
+        print(f"  {s.start:7.2f}-{s.end:7.2f} {s.language} truth={truth_of(s.start, s.end, f)} "
               f"kept={s.kept} {s.reason or ''} {s.text[:60]!r}")
 
 

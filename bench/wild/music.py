@@ -1,10 +1,10 @@
 """Music and other non-speech, as podcasts and videos have them: a bed under the speech, music
 alone between parts, applause and effects.
 
-Sources (bench/nonspeech.py, Debian game packages fetched with ``apt-get download``, never
+Sources (fixtures/nonspeech.py, Debian game packages fetched with ``apt-get download``, never
 committed): pushover-data, singularity-music and hyperrogue-music tracks; frozen-bubble-data's
 applause and effects, hyperrogue's effects. Speech: pocketsphinx-testdata's LibriVox and card
-readings (real English) in minutes with pauses (bench/longform.py).
+readings (real English) in minutes with pauses (fixtures/longform.py).
 
 - kept seconds per hour of music and effects alone (each track and the effects run through the
   asr stage as files of their own); goal 0; with the texts any of them got;
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.longform import SR, LongForm, error_rate, real_english, real_longform
+from fixtures.longform import SR, LongForm, error_rate, real_english, real_longform
 
 BEDS_DB = (10, 5)
 
@@ -71,7 +71,7 @@ def _account(out: Run, line: Any, seconds: float) -> None:
 
 def nonspeech(stage: Any, quick: bool) -> Run:
     """Each music track (its first minutes) and the effects, joined with short pauses."""
-    from bench.nonspeech import effects, music_tracks
+    from fixtures.nonspeech import effects, music_tracks
 
     out = Run()
     tracks = music_tracks(max_seconds=60 if quick else 300)
@@ -85,7 +85,7 @@ def nonspeech(stage: Any, quick: bool) -> Run:
 
 def bed_track(n: int, seed: int = 0) -> np.ndarray:
     """``n`` samples of music: tracks in turn (each from its 20th second), joined."""
-    from bench.nonspeech import music_tracks
+    from fixtures.nonspeech import music_tracks
 
     tracks = [a[20 * SR:] for _, a in music_tracks(max_seconds=140)]
     order = np.random.default_rng(seed).permutation(len(tracks))
@@ -213,7 +213,7 @@ def music_rows(quick: bool) -> list[dict]:
 def spoken_phrases(stage: Any) -> tuple[int, int]:
     """(removed, segments): a show's last words, the known phrases said after a few sentences
     and a pause long enough to make them a segment of their own, in both languages."""
-    from bench.longform import EN_LONG, JA_PAIRS, VOICES, _say
+    from fixtures.longform import EN_LONG, JA_PAIRS, VOICES, _say
     from services.asr.hallucination import known_phrase
 
     said = [("en", "Thank you for watching."), ("en", "Thank you."),

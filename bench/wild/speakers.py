@@ -46,7 +46,7 @@ class Conversation:
 
 
 def voices() -> dict[str, list[np.ndarray]]:
-    from bench.known_speakers import fillets_lines, pyannote_sample, single_turns, sphinx_lines
+    from fixtures.known_speakers import fillets_lines, pyannote_sample, single_turns, sphinx_lines
 
     out: dict[str, list[np.ndarray]] = {}
     out.update(sphinx_lines())
@@ -97,7 +97,7 @@ def spliced(v: dict[str, list[np.ndarray]], seed: int = 0, max_lines: int = 8,
 def natural() -> list[Conversation]:
     """pyannote's sample call: changes where the reference's talker changes (the middle of the
     gap or overlap between the two turns)."""
-    from bench.known_speakers import pyannote_sample
+    from fixtures.known_speakers import pyannote_sample
 
     got = pyannote_sample(fetch=True)
     if got is None:

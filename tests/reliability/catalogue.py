@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from bench.speechgen import synth
+from fixtures.speechgen import synth
 from tests.reliability.flacgen import silent_flac
 
 GOOD_TEXT = "the quick brown fox jumps over the lazy dog near the river bank"

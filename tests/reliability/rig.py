@@ -17,8 +17,8 @@ from pathlib import Path
 
 import boto3
 
-from bench.speechgen import make_shard
 from common.ledger.records import DoneRecord
+from fixtures.speechgen import make_shard
 from tests.harness import Worker, enqueue, pipeline_env, start_worker, wait_done, worker_logs
 from tests.reliability.servers import RedisServer
 
@@ -29,7 +29,7 @@ PHRASES = ("hello world this is a test", "the weather is nice today",
 
 
 def _speech_members() -> list[bytes]:
-    from bench.speechgen import synth, wav_bytes
+    from fixtures.speechgen import synth, wav_bytes
 
     return [wav_bytes(synth(p, voice="en")) for p in PHRASES]
 

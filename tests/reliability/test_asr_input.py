@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from bench.speechgen import make_shard, wav_bytes
 from common.stages.engine import Engine
+from fixtures.speechgen import make_shard, wav_bytes
 from services.enhance.segments import AsrInputError, read_plan
 from services.enhance.stage import EnhanceStage
 from services.enhance.verify import SegmentMismatch

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.speechgen import make_tar
 from common.settings import Settings
 from common.shards.audio import AudioError, decode_audio
 from common.shards.tar import MemberError, Sample, iter_shard
+from fixtures.speechgen import make_tar
 from tests.reliability.flacgen import silent_flac
 
 

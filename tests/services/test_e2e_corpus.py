@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.speechgen import synth, wav_bytes
 from common.storage import open_store
+from fixtures.speechgen import synth, wav_bytes
 from services.dedup.result import DedupResult
 from services.dedup.run import Deduper
 from services.dedup.settings import DedupSettings
@@ -39,7 +39,7 @@ SAME = "a stitch in time saves nine, and nine more after that"
 
 @pytest.fixture(scope="module")
 def codec(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from bench.factories.neucodec import build_small_neucodec
+    from fixtures.factories.neucodec import build_small_neucodec
 
     return str(built_once(tmp_path_factory, "neucodec", build_small_neucodec))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from bench.speechgen import make_shard, synth, wav_bytes
+from fixtures.speechgen import make_shard, synth, wav_bytes
 from tests.conftest import built_once
 from tests.harness import (
     enqueue,
@@ -38,8 +38,8 @@ TEXTS = [("en", "the quick brown fox jumps over the lazy dog", 160),
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from bench.factories.neucodec import build_small_neucodec
-    from bench.factories.sidon import build_small_sidon
+    from fixtures.factories.neucodec import build_small_neucodec
+    from fixtures.factories.sidon import build_small_sidon
 
     return {"sidon": str(built_once(tmp_path_factory, "sidon", build_small_sidon)),
             "neucodec": str(built_once(tmp_path_factory, "neucodec", build_small_neucodec))}

@@ -16,8 +16,8 @@ import boto3
 import pytest
 import redis
 
-from bench.speechgen import make_shard
 from common.queue.tracking import Tracker
+from fixtures.speechgen import make_shard
 from tests.harness import (
     WaitAborted,
     enqueue,

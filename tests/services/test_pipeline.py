@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import concat, make_shard, synth, wav_bytes
+from fixtures.speech_corpus import EN_SENTENCES
+from fixtures.speechgen import concat, make_shard, synth, wav_bytes
 from services.pipeline import DECLARED, ENV, declared
 from tests.harness import pipeline_env, run_cli, start_worker, wait_until, worker_logs
 from tests.services.asr.conftest import MODEL, _model_cache

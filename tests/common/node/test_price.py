@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.speechgen import make_shard
 from common.node.price import PRICES, Node, charge, node_of, normalize_type, table_price
 from common.stages.engine import Engine
+from fixtures.speechgen import make_shard
 from services.stages import PIPELINE
 from tests.dummy.stages import DummyAsr
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.speechgen import make_shard
 from common.ledger.store import Ledger
 from common.queue.tracking import Tracker
 from common.queue.worker import DeadLettered, register_stage_task
 from common.storage import open_store
+from fixtures.speechgen import make_shard
 from services.stages import PIPELINE, make_app
 from tests.dummy.stages import DummyAsr
 

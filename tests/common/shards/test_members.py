@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.speechgen import make_tar
 from common.shards.members import choose_audio, iter_keys
+from fixtures.speechgen import make_tar
 
 
 def _outcomes(path: Path, **kw) -> list[tuple[str | None, str | None, str | None]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.speechgen import make_shard
 from common.errors import ModelUnavailable
 from common.stages.engine import Engine
+from fixtures.speechgen import make_shard
 from services.stages import PIPELINE
 from tests.dummy.stages import DummyAsr
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
-from bench.speechgen import concat, make_shard, silence, synth, wav_bytes
+from fixtures.speech_corpus import EN_SENTENCES, ES_SENTENCES, JA_SENTENCES
+from fixtures.speechgen import concat, make_shard, silence, synth, wav_bytes
 from services.stages import PIPELINE
 from tests.system_packages import ESPEAK, require
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from bench.longform import make_longform
-from bench.speechgen import make_shard
+from fixtures.longform import make_longform
+from fixtures.speechgen import make_shard
 from services.asr import clips as clips_mod
 from services.asr.batched import CPU_DECODE_ROWS
 from tests.services.asr.conftest import SR

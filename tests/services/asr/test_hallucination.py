@@ -72,8 +72,8 @@ def test_flag_and_build_segments_use_the_words() -> None:
 @needs(ESPEAK)
 def test_real_speech_saying_the_phrases_is_kept(asr_stage) -> None:
     """A show's last words: sentences, a long pause, then the phrase (a clip of its own)."""
-    from bench.speech_corpus import EN_SENTENCES
-    from bench.speechgen import concat, silence, synth
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import concat, silence, synth
 
     body = concat([synth(x) for x in EN_SENTENCES[3:6]], pause=0.6)
     for voice, text in (("en-us", "Thank you for watching."), ("en-gb+f3", "Thank you."),

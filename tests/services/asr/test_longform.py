@@ -12,7 +12,7 @@ from itertools import pairwise
 
 import pytest
 
-from bench.longform import (
+from fixtures.longform import (
     LongForm,
     error_rate,
     make_longform,

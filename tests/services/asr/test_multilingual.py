@@ -78,7 +78,7 @@ def test_segments_in_a_language_not_kept_are_flagged_language() -> None:
 @pytest.fixture(scope="module")
 def spliced(asr_stage):
     require(ESPEAK, POCKETSPHINX)
-    from bench.wild.language import splice
+    from fixtures.languages import splice
 
     files = {"ja-en-ja": splice("ja-en-ja", [("ja", 40.0), ("en", 20.0), ("ja", 40.0)], 0),
              "ja-de-ja": splice("ja-de-ja", [("ja", 45.0), ("de", 20.0), ("ja", 45.0)], 4),
@@ -87,7 +87,7 @@ def spliced(asr_stage):
 
 
 def test_english_turns_in_a_japanese_file_are_english_segments(spliced) -> None:
-    from bench.wild.language import Score, score
+    from fixtures.languages import Score, score
 
     total = Score()
     for name, (f, got) in spliced.items():

@@ -1,4 +1,4 @@
-"""Music alone, applause and game effects (Debian game packages, bench/nonspeech.py) through
+"""Music alone, applause and game effects (Debian game packages, fixtures/nonspeech.py) through
 the real stage: no kept segment, and no text but Whisper's own filler on what it was given."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ SR = 16000
 
 @pytest.fixture(scope="module")
 def sounds() -> list[tuple[str, np.ndarray]]:
-    from bench.nonspeech import FetchError, effects, music_tracks
+    from fixtures.nonspeech import FetchError, effects, music_tracks
     from tests.system_packages import in_ci
 
     try:

@@ -110,7 +110,7 @@ SENTENCES = ["The quick brown fox jumps over the lazy dog.",
 
 
 def _spoken(pause: float) -> np.ndarray:
-    from bench.speechgen import silence, synth
+    from fixtures.speechgen import silence, synth
 
     parts = [silence(0.5)]
     for s in SENTENCES:

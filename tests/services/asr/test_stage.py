@@ -8,7 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from bench.longform import wer  # one WER for the tests and the bench
+from fixtures.longform import wer  # one WER for the tests and the bench
 from tests.services.asr.conftest import SR, Corpus, ShardRun
 
 pytestmark = pytest.mark.timeout(900)
@@ -158,8 +158,8 @@ def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
 
 
 def test_truncated_shard_raises_and_publishes_nothing(asr_stage, tmp_path) -> None:
-    from bench.speechgen import make_shard, silence, wav_bytes
     from common.shards.tar import ShardError
+    from fixtures.speechgen import make_shard, silence, wav_bytes
 
     shard = make_shard(tmp_path / "s.tar", {"a": {"wav": wav_bytes(silence(2.0))}})
     data = shard.read_bytes()

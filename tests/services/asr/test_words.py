@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.word_times import errors, utterances
+from fixtures.word_times import errors, utterances
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
 from services.asr.policy import build_segments

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import concat, make_shard, synth, wav_bytes
+from fixtures.speech_corpus import EN_SENTENCES
+from fixtures.speechgen import concat, make_shard, synth, wav_bytes
 from tests.harness import stop_process
 from tests.services.asr.conftest import MODEL, _model_cache
 from tests.system_packages import ESPEAK, needs

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.dedup_corpus import SR, TRANSFORMS, Clip, originals, other_speakers
 from common.ledger.store import Ledger
 from common.storage import open_store
+from fixtures.dedup_corpus import SR, TRANSFORMS, Clip, originals, other_speakers
 from services.dedup.settings import DedupSettings
 from services.dedup.signature import SignatureWriter, signature_key
 from services.records import Quality

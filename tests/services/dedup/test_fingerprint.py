@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.dedup_corpus import SR, TRANSFORMS
+from fixtures.dedup_corpus import SR, TRANSFORMS
 from services.dedup import fingerprint as fp
 from tests.services.dedup.helpers import clips
 from tests.system_packages import ESPEAK, POCKETSPHINX, needs

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bench.dedup_corpus import SR, TRANSFORMS, other_speakers
+from fixtures.dedup_corpus import SR, TRANSFORMS, other_speakers
 from services.dedup.fingerprint import power_spectrogram
 from services.dedup.landmarks import (
     FAMILY,
@@ -75,7 +75,7 @@ def test_silence_and_tones_give_no_keys_and_families_never_collide() -> None:
 
 
 def test_short_segments_cut_or_padded_find_their_original_through_the_short_family() -> None:
-    from bench.dedup_corpus import originals
+    from fixtures.dedup_corpus import originals
 
     short = [c for c in originals() if c.audio.size <= SHORT_SECONDS * SR]
     assert len(short) >= 4

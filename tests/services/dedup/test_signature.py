@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.dedup_corpus import SR, TRANSFORMS, other_speakers, trimmed_text
+from fixtures.dedup_corpus import SR, TRANSFORMS, other_speakers, trimmed_text
 from services.dedup.fingerprint import compare, fingerprint
 from services.dedup.settings import DedupSettings
 from services.dedup.signature import SignatureError, SignatureWriter, read_signatures

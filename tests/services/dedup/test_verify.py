@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.dedup_corpus import SR, TRANSFORMS
+from fixtures.dedup_corpus import SR, TRANSFORMS
 from services.dedup import verify
 from services.dedup.fingerprint import compare, fingerprint
 from services.dedup.index import ROW_BITS

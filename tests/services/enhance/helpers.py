@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.speechgen import make_shard, synth, wav_bytes
+from fixtures.speechgen import make_shard, synth, wav_bytes
 
 RATE = 16000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.factories.sidon import build_small_sidon
+from fixtures.factories.sidon import build_small_sidon
 from services.enhance.chunking import ChunkGeometry, pad_segment, split_segment
 from services.enhance.flow import Enhancer
 from services.enhance.segments import CutSegment, SegmentSpec

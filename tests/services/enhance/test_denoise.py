@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.speechgen import noisy_speech, si_snr
+from fixtures.speechgen import noisy_speech, si_snr
 from services.enhance.chunking import ChunkGeometry, pad_segment
 from services.enhance.denoise import RNNoiseBackend, rnnoise_denoise
 from services.enhance.flow import Enhancer

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.speechgen import make_tar, wav_bytes
 from common.stages.engine import Engine
 from common.storage import open_store
+from fixtures.speechgen import make_tar, wav_bytes
 from services.asr.decode_ahead import decoded_members
 from services.enhance.segments import SegmentSpec, read_plan
 from services.enhance.stage import EnhanceStage

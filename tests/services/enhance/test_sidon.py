@@ -8,7 +8,7 @@ import boto3
 import numpy as np
 import pytest
 
-from bench.factories.sidon import build_small_sidon
+from fixtures.factories.sidon import build_small_sidon
 from services.enhance.backend import EnhancerUnavailable
 from services.enhance.backends import make_backend
 from services.enhance.sidon import SidonBackend

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.dedup_corpus import SR, TRANSFORMS
+from fixtures.dedup_corpus import SR, TRANSFORMS
 from services.dedup import fingerprint as fp
 from services.dedup.landmarks import PHASE_STARTS, audio_keys_of, landmark_set
 from services.dedup.spectrum import numpy_powers

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.known_speakers import sphinx_lines
+from fixtures.known_speakers import sphinx_lines
 from services.enhance.speakers import (
     DEFAULT_THRESHOLD,
     HeldSegments,

@@ -13,10 +13,10 @@ import pytest
 import soundfile as sf
 
 import services.enhance.segments as segments_mod
-from bench.factories.sidon import build_small_sidon
-from bench.speechgen import make_shard, wav_bytes
 from common.shards.audio import resample
 from common.stages.engine import Engine
+from fixtures.factories.sidon import build_small_sidon
+from fixtures.speechgen import make_shard, wav_bytes
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
 from tests.services.enhance.helpers import asr_line, build_inputs, speech

@@ -6,9 +6,9 @@ import ast
 import json
 from pathlib import Path
 
-from bench.speechgen import make_shard
 from common.ledger.store import Ledger
 from common.storage import open_store
+from fixtures.speechgen import make_shard
 from services.ops.run import summary_line
 from services.ops.runner import Runner
 from services.stages import PIPELINE

@@ -10,7 +10,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from bench.factories.neucodec import build_small_neucodec
+from fixtures.factories.neucodec import build_small_neucodec
 from tests.conftest import built_once
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.factories.neucodec import build_small_neucodec
+from fixtures.factories.neucodec import build_small_neucodec
 from services.tokenize.encode import encode_batch, prepare
 from tests.services.tokenize.conftest import tone
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import synth
+from fixtures.speech_corpus import EN_SENTENCES
+from fixtures.speechgen import synth
 from tests.system_packages import ESPEAK, POCKETSPHINX, missing, require
 
 SR = 16000
@@ -42,7 +42,7 @@ def whisper():
 @pytest.fixture(scope="session")
 def sphinx_voices() -> dict[str, list[np.ndarray]]:
     """pocketsphinx-testdata's lines, 16 kHz: ``librivox`` (one reader), ``cards`` (another)."""
-    from bench.known_speakers import sphinx_lines
+    from fixtures.known_speakers import sphinx_lines
 
     v = sphinx_lines()
     if not v:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.speechgen import add_noise
+from fixtures.speechgen import add_noise
 from services.enhance.quality.dnsmos import (
     _P_OVR,
     FRAME,

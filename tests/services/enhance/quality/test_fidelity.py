@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.speech_corpus import EN_SENTENCES
-from bench.speechgen import add_noise
+from fixtures.speech_corpus import EN_SENTENCES
+from fixtures.speechgen import add_noise
 from services.enhance.quality.annotate import AnnotationInput, Annotator
 from services.enhance.quality.fidelity import FidelityChecker, sampled
 

@@ -1,6 +1,6 @@
 """``quality.music``: held tones in a segment's pauses. Speech alone and speech in noise score
 near 0, speech over a bed of held notes and the bed alone near 1; real game music (Debian
-packages, fetched by bench/nonspeech.py) over real speech scores above the same speech clean."""
+packages, fetched by fixtures/nonspeech.py) over real speech scores above the same speech clean."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_without_pauses_every_frame_counts(speech) -> None:
 
 @pytest.mark.slow
 def test_real_music_under_real_speech_scores_above_clean(real_speech) -> None:
-    from bench.nonspeech import music_tracks
+    from fixtures.nonspeech import music_tracks
 
     tracks = [a for _, a in _tracks(music_tracks)]
     rng = np.random.default_rng(0)
@@ -87,7 +87,7 @@ def test_real_music_under_real_speech_scores_above_clean(real_speech) -> None:
 
 
 def _tracks(load):
-    from bench.nonspeech import FetchError
+    from fixtures.nonspeech import FetchError
     from tests.system_packages import in_ci
 
     try:
@@ -100,7 +100,7 @@ def _tracks(load):
 
 @pytest.fixture(scope="module")
 def real_speech() -> list[np.ndarray]:
-    from bench.longform import real_english
+    from fixtures.longform import real_english
     from tests.system_packages import POCKETSPHINX, require
 
     require(POCKETSPHINX)

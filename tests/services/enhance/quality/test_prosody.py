@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.speechgen import add_noise
+from fixtures.signals import vowel
+from fixtures.speechgen import add_noise
 from services.enhance.quality import prosody as P
 
 SR = 16000
@@ -16,15 +17,6 @@ def _tone(f0: float, seconds: float = 3.0, square: bool = False) -> np.ndarray:
     t = np.arange(int(seconds * SR)) / SR
     x = np.sin(2 * np.pi * f0 * t)
     return (np.sign(x) if square else 0.5 * x).astype(np.float32)
-
-
-def vowel(f0_mean: float, depth: float, seconds: float = 3.0) -> np.ndarray:
-    """A vowel-like harmonic signal whose f0 follows ``f0_mean + depth * sin(2 pi 2 t)``."""
-    t = np.arange(int(seconds * SR)) / SR
-    f0 = f0_mean + depth * np.sin(2 * np.pi * 2 * t)
-    phase = 2 * np.pi * np.cumsum(f0) / SR
-    x = sum(np.sin(k * phase) / k for k in range(1, 20) if k * (f0_mean + depth) < SR / 2)
-    return (0.3 * x / np.abs(x).max()).astype(np.float32)
 
 
 @pytest.mark.parametrize("f0", [90.0, 150.0, 220.0, 330.0])

@@ -9,9 +9,9 @@ import tarfile
 
 import numpy as np
 
-from bench.known_speakers import sphinx_texts
-from bench.speechgen import add_noise, make_shard, wav_bytes
 from common.stages.engine import Engine
+from fixtures.known_speakers import sphinx_texts
+from fixtures.speechgen import add_noise, make_shard, wav_bytes
 from services.enhance.stage import EnhanceStage
 from services.stages import PIPELINE
 
