@@ -51,7 +51,8 @@ class SpeakerIndex:
                             threads=self.threads)
         got_k = np.asarray(m.keys).reshape(n, -1)
         got_d = np.asarray(m.distances).reshape(n, -1)
-        counts = np.asarray(m.counts).reshape(n)
+        # one query comes back as Matches (no counts: its keys are those found)
+        counts = np.asarray(getattr(m, "counts", [got_k.shape[1]])).reshape(n)
         width = got_k.shape[1]
         valid = np.arange(width)[None, :] < counts[:, None]
         keys[:, :width] = np.where(valid, got_k.astype(np.int64), -1)
