@@ -8,6 +8,7 @@ MODULES: list[str] = [
     "export", "trainers",
     "text",  # text_spoken, Japanese reading and accent, and their cost (docs/text.md)
     "segments",  # sentence punctuation kept, segments cut at sentence ends (docs/asr.md)
+    "speakers",  # one speaker label across files and shards (docs/speakers.md)
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000

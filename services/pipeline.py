@@ -69,6 +69,7 @@ except ConfigError as e:  # imported by every entry point: one line, no tracebac
 # reads, what it writes and which stage applies it, so the commands see it.
 CORPUS: tuple[str, ...] = (
     "services.dedup",
+    "services.speakers",
 )
 
 

@@ -248,6 +248,10 @@ class TokenLine(Record):
     phonemes: str | None = omitted()
     min_word_probability: float | None = omitted()  # the sidecar's
     language: str | None = omitted()  # the sidecar's: the segment's own
+    # the voice across the corpus (``onsei speakers``, docs/speakers.md), where its result
+    # covered the shard when it was tokenized, and the segment's cosine to that voice (0-1)
+    corpus_speaker_id: str | None = omitted()
+    corpus_speaker_confidence: float | None = omitted()
 
     @property
     def neu_tokens(self) -> list[int]:

@@ -14,13 +14,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OURS = {"common", "services", "bench", "fixtures", "tests"}
 STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
-                "tokenize": ("tokenize",), "report": ("report",), "dedup": ("dedup",)}
+                "tokenize": ("tokenize",), "report": ("report",), "dedup": ("dedup",),
+                "speakers": ("speakers",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
 CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
                     ("common/models/device.py", "ctranslate2"): ("asr", "enhance"),
                     # the enhance stage writes the signatures `onsei dedup` reads
-                    ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup")}
+                    ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup"),
+                    # and the speaker embeddings `onsei speakers` reads
+                    ("services/speakers/embeddings.py", "pyarrow"): ("enhance", "speakers")}
 # Shared packages of services that only some stages use (not stages themselves): every one of
 # those stages' extras must declare what the package imports.
 SHARED_BY_STAGES = {"whisper": ("asr", "enhance"), "text": ("asr", "enhance")}

@@ -12,8 +12,10 @@ SPEC = StageSpec(
     inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i)),
                          "asr": InputRef.of_stage("asr")},
     # the duplicate-detection signature of each segment written (services/dedup/signature.py),
-    # read by the corpus step dedup (services/dedup/step.py)
-    side_outputs=lambda s, i: {"signatures": f"enhanced/{s.shard_stem(i)}.signatures.parquet"},
+    # read by the corpus step dedup (services/dedup/step.py); the speaker embeddings
+    # (services/speakers/embeddings.py), read by the corpus step speakers
+    side_outputs=lambda s, i: {"signatures": f"enhanced/{s.shard_stem(i)}.signatures.parquet",
+                               "speakers": f"enhanced/{s.shard_stem(i)}.speakers.parquet"},
     deploy=Deploy(extra="enhance", image="nvidia/cuda:12.6.3-runtime-ubuntu24.04",
                   image_why="torch wheels bring their own cuDNN/cuBLAS; the base gives the CUDA "
                             "12 runtime.",

@@ -101,6 +101,7 @@ class EnhanceStage(Stage):
         out_path = workdir / "out" / key
         ann = self._annotator
         sig_key = SPEC.side_output_key("signatures", s, shard_id)
+        spk_key = SPEC.side_output_key("speakers", s, shard_id)
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
                                 batch=s.quality_batch_segments,
                                 signature_path=workdir / "out" / sig_key,
@@ -109,7 +110,8 @@ class EnhanceStage(Stage):
                                                   if s.quality_speaker_changes else None),
                                 batch_seconds=s.quality_batch_seconds,
                                 ahead_seconds=s.enhance_write_ahead_seconds,
-                                signature_powers=self._signature_powers)
+                                signature_powers=self._signature_powers,
+                                speakers_path=workdir / "out" / spk_key)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures
@@ -140,6 +142,7 @@ class EnhanceStage(Stage):
             "segments_planned": plan.segments,
             "segments": writer.written,
             "signatures": len(writer.signatures),
+            "speaker_embeddings": len(writer.embeddings),
             "errors": len(errors),
             "chunks": engine.chunks,
             "rows": st.rows,
@@ -148,7 +151,8 @@ class EnhanceStage(Stage):
         if errors:
             log.warning("enhance %s: %d errors, first: %s", shard_id, len(errors), errors[0])
         return StageResult(
-            outputs={key: out_path, sig_key: workdir / "out" / sig_key},
+            outputs={key: out_path, sig_key: workdir / "out" / sig_key,
+                     spk_key: workdir / "out" / spk_key},
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,

@@ -17,7 +17,8 @@ tar.
 With annotations, a segment that holds a speaker change is first cut there (``turns.py``: its
 pieces are named ``<key>_<idx>-<part>``), and a source file's encoded segments are held until
 the file is complete, to label its speakers (``speakers.py``: ``speaker_id`` in each sidecar),
-then written in order.
+then written in order. With ``speakers_path``, each labelled segment's embedding is also kept
+for ``onsei speakers`` (services/speakers/embeddings.py), written by ``close()`` too.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLa
 from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
 from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, pieces, word_gaps
 from services.records import Sidecar, segment_id
+from services.speakers.embeddings import EmbeddingsWriter
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,12 @@ class EnhancedWriter:
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
-                 change_threshold: float | None = DEFAULT_CHANGE_THRESHOLD) -> None:
+                 change_threshold: float | None = DEFAULT_CHANGE_THRESHOLD,
+                 speakers_path: Path | None = None) -> None:
         self.rate = rate
         self.signature_path = signature_path
+        self.speakers_path = speakers_path
+        self.embeddings = EmbeddingsWriter()
         self.signatures = SignatureWriter(powers=signature_powers or numpy_powers)
         self._writer = ShardWriter(path)
         self.written = 0
@@ -183,6 +188,10 @@ class EnhancedWriter:
         seg, flac, meta = self._held.take(item) if isinstance(item, int) else item
         if speaker_id is not None:
             meta = meta.model_copy(update={"speaker_id": speaker_id})
+            q = meta.quality
+            if q is not None and q.speaker_embedding:
+                self.embeddings.add(_seg_id(seg), speaker_id, q.speaker_embedding,
+                                    q.speaker_parts)
         self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
         self.written += 1
         self.durations.append((seg.spec, meta.duration_seconds))
@@ -198,6 +207,8 @@ class EnhancedWriter:
         self._writer.close()
         if self.signature_path is not None:
             self.signatures.write(self.signature_path)
+        if self.speakers_path is not None:
+            self.embeddings.write(self.speakers_path)
 
     def abort(self) -> None:
         self._behind.abort()  # what is pending is dropped

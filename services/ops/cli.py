@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "fleet": "services.ops.fleet.cli:fleet",
     "report": "services.ops.report.cli:report",
     "dedup": "services.ops.dedup:dedup",
+    "speakers": "services.ops.speakers:speakers",
     "deploy": "services.ops.deploy.cli:deploy",
 
     "export": "services.ops.export.cli:export",

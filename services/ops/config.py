@@ -13,11 +13,14 @@ from services.stages import PipelineSettings
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def config(as_json: bool) -> None:
     """Print the effective settings (env + ONSEI_CONFIG YAML + defaults), secrets redacted:
-    the generic ones, each stage's section, then ``onsei dedup``'s (no stage's: not joined)."""
+    the generic ones, each stage's section, then the corpus steps' (``onsei dedup``,
+    ``onsei speakers``: no stage's, not joined)."""
     from services.dedup.settings import DedupSettings
+    from services.speakers.settings import SpeakersSettings
 
     values = PipelineSettings().redacted()
-    values.update({k: v for k, v in DedupSettings().redacted().items() if k not in values})
+    for step in (DedupSettings, SpeakersSettings):
+        values.update({k: v for k, v in step().redacted().items() if k not in values})
     if as_json:
         click.echo(json.dumps(values, indent=2, default=str))
         return

@@ -10,7 +10,7 @@ reasons. Lines carry the sidecar's filterable ``quality`` fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -25,6 +25,7 @@ from common.shards.readahead import read_ahead
 from common.shards.tar import MemberError
 from common.shards.writebehind import WriteBehind
 from services.records import NEU_TOKENS, Quality, Sidecar, SkippedSegment, TokenLine
+from services.speakers.result import Label
 from services.text.forms import TextForms
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
@@ -46,6 +47,7 @@ class Segment:
     speaker_id: str | None = None  # the sidecar's (its voice within the source file)
     min_word_probability: float | None = None  # the sidecar's
     language: str | None = None  # the sidecar's: the segment's own
+    corpus_speaker: Label | None = None  # onsei speakers' id and confidence, where it covers
     forms: TextForms = field(default_factory=TextForms)  # the sidecar's text_spoken & co
     skipped: list[str] = field(default_factory=list)  # quality filter reasons
 
@@ -83,14 +85,18 @@ class RunStats:
 
 def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                   max_member_bytes: int | None,
-                  quality_filter: FilterPolicy | None = None) -> Iterator[Segment | MemberError]:
+                  quality_filter: FilterPolicy | None = None,
+                  speakers: Mapping[str, Label] | None = None,
+                  ) -> Iterator[Segment | MemberError]:
+    """``speakers``: the shard's corpus speaker labels by segment name (None: not linked)."""
     index = 0
     # the audio of each key as every stage decides it (common.shards.members)
     for item in iter_keys(path, max_member_bytes):
         if item.key is None or (item.error is not None and item.error != "no_audio"):
             yield MemberError(item.key, item.name, item.error or "bad_member")
             continue
-        seg = Segment(index=index, key=item.key)
+        seg = Segment(index=index, key=item.key,
+                      corpus_speaker=None if speakers is None else speakers.get(item.key))
         index += 1
         try:
             if "json" not in item.files:
@@ -150,7 +156,9 @@ class JsonlWriter:
 
 
 def token_line(seg: Segment, codes: np.ndarray) -> str:
+    spk, conf = seg.corpus_speaker or (None, None)
     return TokenLine(id=seg.key, text=seg.text, codes={NEU_TOKENS: codes.tolist()},
+                     corpus_speaker_id=spk, corpus_speaker_confidence=conf,
                      duration_seconds=round(float(seg.duration), 2),
                      quality=seg.quality, speaker_id=seg.speaker_id,
                      min_word_probability=seg.min_word_probability,
@@ -167,6 +175,7 @@ class PipelineConfig:
     read_ahead: int = 256  # segments prepared ahead of the model
     max_member_bytes: int | None = None
     quality_filter: FilterPolicy | None = None
+    speakers: Mapping[str, Label] | None = None  # the shard's corpus speakers, by segment
 
 
 Encode = Callable[[list[Prepared], str], list[np.ndarray]]  # (prepared batch, policy) -> codes
@@ -182,7 +191,8 @@ def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineCo
     window: list[Segment] = []
     window_seconds = 0.0
     try:
-        segments = read_segments(tar, prepare, cfg.max_member_bytes, cfg.quality_filter)
+        segments = read_segments(tar, prepare, cfg.max_member_bytes, cfg.quality_filter,
+                                 cfg.speakers)
         for item in _threaded(segments, cfg.read_ahead):
             if isinstance(item, MemberError):
                 stats.add_error(item.key, f"member:{item.reason}")

@@ -14,9 +14,11 @@ from typing import Any
 
 from common.stages.contract import Stage, StageResult
 from services.dedup.step import STEP as DEDUP
+from services.speakers.step import STEP as SPEAKERS
 from services.tokenize.dedup import DedupReader
 from services.tokenize.loader import LoadedCodec
 from services.tokenize.settings import TokenizeSettings
+from services.tokenize.speakers import CorpusSpeakers
 from services.tokenize.spec import SPEC
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,7 @@ class TokenizeStage(Stage):
         self.codec: LoadedCodec | None = None
         self.load_seconds = 0.0
         self._dedup = DedupReader()
+        self._speakers = CorpusSpeakers()
 
     def load(self) -> None:
         if self.codec is not None:
@@ -84,10 +87,14 @@ class TokenizeStage(Stage):
         # the dedup result, when the pipeline declares tokenize applies it
         if policy.duplicates and self.output_store is not None and DEDUP.name in self.applies:
             policy = policy.for_shard(self._dedup.load(self.output_store), shard_id)
+        # the corpus speaker labels, when the pipeline declares tokenize carries them
+        speakers = (self._speakers.labels(self.output_store, s, shard_id)
+                    if self.output_store is not None and SPEAKERS.name in self.applies else None)
         cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
                              max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,
                              window_seconds=s.tokenize_window_seconds,
-                             max_member_bytes=s.max_member_bytes, quality_filter=policy)
+                             max_member_bytes=s.max_member_bytes, quality_filter=policy,
+                             speakers=speakers)
         st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
                           partial(prepare, self.codec.model, self.codec.variant), self.clock)
         waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
@@ -105,5 +112,7 @@ class TokenizeStage(Stage):
                    "quality_filter": {**policy.describe(),
                                       "skipped_seconds": round(st.skipped_seconds, 2),
                                       "by_reason": st.skipped_by_reason},
+                   "corpus_speakers": {"applied": speakers is not None,
+                                       "labels": 0 if speakers is None else len(speakers)},
                    "skipped": st.skipped},
         )

@@ -1,6 +1,7 @@
 """One line of an exported training set: the tokens line's fields, plus the language and the
-speaker label (where the source has one). Keys a newer writer added to the source line are
-kept and written after the known ones (services/records.py's rules)."""
+speaker labels (where the source has them: the voice within its file, and across the corpus).
+Keys a newer writer added to the source line are kept and written after the known ones
+(services/records.py's rules)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ class ExportLine(Record):
     duration_seconds: float = 0.0
     language: str | None = None
     speaker_id: str | None = _omitted()
+    # the voice across the corpus (``onsei speakers``) and the segment's cosine to it (0-1)
+    corpus_speaker_id: str | None = _omitted()
+    corpus_speaker_confidence: float | None = _omitted()
     quality: Quality | None = _omitted()
     audio_tar: str | None = _omitted()
     audio_member: str | None = _omitted()

@@ -32,6 +32,8 @@ from services.ops.export.publish import (
 from services.ops.export.source import ShardRead, read_shard
 from services.ops.export.write import PART_BYTES, Written, write_parts
 from services.records import RecordError
+from services.speakers.result import SUMMARY_KEY as SPEAKERS_SUMMARY
+from services.speakers.result import SpeakersReader
 from services.stages import open_ledger
 from services.tokenize.filter import FilterPolicy
 
@@ -78,6 +80,13 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
         dedup = DedupResult.load(store)
     except RecordError as e:
         raise ExportError(f"dedup result {store.child_url(SUMMARY_KEY)} unusable: {e}") from None
+    speakers = SpeakersReader(store, settings)
+    try:
+        speakers.refresh()
+        labels = {i: speakers.labels(i) for i in shards}  # ~60 bytes a segment: per run, small
+    except RecordError as e:
+        raise ExportError(f"speakers result {store.child_url(SPEAKERS_SUMMARY)} unusable: "
+                          f"{e}") from None
     policy = FilterPolicy.from_settings(settings)
     work = Path(tempfile.mkdtemp(prefix="onsei-export-", dir=_mkdir(settings.scratch_dir)))
     try:
@@ -85,7 +94,7 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
                 ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             reads = list(pool.map(
                 lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
-                                     tokens, work), shards))
+                                     tokens, work, labels[i]), shards))
             written = write_parts(reads, built, seed, validation_fraction, part_bytes)
             try:
                 audio = (write_audio(built, written, store, settings, work, shard_segments)

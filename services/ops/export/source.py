@@ -3,7 +3,10 @@
 From the tokens (``tokens/<tokenizer>/<shard>.jsonl``) or, with ``--no-tokens``, the enhanced
 sidecars (``enhanced/<shard>.tar``, audio not decoded). Every line goes through the filter
 policy and the duplicate list (services/tokenize/filter.py) again: tokenize applied the policy
-in force then, and the dedup result may have grown since.
+in force then, and the dedup result may have grown since. Each line gets its corpus speaker
+(``corpus_speaker_id``, ``corpus_speaker_confidence``) from the ``onsei speakers`` result where
+it covers the shard (a label, once given, never changes: this fills in lines tokenized before
+the shard was linked, and sidecars), else the tokens line's own.
 
 A line's ``id`` and ``speaker_id`` are corpus ids (``services.records.corpus_id``,
 ``<name>@<shard>``): two shards may hold the same member keys. An id is refused when it repeats
@@ -19,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,7 @@ from services.records import (
     segment_id,
     shard_of,
 )
+from services.speakers.result import Label
 from services.stages import PIPELINE
 from services.text.forms import TextForms
 from services.tokenize.filter import FilterPolicy, reason_kind
@@ -155,6 +159,8 @@ def _token_lines(path: Path, read: ShardRead,
                              language=row.language or languages.get(local,
                                                                     languages.get(source)),
                              speaker_id=_speaker(row.speaker_id, read.shard_id),
+                             corpus_speaker_id=row.corpus_speaker_id,
+                             corpus_speaker_confidence=row.corpus_speaker_confidence,
                              quality=row.quality, **TextForms.of(row).fields(),
                              **extra), source
 
@@ -187,9 +193,11 @@ def _speaker(label: str | None, shard_id: int) -> str | None:
 
 
 def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
-               policy: FilterPolicy, tokens: bool, workdir: Path) -> ShardRead:
+               policy: FilterPolicy, tokens: bool, workdir: Path,
+               speakers: Mapping[str, Label] | None = None) -> ShardRead:
     """Stage the kept lines of one shard under ``workdir``; a shard whose source cannot be
-    read is left out with its reason (``error``), never half staged."""
+    read is left out with its reason (``error``), never half staged. ``speakers``: the
+    shard's corpus speaker labels by segment name (None: the result does not cover it)."""
     read = ShardRead(shard_id, workdir / f"{shard_id}.staged")
     stage = "tokenize" if tokens else "enhance"
     key = PIPELINE.output_key(stage, settings, shard_id)
@@ -220,6 +228,10 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                     read.refused[why] += 1
                     continue
                 ids.add(line.id)
+                label = None if speakers is None else speakers.get(local_name(line.id))
+                if label is not None:
+                    line = line.model_copy(update={"corpus_speaker_id": label[0],
+                                                   "corpus_speaker_confidence": label[1]})
                 reasons = policy.reasons(line.quality, line.id)
                 if reasons:
                     read.remove(reasons, seconds)

@@ -193,8 +193,9 @@ def render_html(data: ReportData) -> str:
         f"<li>{escape(u)}</li>" for u in data.unreadable) + "</ul>") if data.unreadable else ""
     from services.ops.report.dedup import html_section
 
-    dedup = "".join(f'<p class="corpus">{escape(c.line())}</p>' for c in data.corpus) + \
-        html_section(data.dedup, _table)
+    # each corpus step's progress line; dedup's own figures follow its line
+    lines = {c.name: f'<p class="corpus">{escape(c.line())}</p>' for c in data.corpus}
+    dedup = lines.pop("dedup", "") + html_section(data.dedup, _table) + "".join(lines.values())
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data.generated_at))
     kept_pct = 100 * data.seconds_kept / data.seconds_asr_in if data.seconds_asr_in else 0.0
     return f"""<!DOCTYPE html>

@@ -1,0 +1,1 @@
+"""``onsei speakers``: one speaker label across the whole corpus (docs/speakers.md)."""
