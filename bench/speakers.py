@@ -46,7 +46,7 @@ class File:
 
 
 def voices(min_seconds: float = 1.0) -> dict[str, list[np.ndarray]]:
-    from bench.known_speakers import _load, sphinx_lines
+    from fixtures.known_speakers import _load, sphinx_lines
 
     out = dict(sphinx_lines())
     for name, pattern in FILLETS_VOICES.items():
@@ -58,7 +58,7 @@ def voices(min_seconds: float = 1.0) -> dict[str, list[np.ndarray]]:
 
 
 def files(vs: dict[str, list[np.ndarray]], seed: int = 0) -> list[File]:
-    from bench.dedup_corpus import TRANSFORMS
+    from fixtures.dedup_corpus import TRANSFORMS
 
     rng = np.random.default_rng(seed)
     singles = [(v, clips[i:i + PER_FILE]) for v, clips in sorted(vs.items())

@@ -18,7 +18,7 @@ from services.stages import PIPELINE
 @lru_cache(maxsize=1)
 def embeddings() -> dict[str, tuple[np.ndarray, ...]]:
     """Voice -> one Resemblyzer embedding per line (16 kHz, as enhance embeds)."""
-    from bench.known_speakers import fillets_lines, sphinx_lines
+    from fixtures.known_speakers import fillets_lines, sphinx_lines
     from services.enhance.quality.speaker import SpeakerEncoder
 
     enc = SpeakerEncoder()
