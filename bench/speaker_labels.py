@@ -146,13 +146,14 @@ GROUPS = {"natural": ("pyannote", "pocketsphinx"), "fillets": ("fillets",),
 
 
 def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], thresholds: list[float],
-          min_parts: int = 2, join_margin: float = 0.05) -> list[dict]:
+          min_parts: int = 2, join_nearest: float | None = None) -> list[dict]:
     """One row per threshold and group of files (GROUPS), pairs pooled over the group."""
-    from services.enhance.speakers import cluster
+    from services.enhance.speakers import JOIN_NEAREST, cluster
 
     rows = []
+    near = JOIN_NEAREST if join_nearest is None else join_nearest
     for t in thresholds:
-        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, t - join_margin),
+        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, join_nearest=near),
                              f.speakers)
                for f, e in zip(files, embs)}
         for group, prefixes in GROUPS.items():
@@ -172,19 +173,19 @@ def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], threshold
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--snr", type=float, default=None)
-    ap.add_argument("--thresholds", default="0.6,0.65,0.7,0.75,0.8,0.85")
+    ap.add_argument("--thresholds", default="0.8,0.85,0.88,0.9,0.95")
     ap.add_argument("--per-file", action="store_true")
     ap.add_argument("--min-parts", type=int, default=2)
-    ap.add_argument("--join-margin", default="0.05")
+    ap.add_argument("--join-nearest", default="0.6", help="comma-separated values to sweep")
     ap.add_argument("--restore", action="store_true", help="RNNoise before embedding")
     a = ap.parse_args()
     files = all_files()
     embs = embed(files, a.snr, a.restore)
-    for m in [float(x) for x in a.join_margin.split(",")]:
+    for m in [float(x) for x in a.join_nearest.split(",")]:
         for r in sweep(files, embs, [float(x) for x in a.thresholds.split(",")], a.min_parts, m):
             if not a.per_file:
                 r = {k: v for k, v in r.items() if k != "per_file"}
-            print(json.dumps({"join_margin": m, **r}))
+            print(json.dumps({"join_nearest": m, **r}))
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ class EnhanceSettings(WhisperSettings):
     quality_speaker_threshold: float = Field(
         0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
     quality_speaker_label_threshold: float = Field(
-        0.8, ge=-1.0, le=1.0, description="cosine similarity that joins a source file's "
-        "segments under one speaker_id (average-linkage clustering of their embeddings)")
+        0.88, ge=-1.0, le=1.0, description="cosine similarity between two voices, estimated "
+        "from the centroids of a source file's segments corrected for their noise, at which "
+        "they get one speaker_id")
     quality_speaker_changes: bool = Field(
         True, description="cut a segment at the speaker changes inside it (needs the asr "
         "word times), each piece a segment of its own")

@@ -1,11 +1,28 @@
 """Speaker labels within one source file: its kept segments clustered by speaker embedding.
 
 Each restored segment has a Resemblyzer embedding (``quality.speaker_embedding``, the normalised
-mean of its voiced partials; a segment too short to judge ``multi_speaker`` still has one). The
-segments of one source file are clustered with average-linkage agglomerative clustering on
-cosine distance, cut at ``1 - threshold``: the number of speakers is not known, the threshold
-is (chosen on recordings with known speakers, docs/quality.md, speaker labels). Labels are
-numbered by first appearance: ``<source key>#s0``, ``#s1``, ...
+mean of its voiced 1.6 s partials, ``quality.speaker_parts`` of them). A mean of few partials is
+noisy: two segments of one voice agree less the shorter they are, and a fixed cosine threshold
+splits the short pieces of one voice off. So the segments with at least ``MIN_PARTS`` partials
+are clustered by the cosine between cluster centroids (each segment weighted by its partials)
+*corrected for that noise*: if one partial of a voice is its mean plus independent noise, and
+two partials of one voice agree ``agreement`` on average (0.7 for Resemblyzer), the centroid of
+``w`` partials has an expected squared norm ``agreement + (1 - agreement) / w`` against the
+voice's ``agreement``; the measured cosine of two centroids divided by what one voice would give
+them estimates the cosine between the two voices themselves, and clusters are merged, the most
+alike first, while it is at least the threshold. The number of speakers is not known; the
+threshold is chosen on recordings with known speakers (docs/quality.md, speaker labels).
+
+A segment with fewer partials (about 2.5 s of speech or less) is too noisy, and carries too
+much of its own shortness (short segments of two voices can agree more than with their own
+voices' long ones), to found or chain clusters: it then joins the cluster whose centroid is
+nearest, if their cosine is at least ``JOIN_NEAREST`` when there are two clusters or more (a
+short turn is nearer its own voice than the other's), or ``JOIN`` when there is only one (with
+nothing to compare, a short turn of another voice sharing the file's noise and restoration can
+reach 0.72 to it). The short ones left over are grouped among themselves (average linkage at
+``SHORT_THRESHOLD``): a voice heard only in short turns still gets one label. With no long
+segment, all are clustered alike. Labels are numbered by first appearance: ``<source key>#s0``,
+``#s1``, ...
 
 A source file lives in one raw shard and its segments reach the writer one after another, so
 :class:`SpeakerLabeller` holds a file's encoded segments back until the next file starts (or
@@ -25,55 +42,98 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_THRESHOLD = 0.8  # cosine similarity; docs/quality.md has how it was chosen
-JOIN_MARGIN = 0.05  # a short segment joins a cluster this much below the threshold
+DEFAULT_THRESHOLD = 0.88  # corrected centroid cosine; docs/quality.md has how it was chosen
+AGREEMENT = 0.7  # mean cosine between two 1.6 s partials of one voice (Resemblyzer)
+JOIN = 0.8  # cosine to the only cluster's centroid at which a short segment joins it
+JOIN_NEAREST = 0.6  # the same to the nearest of two clusters or more
+SHORT_THRESHOLD = 0.7  # mean pairwise cosine grouping the short segments that join no cluster
 MIN_PARTS = 2  # voiced 1.6 s partials for a segment to take part in the clustering itself
 
 
 def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
-            parts: list[int] | None = None, min_parts: int = MIN_PARTS,
-            join: float | None = None) -> list[int]:
-    """Cluster numbers (0, 1, ... by first appearance) for ``embeddings``.
+            parts: list[int] | None = None, min_parts: int = MIN_PARTS, join: float = JOIN,
+            join_nearest: float = JOIN_NEAREST, short_threshold: float = SHORT_THRESHOLD,
+            agreement: float = AGREEMENT) -> list[int]:
+    """Cluster numbers (0, 1, ... by first appearance) for ``embeddings`` (module docstring).
 
-    ``parts``: voiced partials behind each embedding. Segments with at least ``min_parts`` are
-    clustered first; a shorter one (a 1.6 s partial or less: a noisy embedding) then joins the
-    cluster whose centroid is nearest if their cosine is at least ``join`` (default
-    ``threshold - JOIN_MARGIN``: one short embedding is noisier than a mean), so a short
-    interjection neither founds a speaker of its own nor chains two speakers together; the short
-    ones left over are clustered among themselves. With no long segment, all are clustered alike."""
+    ``parts``: voiced partials behind each embedding (None: all count as ``min_parts``; a
+    segment with none, its embedding taken over its quiet partials, counts as one)."""
     n = len(embeddings)
     if n == 0:
         return []
-    x = np.stack([np.asarray(e, np.float64) for e in embeddings])
-    x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
-    long = np.ones(n, bool) if parts is None else np.array([p >= min_parts for p in parts])
+    x = _unit(np.stack([np.asarray(e, np.float64) for e in embeddings]))
+    weight = np.full(n, float(min_parts)) if parts is None else np.maximum(
+        np.asarray(parts, np.float64), 1.0)
+    long = weight >= min_parts
     if not long.any():
         long[:] = True
     raw = np.zeros(n, int)
-    raw[long] = _agglomerate(x[long], threshold)
+    raw[long] = _merge_centroids(x[long], weight[long], threshold, agreement)
     short = np.flatnonzero(~long)
     if short.size:
         ids = np.unique(raw[long])
-        cents = np.stack([x[long][raw[long] == c].mean(axis=0) for c in ids])
-        cents /= np.maximum(np.linalg.norm(cents, axis=1, keepdims=True), 1e-9)
+        sums = x[long] * weight[long, None]
+        cents = _unit(np.stack([sums[raw[long] == c].sum(axis=0) for c in ids]))
         sims = x[short] @ cents.T
         near = sims.argmax(axis=1)
-        joins = sims[np.arange(short.size), near] >= (threshold - JOIN_MARGIN
-                                                      if join is None else join)
+        joins = sims[np.arange(short.size), near] >= (join if ids.size == 1 else join_nearest)
         raw[short[joins]] = ids[near[joins]]
         rest = short[~joins]
         if rest.size:
-            raw[rest] = _agglomerate(x[rest], threshold) + ids.max() + 1
+            raw[rest] = _agglomerate(x[rest], short_threshold) + ids.max() + 1
     first: dict[int, int] = {}
     return [first.setdefault(int(c), len(first)) for c in raw]
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
+
+
+def _merge_centroids(x: np.ndarray, weight: np.ndarray, threshold: float,
+                     agreement: float) -> np.ndarray:
+    """Cluster representatives (a member's index) of unit rows ``x``: clusters merged, the most
+    alike first, while the corrected cosine between their weighted sums is at least
+    ``threshold``. The sums' Gram matrix is kept instead of the sums (a merge adds a row and a
+    column), and only the merged cluster's row of similarities is recomputed: each merge costs
+    one argmax over the matrix, so a 4 h member's ~2,000 segments take a few seconds at most."""
+    n = len(x)
+    label = np.arange(n)
+    if n == 1:
+        return label
+    s = x * weight[:, None]
+    gram = s @ s.T
+    w = weight.copy()
+    alive = np.ones(n, bool)
+
+    def row(i: int) -> np.ndarray:
+        spread = np.sqrt(agreement + (1 - agreement) / w)  # a centroid's norm for one voice
+        norms = np.sqrt(np.maximum(np.diag(gram), 1e-18))
+        out = gram[i] / (norms[i] * norms) * (spread[i] * spread / agreement)
+        out[~alive] = -np.inf
+        out[i] = -np.inf
+        return out
+
+    sim = np.stack([row(i) for i in range(n)])
+    while True:
+        i, j = divmod(int(np.argmax(sim)), n)
+        if sim[i, j] < threshold:
+            return label
+        gram[i] += gram[j]  # the row first: then the column adds gram[i, j] to gram[i, i] too
+        gram[:, i] += gram[:, j]
+        w[i] += w[j]
+        alive[j] = False
+        sim[j, :] = -np.inf
+        sim[:, j] = -np.inf
+        sim[i] = row(i)
+        sim[:, i] = sim[i]
+        label[label == j] = i
 
 
 def _agglomerate(x: np.ndarray, threshold: float) -> np.ndarray:
     """Average-linkage clusters of unit rows ``x``, merged while the closest two clusters' mean
     pairwise cosine is at least ``threshold``. The similarity matrix is updated in place
     (Lance-Williams: the merged cluster's similarity to another is the size-weighted mean of its
-    parts'); each merge costs one argmax over it, so a 4 h member's ~2,000 segments take a few
-    seconds at most."""
+    parts')."""
     n = len(x)
     label = np.arange(n)
     if n == 1:
