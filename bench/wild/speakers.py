@@ -340,7 +340,32 @@ def scan_cost_rows(clips: list[np.ndarray]) -> list[dict]:
              "goal": "within enhance's 29 (docs/operations.md)"}]
 
 
+def label_rows(seeds: list[int]) -> list[dict]:
+    """The two-voices row alone, on conversations spliced with other gaps (``seeds``): the same
+    voices and lines, other pauses, so other asr segments and pieces (each seed's asr cached)."""
+    v = voices()
+    rows = []
+    for seed in seeds:
+        convs = spliced(v, seed)
+        english = [c for c in convs if "fillets" not in c.name]
+        for label, group in (("spliced", convs), ("spliced, English voices", english)):
+            right, n = labels_right(group, cut_conversations(group)[1])
+            rows.append({"name": f"two speaker_ids, one per voice, {label}, seed {seed}",
+                         "ours": right, "baseline": None, "ratio": None,
+                         "unit": f"conversations of {n}", "goal": f"{n} of {n}"})
+    return rows
+
+
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--labels", default="", help="seeds (0,1,2): only the two-voices rows")
+    a = ap.parse_args()
+    if a.labels:
+        for r in label_rows([int(x) for x in a.labels.split(",")]):
+            print(json.dumps(r))
+        return
     for fn in ROWS:
         for r in fn(False):
             print(json.dumps(r))

@@ -19,8 +19,12 @@ voices' long ones), to found or chain clusters: it then joins the cluster whose 
 nearest, if their cosine is at least ``JOIN_NEAREST`` when there are two clusters or more (a
 short turn is nearer its own voice than the other's), or ``JOIN`` when there is only one (with
 nothing to compare, a short turn of another voice sharing the file's noise and restoration can
-reach 0.72 to it). The short ones left over are grouped among themselves (average linkage at
-``SHORT_THRESHOLD``): a voice heard only in short turns still gets one label. With no long
+reach 0.72 to it). A short segment with a voiced partial joins no cluster, though, when another
+such short segment is nearer to it than the cluster's centroid by more than ``PEER_MARGIN``:
+that is a voice heard only in short turns (a telephone file's long turns of one voice can end
+up as two clusters, and the other voice's turns would join the nearer). The short ones left over
+are grouped among themselves (average linkage at ``SHORT_THRESHOLD``): such a voice still gets
+one label. With no long
 segment, all are clustered alike. Labels are numbered by first appearance: ``<source key>#s0``,
 ``#s1``, ...
 
@@ -46,14 +50,15 @@ DEFAULT_THRESHOLD = 0.88  # corrected centroid cosine; docs/quality.md has how i
 AGREEMENT = 0.7  # mean cosine between two 1.6 s partials of one voice (Resemblyzer)
 JOIN = 0.8  # cosine to the only cluster's centroid at which a short segment joins it
 JOIN_NEAREST = 0.6  # the same to the nearest of two clusters or more
+PEER_MARGIN = 0.1  # how much nearer another short segment keeps a short one out of a cluster
 SHORT_THRESHOLD = 0.7  # mean pairwise cosine grouping the short segments that join no cluster
 MIN_PARTS = 2  # voiced 1.6 s partials for a segment to take part in the clustering itself
 
 
 def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
             parts: list[int] | None = None, min_parts: int = MIN_PARTS, join: float = JOIN,
-            join_nearest: float = JOIN_NEAREST, short_threshold: float = SHORT_THRESHOLD,
-            agreement: float = AGREEMENT) -> list[int]:
+            join_nearest: float = JOIN_NEAREST, peer_margin: float = PEER_MARGIN,
+            short_threshold: float = SHORT_THRESHOLD, agreement: float = AGREEMENT) -> list[int]:
     """Cluster numbers (0, 1, ... by first appearance) for ``embeddings`` (module docstring).
 
     ``parts``: voiced partials behind each embedding (None: all count as ``min_parts``; a
@@ -76,7 +81,13 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
         cents = _unit(np.stack([sums[raw[long] == c].sum(axis=0) for c in ids]))
         sims = x[short] @ cents.T
         near = sims.argmax(axis=1)
-        joins = sims[np.arange(short.size), near] >= (join if ids.size == 1 else join_nearest)
+        best = sims[np.arange(short.size), near]
+        joins = best >= (join if ids.size == 1 else join_nearest)
+        voiced = np.asarray(parts if parts is not None else weight)[short] >= 1
+        peers = x[short] @ x[short[voiced]].T
+        peers[np.flatnonzero(voiced), np.arange(voiced.sum())] = -np.inf  # not itself
+        if peers.size:
+            joins &= ~(voiced & (peers.max(axis=1) > best + peer_margin))
         raw[short[joins]] = ids[near[joins]]
         rest = short[~joins]
         if rest.size:

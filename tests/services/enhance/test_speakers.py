@@ -81,6 +81,25 @@ def test_a_short_segment_needs_more_to_join_the_only_cluster() -> None:
     assert cluster(two + [_at(v, 0.65, 2)], parts=[6] * 8 + [1]) == who + [1]
 
 
+def test_a_voice_heard_only_in_short_turns_keeps_its_own_label() -> None:
+    """Short turns (one voiced partial each) 0.65 to the nearer of two clusters but much nearer
+    one another are a third voice: one label of their own, not the nearer cluster's."""
+    two, who = _voices(2, 4, 0.3)
+    u = np.sum(two[0::2], axis=0) / np.linalg.norm(np.sum(two[0::2], axis=0))
+    rng = np.random.default_rng(7)
+    r = rng.standard_normal(256)
+    r -= (r @ u) * u
+    shorts = []
+    for _ in range(3):
+        d = r / np.linalg.norm(r) + 0.3 * rng.standard_normal(256) / 16
+        d -= (d @ u) * u
+        shorts.append(0.65 * u + np.sqrt(1 - 0.65**2) * d / np.linalg.norm(d))
+    assert all(0.6 < e @ u < 0.7 for e in shorts) and shorts[0] @ shorts[1] > 0.85
+    assert cluster(two + shorts, parts=[6] * 8 + [1] * 3) == who + [2] * 3
+    # without the rule (a margin no peer reaches) they join the nearer voice
+    assert cluster(two + shorts, parts=[6] * 8 + [1] * 3, peer_margin=2.0) == who + [0] * 3
+
+
 def test_noisy_centroids_of_one_voice_are_merged() -> None:
     """Two-partial segments of one voice agree ~0.8 (below a plain 0.88 cut); corrected for
     their noise they are one voice, and two voices ~0.5 apart stay two."""
