@@ -88,7 +88,8 @@ def _onsei() -> str:
 
 def run_stage(root: Path, stage: str, env: dict[str, str] | None = None,
               timeout: float = 7200) -> dict[str, float]:
-    """``onsei run --stages STAGE`` on ``root/raw`` under ``/usr/bin/time -v``: peak MB, seconds."""
+    """``onsei run --stages STAGE`` on ``root/raw`` under ``/usr/bin/time -v``: peak MB, wall and
+    CPU (user + system) seconds."""
     # every default on: no ONSEI_* setting and no thread cap inherited (the test suite sets
     # ONSEI_QUALITY_ANNOTATIONS=false and OMP_NUM_THREADS=1), only those given here
     inherited = {k: v for k, v in os.environ.items()
@@ -104,8 +105,10 @@ def run_stage(root: Path, stage: str, env: dict[str, str] | None = None,
     if peak is None or wall is None:
         raise RuntimeError(f"no /usr/bin/time -v report: {out.stderr[-2000:]}")
     h, m, s = wall.groups()
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)",
+                                           out.stderr))
     return {"peak_mb": int(peak.group(1)) / 1024,
-            "wall_s": int(h or 0) * 3600 + int(m) * 60 + float(s)}
+            "wall_s": int(h or 0) * 3600 + int(m) * 60 + float(s), "cpu_s": round(cpu, 1)}
 
 
 def measure(minutes: float, stages: tuple[str, ...] = ("asr", "enhance"),

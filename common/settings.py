@@ -105,6 +105,11 @@ class Settings(BaseSettings):
         0, ge=0, le=1024,
         description="BLAS/OpenMP threads per worker process (0: the node's cores shared among "
                     "worker_concurrency)")
+    worker_mmap_threshold_kb: int = Field(
+        1024, ge=0, le=32768,
+        description="allocations of this many KiB and more get their own mapping, handed back "
+                    "when freed, so a long member does not fragment the threads' heaps "
+                    "(glibc; 0: the allocator's default)")
     prefetch_shards: int = Field(
         1, ge=0, le=64,
         description="shards reserved and downloaded ahead while one is computed (0: off)")

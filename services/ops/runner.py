@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from common.ledger.index import valid_done
+from common.node.allocator import map_large_buffers
 from common.settings import Settings
 from common.stages.contract import Stage
 from common.stages.engine import Engine, reason_of
@@ -58,6 +59,7 @@ class Runner:
         self.stage_classes = stage_classes or {}
         self.output = open_store(settings.output_url, settings)
         self.ledger = open_ledger(settings, self.output)
+        map_large_buffers(settings.worker_mmap_threshold_kb)  # this process runs the stages
 
     def _todo(self, stage: str, ids: range, summary: StageSummary) -> list[int]:
         before = self.pipeline.previous(stage)

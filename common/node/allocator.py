@@ -1,0 +1,42 @@
+"""The C allocator's policy for a stage process: large buffers are mapped, not kept.
+
+glibc's malloc serves a request above ``M_MMAP_THRESHOLD`` with a mapping of its own, handed back
+to the system when freed; below it, from the arena of the calling thread, which keeps what was
+freed for later requests. The threshold starts at 128 KiB but rises to the size of any mapped
+block that is freed (up to 32 MiB), so after the first segments every audio buffer, model
+activation and spectrogram of a few MB comes from the arenas. A stage's threads (reader, model,
+writer, helpers) each keep an arena, and a long member's varied sizes fragment them: the
+process's peak grew with the member, not with what it held (docs/operations.md, "With the real
+models"). A fixed threshold (which also ends the rise) keeps the buffers that come and go out
+of the arenas. Set once per process, before the models load; a value the operator gave glibc
+(``MALLOC_MMAP_THRESHOLD_``) is left as it is, and another C library is left alone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
+def map_large_buffers(threshold_kb: int) -> bool:
+    """Serve allocations of ``threshold_kb`` KiB and more with their own mappings (0: leave the
+    allocator as it is). Returns whether the policy was set."""
+    if threshold_kb <= 0 or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to set
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    done = bool(mallopt(M_MMAP_THRESHOLD, threshold_kb * 1024))
+    if done:
+        log.debug("buffers of %d KiB and more are mapped on their own", threshold_kb)
+    return done

@@ -1,0 +1,61 @@
+"""The allocator policy of a stage process (common/node/allocator.py): with it, a buffer of a
+few MB freed and asked for again is mapped on its own (handed back when freed) instead of being
+cut from a thread's heap; without it glibc raises its threshold past such buffers. Each case
+runs in a process of its own: the policy is the process's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+PROBE = """
+import ctypes, sys
+from common.node.allocator import map_large_buffers
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks",
+                                               "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+print(map_large_buffers(int(sys.argv[1])))
+libc.free(libc.malloc(8 << 20))  # a mapped block freed: glibc's own threshold rises past 8 MiB
+before = libc.mallinfo2().hblkhd
+block = libc.malloc(2 << 20)
+print(libc.mallinfo2().hblkhd - before)  # bytes newly mapped for the 2 MiB block
+"""
+
+
+def _probe(threshold_kb: int, env: dict[str, str] | None = None) -> tuple[bool, int]:
+    inherited = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    full = {**inherited, "PYTHONPATH": str(REPO), **(env or {})}
+    out = subprocess.run([sys.executable, "-c", PROBE, str(threshold_kb)], env=full,
+                         capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    return out[0] == "True", int(out[1])
+
+
+@pytest.fixture(autouse=True)
+def _glibc() -> None:
+    if not os.confstr_names.get("CS_GNU_LIBC_VERSION") or \
+            "glibc" not in os.confstr("CS_GNU_LIBC_VERSION"):
+        pytest.fail("these tests read glibc's mallinfo2: run them on a glibc system")
+
+
+def test_a_freed_large_buffer_is_mapped_again_with_the_policy() -> None:
+    assert _probe(1024) == (True, pytest.approx(2 << 20, rel=0.01))
+
+
+def test_without_it_glibc_serves_the_buffer_from_its_heap() -> None:
+    assert _probe(0) == (False, 0)
+
+
+def test_a_threshold_the_operator_gave_glibc_is_kept() -> None:
+    assert _probe(1024, {"MALLOC_MMAP_THRESHOLD_": "33554432"}) == (False, 0)
