@@ -74,6 +74,7 @@ def _by_hand(s, shards: int, dest: Path) -> int:
 
 def rows(quick: bool) -> list[dict]:
     from services.ops.export.run import export
+    from services.ops.export.write import SplitPlan
 
     shards, per_shard = (4, 500) if quick else (20, 1000)
     with tempfile.TemporaryDirectory() as d:
@@ -82,7 +83,8 @@ def rows(quick: bool) -> list[dict]:
         c0 = time.process_time()
         n_hand = _by_hand(s, shards, root / "by-hand.jsonl")
         c1 = time.process_time()
-        res = export(s, s.output_url, str(root / "set"), validation_fraction=0.01, workers=2)
+        res = export(s, s.output_url, str(root / "set"),
+                     plan=SplitPlan(validation_fraction=0.01), workers=2)
         c2 = time.process_time()
     n = sum(res.written.lines.values())
     hours = n * 10.0 / 3600

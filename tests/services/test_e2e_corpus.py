@@ -21,6 +21,7 @@ from services.dedup.result import DedupResult
 from services.dedup.run import Deduper
 from services.dedup.settings import DedupSettings
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from services.ops.pack_audio import pack
 from services.ops.runner import Runner
 from services.records import AsrLine, TokenLine, shard_of
@@ -92,7 +93,7 @@ def test_two_pack_audio_runs_make_one_corpus(make_settings, tmp_path: Path, code
     assert [e["reasons"] for e in skipped] == [[f"duplicate_of:{keep}"]]
 
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     rows = lines_of(to)["train"]
     ids = [x["id"] for x in rows]
     assert len(ids) == len(set(ids))  # no id twice

@@ -20,7 +20,7 @@ from pathlib import Path
 from common.settings import Settings
 from common.shards.tar import ShardWriter
 from common.storage import NotFound, Store
-from services.ops.export.split import TRAIN, VALIDATION
+from services.ops.export.split import SPLITS
 from services.ops.export.write import Written
 from services.records import local_name, shard_of
 from services.stages import PIPELINE
@@ -69,7 +69,7 @@ def write_audio(root: Path, written: Written, store: Store, settings: Settings,
     """Write the WebDataset tars of every split's parts under ``root``; their names (relative
     to ``root``) in order. Raises AudioMissing naming the first line whose FLAC is absent."""
     names: list[str] = []
-    for split in (TRAIN, VALIDATION):
+    for split in SPLITS:
         names += _write_split(root, split, written.files[split], store, settings, workdir,
                               shard_segments)
     return names

@@ -5,67 +5,28 @@ way) finds them as ``load_dataset("json", data_dir=DIR)`` does."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.ops.export import markdown as md
 from services.ops.export.source import ShardRead
-from services.ops.export.split import TRAIN, VALIDATION
-from services.ops.export.write import Written
+from services.ops.export.speakers import speaker_section
+from services.ops.export.split import SPLITS, TEST
+from services.ops.export.write import SplitPlan, Written
 
 
 @dataclass
 class CardInfo:
     source: str  # the output root exported (redacted)
     tokens: bool
-    seed: int
-    validation_fraction: float
+    plan: SplitPlan
     policy: dict[str, Any]
     dedup: dict[str, Any] | None  # the dedup result's summary fields used, None: never ran
     reads: list[ShardRead]
     written: Written
     created_at: float = field(default_factory=time.time)
-
-
-def _h(seconds: float) -> str:
-    return f"{seconds / 3600:.3f}"
-
-
-# Text from the data (the output URL, languages, reasons, errors, the done records' models)
-# goes into the card as Markdown that shows it as it is: a backtick or a `<` in it must neither
-# end a code span nor open raw HTML, and a line break or `|` must not end a table row.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
-_SPECIAL = re.compile(r"[\\`*_\[\]<>&|~]")
-
-
-def _plain(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
-
-
-def _text(text: str) -> str:
-    """Text shown as is: every character Markdown could read as markup backslash-escaped."""
-    return _SPECIAL.sub(lambda m: "\\" + m.group(), _plain(text))
-
-
-def _code(text: str, in_table: bool = False) -> str:
-    """A code span holding ``text`` whatever it holds: fenced by more backticks than its
-    longest run, padded when it starts or ends with a backtick or a space; in a table a `|`
-    is escaped (GFM splits cells before it reads code spans)."""
-    body = _plain(text)
-    if in_table:
-        body = body.replace("|", "\\|")
-    fence = "`" * (max((len(r) for r in re.findall("`+", body)), default=0) + 1)
-    if body[:1] in ("`", " ") or body[-1:] in ("`", " "):
-        body = f" {body} "
-    return f"{fence}{body}{fence}"
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out if rows else ["(none)"]
 
 
 def _removed(reads: list[ShardRead]) -> list[list[str]]:
@@ -77,7 +38,7 @@ def _removed(reads: list[ShardRead]) -> list[list[str]]:
             for k, v in counts.items():
                 n[(where, k)] += v
                 sec[(where, k)] += seconds[k]
-    return [[_code(k, True), where, str(n[(where, k)]), _h(sec[(where, k)])]
+    return [[md.code(k, True), where, str(n[(where, k)]), md.hours(sec[(where, k)])]
             for where, k in sorted(n, key=lambda wk: (-sec[wk], wk))]
 
 
@@ -86,7 +47,8 @@ def _models(reads: list[ShardRead]) -> list[list[str]]:
     for r in reads:
         for stage, info in r.models.items():
             seen[(stage, info)] += 1
-    return [[_text(stage), _code(info, True), str(n)] for (stage, info), n in sorted(seen.items())]
+    return [[md.text(stage), md.code(info, True), str(n)]
+            for (stage, info), n in sorted(seen.items())]
 
 
 def _refused(reads: list[ShardRead]) -> str:
@@ -97,7 +59,7 @@ def _refused(reads: list[ShardRead]) -> str:
     if not n:
         return ""
     return (f"; lines refused: {sum(n.values())} ("
-            + ", ".join(f"{_text(k)}: {v}" for k, v in sorted(n.items())) + ")")
+            + ", ".join(f"{md.text(k)}: {v}" for k, v in sorted(n.items())) + ")")
 
 
 def _spoken(reads: list[ShardRead]) -> list[str]:
@@ -113,8 +75,8 @@ def _spoken(reads: list[ShardRead]) -> list[str]:
              "(docs/text.md).")
     none = "none (no normaliser for the language, or written before text_spoken)"
     return ["## Text", "", about, "",
-            *_table(["text_spoken written by", "lines"],
-                    [[_text(k) if k else none, str(n)] for k, n in by.most_common()]), ""]
+            *md.table(["text_spoken written by", "lines"],
+                    [[md.text(k) if k else none, str(n)] for k, n in by.most_common()]), ""]
 
 
 def render(info: CardInfo) -> str:
@@ -123,7 +85,9 @@ def render(info: CardInfo) -> str:
     left_out = [r for r in reads if r.error is not None]
     dups = sum(r.before["duplicate_of"] + r.removed["duplicate_of"] for r in ok)
     dup_s = sum(r.before_seconds["duplicate_of"] + r.removed_seconds["duplicate_of"] for r in ok)
-    files = {s: w.files[s] for s in (TRAIN, VALIDATION) if w.files[s]}
+    files = {s: w.files[s] for s in SPLITS if w.files[s]}
+    splits = [s for s in SPLITS if s != TEST or info.plan.test_fraction or w.lines[s]]
+    plan = info.plan
     header = ["---", "configs:", "- config_name: default", "  data_files:"]
     for s in files:
         header += [f"  - split: {s}", f"    path: {s}/*.jsonl"]
@@ -133,30 +97,34 @@ def render(info: CardInfo) -> str:
     ids = [r.shard_id for r in ok]
     body = [
         "# onsei export", "",
-        f"Speech from {_code(info.source)}, restored and "
+        f"Speech from {md.code(info.source)}, restored and "
         + ("tokenized (NeuCodec, 50 codes per second)" if info.tokens else
            "not tokenized (`--no-tokens`: each line names its FLAC in the enhanced tar)")
         + f"; exported {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(info.created_at))}.",
         "", "Load it with `datasets.load_dataset(\"json\", data_dir=...)`. One line per segment: "
         "`id`, `text`, " + ("`codes.neu_tokens`, " if info.tokens else "`audio_tar`, "
                             "`audio_member`, ")
-        + "`duration_seconds`, `language`, `speaker_id` (where labelled), `quality` "
+        + "`duration_seconds`, `language`, `speaker_id` (where labelled), `corpus_speaker_id` "
+        "and `corpus_speaker_confidence` (where `onsei speakers` linked it), `quality` "
         "(docs/quality.md), `text_spoken` and its forms (below).", "", "## Splits", "",
-        *_table(["split", "lines", "hours", "groups", "files"],
-                [[s, str(w.lines[s]), _h(w.seconds[s]), str(w.groups[s]), str(len(w.files[s]))]
-                 for s in (TRAIN, VALIDATION)]),
-        "", (f"Split by the hash of each group (seed {info.seed}, validation fraction "
-             f"{info.validation_fraction:g}); a group is every source file and speaker label "
-             "that share a line, so neither is ever on both sides."), "",
+        *md.table(["split", "lines", "hours", "groups", "speakers", "files"],
+                [[s, str(w.lines[s]), md.hours(w.seconds[s]), str(w.groups[s]),
+                  str(len(w.speakers[s] - {""})), str(len(w.files[s]))] for s in splits]),
+        "", (f"Split by the hash of each group (seed {plan.seed}, validation fraction "
+             f"{plan.validation_fraction:g}"
+             + (f", test fraction {plan.test_fraction:g}" if plan.test_fraction else "")
+             + "); a group is every source file, speaker label within a file and corpus "
+             "speaker (`onsei speakers`) that share a line, so none is ever in two splits."), "",
         "## Hours per language", "",
-        *_table(["language", *(s for s in (TRAIN, VALIDATION))],
-                [[_text(lang), *(_h(w.languages[s][lang]) for s in (TRAIN, VALIDATION))]
+        *md.table(["language", *splits],
+                [[md.text(lang), *(md.hours(w.languages[s][lang]) for s in splits)]
                  for lang in languages]),
+        "", *speaker_section(w, plan.caps),
         "", *_spoken(ok), "## Removed", "",
-        f"Duplicates removed: {dups} segments, {_h(dup_s)} hours"
+        f"Duplicates removed: {dups} segments, {md.hours(dup_s)} hours"
         + ("" if info.dedup is not None else " (`onsei dedup` has not run on this output root)")
         + ".", "",
-        *_table(["reason", "removed by", "segments", "hours"], _removed(ok)),
+        *md.table(["reason", "removed by", "segments", "hours"], _removed(ok)),
         "", "## Source", "",
         f"Shards exported: {len(ok)}" + (f" ({min(ids)}-{max(ids)})" if ids else "")
         + f"; lines unreadable in the source: {sum(r.bad_lines for r in ok)}"
@@ -164,20 +132,20 @@ def render(info: CardInfo) -> str:
     ]
     if info.dedup is not None:
         not_covered = sum(1 for r in ok if not r.dedup_applied)
-        body += ["", (f"Dedup result {_code(str(info.dedup['duplicates_sha256'])[:16])}: "
+        body += ["", (f"Dedup result {md.code(str(info.dedup['duplicates_sha256'])[:16])}: "
                       f"{info.dedup['clusters']} clusters over {len(info.dedup['shards'])} "
                       f"shards; {not_covered} exported shards not yet matched by it.")]
     if left_out:
-        body += ["", "Shards left out:", ""] + [f"- {r.shard_id}: {_text(r.error or '')}"
+        body += ["", "Shards left out:", ""] + [f"- {r.shard_id}: {md.text(r.error or '')}"
                                                 for r in left_out]
     if w.moved_to_train:
         body += ["", (f"{len(w.moved_to_train)} group(s) moved to train: they held a field no "
                       "train line had, and a loader infers the schema from train's first lines.")]
     body += ["", "## Settings and models", "",
-             "Filter policy applied at export: " + _code(json.dumps(info.policy, sort_keys=True)),
-             "", *_table(["stage", "model (from the done records)", "shards"], _models(ok)), ""]
+             "Filter policy applied at export: " + md.code(json.dumps(info.policy, sort_keys=True)),
+             "", *md.table(["stage", "model (from the done records)", "shards"], _models(ok)), ""]
     policies = Counter(r.policy for r in ok if r.policy)
     if policies:
         body += ["Tokenize's filter policy (shards): "
-                 + "; ".join(f"{_code(p)} ({n})" for p, n in sorted(policies.items())), ""]
+                 + "; ".join(f"{md.code(p)} ({n})" for p, n in sorted(policies.items())), ""]
     return "\n".join(header + body)

@@ -16,26 +16,38 @@ from services.ops.options import output_option
               help="from the enhanced sidecars (lines name their FLAC), not the tokens")
 @click.option("--validation-fraction", default=0.01, show_default=True, type=float,
               help="share of groups (source files, speakers) in validation")
-@click.option("--seed", default=0, show_default=True, type=int, help="seed of the split hash")
+@click.option("--test-fraction", default=0.0, show_default=True, type=float,
+              help="share of groups in a test split (0: none)")
+@click.option("--max-hours-per-speaker", default=None, type=float,
+              help="at most this many hours of one voice (corpus speaker, else file label)")
+@click.option("--max-hours-per-source", default=None, type=float,
+              help="at most this many hours of one source file")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="seed of the split and cap hashes")
 @click.option("--with-audio", "with_audio", is_flag=True,
               help="also WebDataset tars (FLAC + JSON per segment) under webdataset/<split>/")
 @click.option("--shard-size", "shard_size", default=1000, show_default=True, type=int,
               help="segments per WebDataset tar (--with-audio)")
 def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
-           validation_fraction: float, seed: int, with_audio: bool, shard_size: int) -> None:
-    """Filtered, deduplicated JSONL (train/, validation/) and a dataset card (README.md)."""
+           validation_fraction: float, test_fraction: float, max_hours_per_speaker: float | None,
+           max_hours_per_source: float | None, seed: int, with_audio: bool,
+           shard_size: int) -> None:
+    """Filtered, deduplicated JSONL (train/, validation/, test/) and a dataset card."""
     from services.ops.enqueue import parse_range
+    from services.ops.export.caps import Caps
     from services.ops.export.publish import ExportTargetError
     from services.ops.export.run import ExportError
     from services.ops.export.run import export as run_export
+    from services.ops.export.write import SplitPlan
     from services.stages import PipelineSettings
 
     settings = PipelineSettings()
     ids = parse_range(range_, settings.max_range) if range_ else None
     try:
         res = run_export(settings, output_url or settings.output_url, to, ids,
-                         tokens=not no_tokens, validation_fraction=validation_fraction,
-                         seed=seed, with_audio=with_audio, shard_segments=shard_size)
+                         tokens=not no_tokens, with_audio=with_audio, shard_segments=shard_size,
+                         plan=SplitPlan(seed, validation_fraction, test_fraction,
+                                        Caps(max_hours_per_speaker, max_hours_per_source)))
     except (ExportError, ExportTargetError) as e:
         raise click.ClickException(str(e)) from None
     w = res.written
@@ -48,6 +60,11 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     if refused:
         click.echo(f"{refused} lines refused (not a number of seconds, an id twice in a shard): "
                    "the card counts them by reason", err=True)
-    click.echo(f"{redact_text(to)}: train {w.lines['train']} lines "
-               f"({w.seconds['train'] / 3600:.3f} h), validation {w.lines['validation']} lines "
-               f"({w.seconds['validation'] / 3600:.3f} h); card {redact_text(to)}/README.md")
+    capped = sum(w.capped.segments.values())
+    if capped:
+        click.echo(f"{capped} lines over a cap left out "
+                   f"({sum(w.capped.seconds.values()) / 3600:.3f} h): the card counts them",
+                   err=True)
+    splits = ", ".join(f"{s} {w.lines[s]} lines ({w.seconds[s] / 3600:.3f} h)"
+                       for s in ("train", "validation", "test") if s != "test" or w.lines[s])
+    click.echo(f"{redact_text(to)}: {splits}; card {redact_text(to)}/README.md")

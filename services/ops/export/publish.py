@@ -36,7 +36,7 @@ from common.record import Record, RecordError
 from common.redact import redact_text
 from common.storage import Store, split_url
 from services.ops.export.audio import AUDIO_DIR
-from services.ops.export.split import TRAIN, VALIDATION
+from services.ops.export.split import SPLITS
 
 CARD = "README.md"
 MARKER = ".onsei-export.json"
@@ -233,7 +233,7 @@ def publish_store(built: Path, store: Store, files: list[str]) -> None:
     for name in files:
         store.put_file(built / name, name)
     keep = set(files)
-    for prefix in (TRAIN, VALIDATION, AUDIO_DIR):
+    for prefix in (*SPLITS, AUDIO_DIR):
         for key in list(store.list(f"{prefix}/")):
             if key not in keep:
                 store.delete(key)

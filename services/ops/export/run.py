@@ -30,7 +30,7 @@ from services.ops.export.publish import (
     staging,
 )
 from services.ops.export.source import ShardRead, read_shard
-from services.ops.export.write import PART_BYTES, Written, write_parts
+from services.ops.export.write import PART_BYTES, SplitPlan, Written, write_parts
 from services.records import RecordError
 from services.speakers.result import SUMMARY_KEY as SPEAKERS_SUMMARY
 from services.speakers.result import SpeakersReader
@@ -51,12 +51,13 @@ class ExportResult:
 
 
 def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
-           tokens: bool = True, validation_fraction: float = 0.01, seed: int = 0,
-           workers: int = 8, part_bytes: int = PART_BYTES, with_audio: bool = False,
+           tokens: bool = True, plan: SplitPlan | None = None, workers: int = 8,
+           part_bytes: int = PART_BYTES, with_audio: bool = False,
            shard_segments: int = SHARD_SEGMENTS) -> ExportResult:
-    if not 0 <= validation_fraction < 1:
-        raise ExportError(f"--validation-fraction {validation_fraction}: between 0 and 1 "
-                          "(1 excluded: the train split cannot be empty)")
+    plan = plan or SplitPlan()
+    why = plan.problem()
+    if why is not None:
+        raise ExportError(why)
     if with_audio and shard_segments < 1:
         raise ExportError(f"--shard-size {shard_segments}: at least 1 segment a tar")
     check_target_place(to, output_url)
@@ -95,7 +96,7 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
             reads = list(pool.map(
                 lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
                                      tokens, work, labels[i]), shards))
-            written = write_parts(reads, built, seed, validation_fraction, part_bytes)
+            written = write_parts(reads, built, plan, part_bytes)
             try:
                 audio = (write_audio(built, written, store, settings, work, shard_segments)
                          if with_audio else [])
@@ -103,8 +104,8 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
                 raise ExportError(f"--with-audio: {e}") from None
             described = policy.describe()
             described.pop("dedup", None)
-            card = CardInfo(source=redact_text(output_url), tokens=tokens, seed=seed,
-                            validation_fraction=validation_fraction, policy=described,
+            card = CardInfo(source=redact_text(output_url), tokens=tokens, plan=plan,
+                            policy=described,
                             dedup=None if dedup is None else dedup.summary.to_dict(),
                             reads=reads, written=written)
             (built / CARD).write_text(render(card), encoding="utf-8")

@@ -12,9 +12,9 @@ A line's ``id`` and ``speaker_id`` are corpus ids (``services.records.corpus_id`
 ``<name>@<shard>``): two shards may hold the same member keys. An id is refused when it repeats
 in its shard or names another shard than the one it is read from, so no id is written twice in
 the whole export (each shard's ids are distinct and carry that shard), with memory per shard
-only. A staged line is
-``<file node>\\t<path set>\\t<language>\\t<seconds>\\t<JSON line>`` (JSON escapes tabs), so the
-writer routes lines without parsing them again.
+only. A staged line is ``<file node>\\t<path set>\\t<language>\\t<seconds>\\t<speaker>\\t<id>\\t
+<JSON line>`` (JSON escapes tabs; the speaker is the corpus speaker, else the label within the
+file, else empty), so the writer routes and caps lines without parsing them again.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from common.settings import Settings
 from common.shards.members import iter_keys
 from common.storage import NotFound, Store
 from services.ops.export.line import ExportLine, leaf_paths
-from services.ops.export.split import file_node, speaker_node
+from services.ops.export.split import corpus_speaker_node, file_node, speaker_node
 from services.records import (
     AsrLine,
     RecordError,
@@ -72,7 +72,7 @@ class ShardRead:
     removed_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     before: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (tokenize)
     before_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    edges: set[tuple[str, str]] = field(default_factory=set)  # (file, speaker) nodes
+    edges: set[tuple[str, str]] = field(default_factory=set)  # (file, voice) nodes
     pathsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # path set -> its first lines, up to FIRST_PER_PATHSET of distinct source files
     first: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -239,13 +239,17 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                 node = file_node(shard_id, source)
                 if line.speaker_id:
                     read.edges.add((node, speaker_node(line.speaker_id)))
+                if line.corpus_speaker_id:
+                    read.edges.add((node, corpus_speaker_node(line.corpus_speaker_id)))
                 body = line.to_json()
                 ps = _pathset(read, _shallow(line))
                 if len(first[ps]) < FIRST_PER_PATHSET:
                     first[ps].setdefault(node, read.lines)
                 if not read.nodes or read.nodes[-1] != node:
                     read.nodes.append(node)
-                out.write(f"{node}\t{ps}\t{line.language or 'unknown'}\t{seconds}\t{body}\n")
+                speaker = line.corpus_speaker_id or line.speaker_id or ""
+                out.write(f"{node}\t{ps}\t{line.language or 'unknown'}\t{seconds}\t"
+                          f"{_tabless(speaker)}\t{_tabless(line.id)}\t{body}\n")
                 read.lines += 1
                 read.seconds += seconds
                 read.spoken_by[line.text_spoken_by or ""] += 1
@@ -256,6 +260,27 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
         local.unlink(missing_ok=True)
     read.first = dict(first)
     return read
+
+
+@dataclass(frozen=True)
+class Staged:
+    node: str
+    pathset: str
+    language: str
+    seconds: float
+    speaker: str  # "" where the line has no speaker label
+    id: str
+    body: str  # the JSON line, its newline included
+
+
+def staged(raw: str) -> Staged:
+    node, ps, language, seconds, speaker, line_id, body = raw.split("\t", 6)
+    return Staged(node, ps, language, float(seconds), speaker, line_id, body)
+
+
+def _tabless(text: str) -> str:
+    """A field of the staged line: an id or label holding a tab or newline keeps its place."""
+    return text.replace("\t", " ").replace("\n", " ")
 
 
 def _shallow(line: ExportLine) -> dict[str, Any]:

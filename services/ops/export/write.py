@@ -1,12 +1,13 @@
-"""Staged lines -> ``train/part-NNNNN.jsonl`` and ``validation/part-NNNNN.jsonl``.
+"""Staged lines -> ``<split>/part-NNNNN.jsonl`` for train, validation and (when asked) test.
 
 A JSON loader that infers the schema from the first lines it reads (``datasets``' json
 builder reads the first block of the first train file) fails on a later line whose field was
 null or absent in all of those first lines. So the first train part starts with *witness*
 lines: few train lines that together hold a value at every path any line of the export has.
 They are real lines, moved (not copied) to the front; the rest keep shard order. A path only
-validation lines have moves one group to train (the card counts them). publish.py publishes
-the parts whole.
+validation or test lines have moves one group to train (the card counts them). The caps on
+hours per speaker and per source (caps.py) then leave lines out. publish.py publishes the
+parts whole.
 """
 
 from __future__ import annotations
@@ -16,21 +17,49 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from services.ops.export.source import ShardRead
-from services.ops.export.split import TRAIN, VALIDATION, Groups, side
+from services.ops.export.caps import Capped, Caps, apply_caps
+from services.ops.export.source import ShardRead, staged
+from services.ops.export.split import SPLITS, TRAIN, Groups, side
 
 PART_BYTES = 256 * 1024 * 1024  # a part file is closed past this size
 
 
 @dataclass
 class Written:
-    files: dict[str, list[str]] = field(default_factory=lambda: {TRAIN: [], VALIDATION: []})
+    files: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s in SPLITS})
     lines: Counter[str] = field(default_factory=Counter)  # split -> lines
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # per split
     languages: dict[str, dict[str, float]] = field(  # split -> language -> seconds
         default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     groups: Counter[str] = field(default_factory=Counter)  # split -> groups
     moved_to_train: list[str] = field(default_factory=list)  # groups moved for a witness
+    # speaker (corpus speaker, else the label within a file; "" none) -> seconds, all splits
+    speaker_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    speakers: dict[str, set[str]] = field(  # split -> its speakers
+        default_factory=lambda: defaultdict(set))
+    capped: Capped = field(default_factory=Capped)
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """How lines are shared among the splits: the hash seed, the fractions of groups in
+    validation and test, and the caps on hours per speaker and per source."""
+    seed: int = 0
+    validation_fraction: float = 0.01
+    test_fraction: float = 0.0
+    caps: Caps = field(default_factory=Caps)
+
+    def problem(self) -> str | None:
+        v, t = self.validation_fraction, self.test_fraction
+        if not 0 <= v < 1:
+            return (f"--validation-fraction {v}: between 0 and 1 (1 excluded: the train split "
+                    "cannot be empty)")
+        if not 0 <= t < 1:
+            return f"--test-fraction {t}: between 0 and 1 (1 excluded)"
+        if v + t >= 1:
+            return (f"--validation-fraction {v} + --test-fraction {t} = {v + t:g}: below 1 "
+                    "(the train split cannot be empty)")
+        return self.caps.problem()
 
 
 class Parts:
@@ -75,13 +104,13 @@ def _occurrences(reads: list[ShardRead], side_of: dict[str, str], groups: Groups
 def _witnesses(reads: list[ShardRead], side_of: dict[str, str], groups: Groups,
                written: Written) -> set[tuple[int, int]]:
     """(read index, line index) of the witness lines, chosen greedily. A path that only
-    validation lines hold moves the group of its first such line to train (recorded in
+    validation or test lines hold moves the group of its first such line to train (recorded in
     ``written.moved_to_train``): still one side per group, and still decided by the data."""
     while True:
         train_at = _occurrences(reads, side_of, groups, TRAIN)
         in_train = {p for ps, (k, _, _) in train_at.items() for p in reads[k].pathsets[ps]}
-        val_at = _occurrences(reads, side_of, groups, VALIDATION)
-        lacking = [(at, ps) for ps, at in val_at.items()
+        lacking = [(at, ps) for split in SPLITS[1:]
+                   for ps, at in _occurrences(reads, side_of, groups, split).items()
                    if not set(reads[at[0]].pathsets[ps]) <= in_train]
         if not lacking:
             break
@@ -100,7 +129,7 @@ def _witnesses(reads: list[ShardRead], side_of: dict[str, str], groups: Groups,
         chosen.add(train_at[best][:2])
 
 
-def _sides(reads: list[ShardRead], seed: int, fraction: float) -> tuple[Groups, dict[str, str]]:
+def _sides(reads: list[ShardRead], plan: SplitPlan) -> tuple[Groups, dict[str, str]]:
     groups = Groups()
     for r in reads:
         for a, b in sorted(r.edges):
@@ -112,20 +141,22 @@ def _sides(reads: list[ShardRead], seed: int, fraction: float) -> tuple[Groups, 
         for node in r.nodes:
             root = groups.find(node)
             if root not in side_of:
-                side_of[root] = side(root, seed, fraction)
+                side_of[root] = side(root, plan.seed, plan.validation_fraction,
+                                     plan.test_fraction)
         r.nodes = []  # in the groups now: memory grows with the files, once
     return groups, side_of
 
 
-def write_parts(reads: list[ShardRead], root: Path, seed: int, fraction: float,
+def write_parts(reads: list[ShardRead], root: Path, plan: SplitPlan,
                 max_bytes: int = PART_BYTES) -> Written:
     """Route every staged line of ``reads`` (in their order) into part files under ``root``."""
     written = Written()
-    groups, side_of = _sides(reads, seed, fraction)
+    groups, side_of = _sides(reads, plan)
     witnesses = _witnesses(reads, side_of, groups, written)
+    written.capped = apply_caps(reads, witnesses, plan.caps, plan.seed)
     for s in side_of.values():
         written.groups[s] += 1
-    parts = {s: Parts(root, s, max_bytes, written) for s in (TRAIN, VALIDATION)}
+    parts = {s: Parts(root, s, max_bytes, written) for s in SPLITS}
     try:
         for k, i in sorted(witnesses):
             with open(reads[k].staged, encoding="utf-8") as f:
@@ -138,7 +169,7 @@ def write_parts(reads: list[ShardRead], root: Path, seed: int, fraction: float,
                 continue
             with open(r.staged, encoding="utf-8") as f:
                 for n, raw in enumerate(f):
-                    if (k, n) not in witnesses:
+                    if (k, n) not in witnesses and (k, n) not in written.capped.dropped:
                         _route(raw, parts, written, side_of.__getitem__, groups)
     finally:
         for p in parts.values():
@@ -147,9 +178,11 @@ def write_parts(reads: list[ShardRead], root: Path, seed: int, fraction: float,
 
 
 def _route(raw: str, parts: dict[str, Parts], written: Written, side_of, groups: Groups) -> None:
-    node, _ps, language, seconds, body = raw.split("\t", 4)
-    s = side_of(groups.find(node))
-    parts[s].write(body)
+    line = staged(raw)
+    s = side_of(groups.find(line.node))
+    parts[s].write(line.body)
     written.lines[s] += 1
-    written.seconds[s] += float(seconds)
-    written.languages[s][language] += float(seconds)
+    written.seconds[s] += line.seconds
+    written.languages[s][line.language] += line.seconds
+    written.speaker_seconds[line.speaker] += line.seconds
+    written.speakers[s].add(line.speaker)

@@ -111,10 +111,12 @@ def _write_enhanced(store: Store, settings: Settings, sid: int, segs: list[Seg],
 
 
 def lines_of(root) -> dict[str, list[dict]]:
-    """split -> its lines, parts in name order."""
+    """split -> its lines, parts in name order (test only where the export wrote one)."""
     out = {}
-    for split in ("train", "validation"):
+    for split in ("train", "validation", "test"):
         d = root / split
+        if split == "test" and not d.is_dir():
+            continue
         out[split] = [json.loads(x) for p in sorted(d.glob("*.jsonl")) if d.is_dir()
                       for x in p.read_text().splitlines()] if d.is_dir() else []
     return out

@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 from common.ledger.store import Ledger
 from common.storage import open_store
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from services.stages import PIPELINE
 from tests.services.ops.export.synth import default_run, write_run
 
@@ -29,7 +30,7 @@ def test_data_in_the_card_is_escaped(make_settings, tmp_path: Path) -> None:
     Ledger(store, s, PIPELINE).mark_done("asr", 0, {"model": "w|` <script>x</script>",
                                                     "version": "1"})
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     card = (to / "README.md").read_text()
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(card)
     assert "<img" not in html and "<b>" not in html and "<script" not in html

@@ -11,6 +11,7 @@ import pytest
 from common.storage import open_store
 from services.ops.export.publish import MARKER, new_marker
 from services.ops.export.run import ExportError, export
+from services.ops.export.write import SplitPlan
 from services.records import corpus_id
 from tests.dedupfiles import write_result
 from tests.services.ops.export.synth import default_run, lines_of, write_run
@@ -37,7 +38,7 @@ def test_export_loads_with_datasets_split_by_group(make_settings, tmp_path: Path
     write_result(store, {"001001_0002": "000001_0002", "002004_0000": "000004_0000"},
                  shards=[0, 1], seconds={"001001_0002": 1.5})
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), validation_fraction=0.4, seed=3)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(seed=3, validation_fraction=0.4))
     got = lines_of(to)
     ids = {x["id"] for split in got.values() for x in split}
     # ids and speaker labels are corpus ids: <id within the shard>@<shard>
@@ -73,7 +74,7 @@ def test_schema_witnesses_come_first(make_settings, tmp_path: Path) -> None:
     must hold every field somewhere, or the later lines fail to cast."""
     s, _store, _ = _setup(make_settings)
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     rows = lines_of(to)["train"]
     head = rows[:3]
     assert any(x.get("quality") and x["quality"]["fidelity_cer"] == 0.05 for x in head)
@@ -88,7 +89,7 @@ def test_split_is_deterministic_and_follows_the_seed(make_settings, tmp_path: Pa
     s, _, _ = _setup(make_settings)
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for d, seed in ((a, 1), (b, 1), (c, 2)):
-        export(s, s.output_url, str(d), validation_fraction=0.3, seed=seed)
+        export(s, s.output_url, str(d), plan=SplitPlan(seed=seed, validation_fraction=0.3))
     part = "train/part-00000.jsonl"
     assert (a / part).read_bytes() == (b / part).read_bytes()
     assert lines_of(a) == lines_of(b) and lines_of(a) != lines_of(c)
@@ -98,7 +99,7 @@ def test_filter_policy_and_card(make_settings, tmp_path: Path) -> None:
     s, store, _run = _setup(make_settings, filter_min_ovrl=3.5)  # every annotated line fails
     write_result(store, {"000001_0000": "000002_0000"}, shards=[0, 1, 2])
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     got = lines_of(to)["train"]
     assert sorted(x["id"] for x in got) == ["000000_0000@000000", "000000_0001@000000",
                                             "000000_0002@000000"]
@@ -117,7 +118,7 @@ def test_no_tokens_exports_the_sidecars(make_settings, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="no shard .* has a tokenize done record; --no-tokens"):
         export(s, s.output_url, str(tmp_path / "x"))
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), tokens=False, validation_fraction=0.0)
+    export(s, s.output_url, str(to), tokens=False, plan=SplitPlan(validation_fraction=0.0))
     rows = lines_of(to)["train"]
     assert len(rows) == 54 and all("codes" not in x for x in rows)
     x = next(r for r in rows if r["id"] == "000002_0001@000000")
@@ -130,7 +131,7 @@ def test_range_and_left_out_shards(make_settings, tmp_path: Path) -> None:
     s, store, _ = _setup(make_settings)
     store.delete("tokens/neucodec/shard-000002.jsonl")
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), ids=range(1, 3), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), ids=range(1, 3), plan=SplitPlan(validation_fraction=0.0))
     assert [r.shard_id for r in res.reads] == [1, 2]
     assert {x["id"][:3] for x in lines_of(to)["train"]} == {"001"}
     assert "- 2: tokens/neucodec/shard-000002.jsonl missing" in (to / "README.md").read_text()
@@ -139,7 +140,7 @@ def test_range_and_left_out_shards(make_settings, tmp_path: Path) -> None:
 def test_publish_is_whole_or_nothing(make_settings, tmp_path: Path, monkeypatch) -> None:
     s, _store, _ = _setup(make_settings)
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     before = {p.relative_to(to): p.read_bytes() for p in to.rglob("*") if p.is_file()}
 
     def boom(*_a, **_k):
@@ -147,7 +148,7 @@ def test_publish_is_whole_or_nothing(make_settings, tmp_path: Path, monkeypatch)
 
     monkeypatch.setattr("services.ops.export.run.render", boom)
     with pytest.raises(RuntimeError, match="disk full"):
-        export(s, s.output_url, str(to), validation_fraction=0.5)
+        export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.5))
     assert {p.relative_to(to): p.read_bytes() for p in to.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".set")) == []
     other = tmp_path / "notes"
@@ -177,7 +178,7 @@ def test_s3_root_and_s3_target(make_settings, s3_bucket: str, tmp_path: Path) ->
     target = open_store(to, s)
     target.write_bytes(MARKER, new_marker().to_json().encode())  # an older, larger export
     target.write_bytes("train/part-00007.jsonl", b"{}\n")
-    res = export(s, root, to, validation_fraction=0.0)
+    res = export(s, root, to, plan=SplitPlan(validation_fraction=0.0))
     keys = sorted(target.list(""))
     assert keys == [MARKER, "README.md", "train/part-00000.jsonl"]
     rows = [json.loads(x) for x in target.read_bytes("train/part-00000.jsonl").splitlines()]

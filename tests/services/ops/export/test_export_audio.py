@@ -17,6 +17,7 @@ import soundfile as sf
 from common.shards.tar import ShardWriter
 from common.storage import open_store
 from services.ops.export.run import ExportError, export
+from services.ops.export.write import SplitPlan
 from services.stages import PIPELINE
 from tests.services.ops.export.synth import default_run, lines_of, write_run
 
@@ -57,8 +58,8 @@ def test_with_audio_loads_in_webdataset_and_datasets(make_settings, tmp_path: Pa
     write_run(store, s, run, tokens=True)
     _real_audio(store, s, 2)
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.3, seed=1, with_audio=True,
-           shard_segments=5)
+    export(s, s.output_url, str(to), plan=SplitPlan(seed=1, validation_fraction=0.3),
+           with_audio=True, shard_segments=5)
     lines = {x["id"]: x for rows in lines_of(to).values() for x in rows}
     assert len(lines) == 24
     tars = sorted((to / "webdataset").rglob("*.tar"))
@@ -82,7 +83,8 @@ def test_with_audio_loads_in_webdataset_and_datasets(make_settings, tmp_path: Pa
     # datasets infers the JSON's schema from the first 5 samples of the last split's first tar
     # (its webdataset builder): one split, whose first lines are the export's schema witnesses
     to = tmp_path / "train-only"
-    export(s, s.output_url, str(to), validation_fraction=0.0, with_audio=True, shard_segments=5)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0), with_audio=True,
+           shard_segments=5)
     ds = datasets.load_dataset("webdataset", data_dir=str(to / "webdataset"),
                                cache_dir=str(tmp_path / "hf"))
     assert set(ds) == {"train"}
@@ -119,7 +121,7 @@ def test_audio_tar_is_an_absolute_url(make_settings, tmp_path: Path,
     write_run(store, s, default_run(files_per_shard=2, shards=1), tokens=False)
     monkeypatch.chdir(Path(s.output_url).parent)
     export(s, os.path.basename(s.output_url), str(tmp_path / "set"), tokens=False,
-           validation_fraction=0.0)
+           plan=SplitPlan(validation_fraction=0.0))
     x = lines_of(tmp_path / "set")["train"][0]
     assert x["audio_tar"] == f"file://{s.output_url}/enhanced/shard-000000.tar"
     monkeypatch.chdir(tmp_path)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from common.storage import open_store
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from tests.services.ops.export.synth import Run, Seg, lines_of, quality, write_run
 
 
@@ -19,7 +20,7 @@ def test_music_is_exported_filtered_and_counted(make_settings, tmp_path: Path) -
         segs.append(Seg(f"show_{i:04d}", 1.0, q, "show#s0"))
     write_run(store, s, Run(shards={0: segs}, languages={"show": "en"}))
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     got = {x["id"].split("@")[0]: x for x in lines_of(to)["train"]}
     assert sorted(got) == ["show_0000", "show_0001", "show_0004"]
     assert got["show_0001"]["quality"]["music"] == 0.2

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from common.storage import open_store
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from tests.services.ops.export.synth import Run, Seg, lines_of, quality, write_run
 
 
@@ -19,7 +20,7 @@ def test_overlap_is_exported_filtered_and_counted(make_settings, tmp_path: Path)
         segs.append(Seg(f"talk_0000-{i + 1}", 1.0, q, f"talk#s{i % 2}"))
     write_run(store, s, Run(shards={0: segs}, languages={"talk": "en"}))
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     got = {x["id"].split("@")[0]: x for x in lines_of(to)["train"]}  # less any "@<shard>"
     assert sorted(got) == ["talk_0000-1", "talk_0000-2"]
     assert got["talk_0000-2"]["quality"]["overlap"] == 0.1

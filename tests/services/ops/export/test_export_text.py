@@ -9,6 +9,7 @@ import pytest
 
 from common.storage import open_store
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from tests.services.ops.export.synth import default_run, lines_of, write_run
 
 EN = {"text_spoken": "five dollars", "text_spoken_by": "WeTextProcessing 1.2.0"}
@@ -27,7 +28,7 @@ def test_lines_and_card_carry_the_spoken_forms(make_settings, tmp_path: Path,
         seg.forms = JA if run.languages[seg.source] == "ja" else EN
     write_run(open_store(s.output_url, s), s, run, tokens=tokens)
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.0, tokens=tokens)
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0), tokens=tokens)
     lines = {x["id"].split("@")[0]: x for x in lines_of(to)["train"]}
     assert lines["000001_0000"]["text"] == "text of 000001_0000"
     assert {k: lines["000001_0000"].get(k) for k in EN} == EN

@@ -21,6 +21,7 @@ def test_tokenized_shards_export_and_load(make_settings, codec,  # noqa: F811
     import datasets
 
     from services.ops.export.run import export
+    from services.ops.export.write import SplitPlan
 
     s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu")
     stage = TokenizeStage(s)
@@ -47,7 +48,7 @@ def test_tokenized_shards_export_and_load(make_settings, codec,  # noqa: F811
     write_result(engine.output, {"spk2file0_0001": "spk1file0_0000",
                                  "spk3file1_0000": "spk1file0_0000"}, shards=[0, 1])
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), validation_fraction=0.5, seed=7)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(seed=7, validation_fraction=0.5))
     ds = datasets.load_dataset("json", data_dir=str(to), cache_dir=str(tmp_path / "hf"))
     rows = {r["id"]: (split, r) for split in ds for r in ds[split]}
     assert all(i.endswith(f"@00000{i[8]}") for i in rows)  # corpus ids: key[8] is the shard

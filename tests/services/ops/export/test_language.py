@@ -8,6 +8,7 @@ from pathlib import Path
 
 from common.storage import open_store
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from services.records import AsrLine, AsrSegment
 from services.stages import PIPELINE
 from tests.services.ops.export.synth import default_run, lines_of, write_run
@@ -30,7 +31,7 @@ def test_each_line_carries_its_segments_language(make_settings, tmp_path: Path) 
             row["language"] = "ja"
     store.write_bytes(tok_key, "".join(json.dumps(r) + "\n" for r in body).encode())
 
-    export(s, s.output_url, str(tmp_path / "set"), validation_fraction=0.0)
+    export(s, s.output_url, str(tmp_path / "set"), plan=SplitPlan(validation_fraction=0.0))
     got = {x["id"].split("@")[0]: x["language"] for x in lines_of(tmp_path / "set")["train"]}
     assert got == {"000000_0000": "en", "000000_0001": "ja", "000000_0002": "en",
                    "000001_0000": "en", "000001_0001": "en", "000001_0002": "ja"}

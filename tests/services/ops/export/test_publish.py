@@ -24,6 +24,7 @@ from services.ops.export.publish import (
     recover,
 )
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from tests.services.ops.export.synth import default_run, lines_of, write_run
 
 REPO = Path(__file__).resolve().parents[4]
@@ -55,15 +56,16 @@ def test_a_directory_it_did_not_write_is_kept(make_settings, tmp_path: Path) -> 
         export(s, s.output_url, str(proj))
     assert _tree(proj) == before and _beside(proj) == []
     out = tmp_path / "set"
-    export(s, s.output_url, str(out), validation_fraction=0.0)  # an export: replaced
+    # an export: replaced
+    export(s, s.output_url, str(out), plan=SplitPlan(validation_fraction=0.0))
     assert read_marker(out) is not None and (out / "README.md").is_file()
     first = read_marker(out)
-    export(s, s.output_url, str(out), validation_fraction=0.0)
+    export(s, s.output_url, str(out), plan=SplitPlan(validation_fraction=0.0))
     second = read_marker(out)
     assert first and second and second.export_id != first.export_id and _beside(out) == []
     empty = tmp_path / "empty"
     empty.mkdir()
-    export(s, s.output_url, str(empty), validation_fraction=0.0)
+    export(s, s.output_url, str(empty), plan=SplitPlan(validation_fraction=0.0))
     assert lines_of(empty)["train"]
 
 
@@ -81,7 +83,7 @@ def test_cwd_output_root_and_above_refused(make_settings, tmp_path: Path, monkey
           "cwd-link": str(tmp_path / "link")}.get(where, where)
     before = _tree(tmp_path)
     with pytest.raises(ExportTargetError, match="an export replaces its --to whole"):
-        export(s, s.output_url, to, validation_fraction=0.0)
+        export(s, s.output_url, to, plan=SplitPlan(validation_fraction=0.0))
     assert _tree(tmp_path) == before
 
 
@@ -102,6 +104,7 @@ _KILL = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     from services.ops.export.run import export
+    from services.ops.export.write import SplitPlan
     from services.stages import PipelineSettings
 
     out, scratch, to = sys.argv[1:4]
@@ -114,14 +117,14 @@ _KILL = textwrap.dedent("""
 
     os.rename = killed_between
     export(PipelineSettings(output_url=out, scratch_dir=scratch), out, to,
-           validation_fraction=0.0)
+           plan=SplitPlan(validation_fraction=0.0))
 """)
 
 
 def test_sigkill_between_the_renames(make_settings, tmp_path: Path) -> None:
     s = _run(make_settings)
     to = tmp_path / "set"
-    export(s, s.output_url, str(to), validation_fraction=0.5, seed=1)
+    export(s, s.output_url, str(to), plan=SplitPlan(seed=1, validation_fraction=0.5))
     before = _tree(to)
     proc = subprocess.run([sys.executable, "-c", _KILL, s.output_url, s.scratch_dir, str(to)],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -132,7 +135,7 @@ def test_sigkill_between_the_renames(make_settings, tmp_path: Path) -> None:
     assert [n.split("-")[0] for n in left] == [".set.old", ".set.partial"], left
     assert recover(to) == [f"restored {to} from {left[0]}", f"removed {left[1]}"]
     assert _tree(to) == before and _beside(to) == []
-    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     assert res.recovered == [] and _beside(to) == [] and not lines_of(to)["validation"]
 
 
@@ -169,7 +172,7 @@ def test_export_start_restores_and_cleans(make_settings, tmp_path: Path) -> None
         os.close(fd)
     to_two = tmp_path / "two"
     _leftover(to_two, "old", created_at=3.0)
-    res = export(s, s.output_url, str(to_two), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to_two), plan=SplitPlan(validation_fraction=0.0))
     assert res.recovered[0].startswith(f"restored {to_two}")
     assert _beside(to_two) == [] and lines_of(to_two)["train"]
 

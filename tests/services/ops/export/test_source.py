@@ -12,6 +12,7 @@ from common.ledger.store import Ledger
 from common.shards.tar import ShardWriter
 from common.storage import open_store
 from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from services.records import corpus_id
 from services.stages import PIPELINE
 from tests.services.ops.export.synth import default_run, lines_of, write_run
@@ -47,7 +48,7 @@ def test_bad_durations_and_repeated_ids_refused(make_settings, tmp_path: Path) -
     write_run(store, s, run)
     _corrupt(store, s)
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     rows = lines_of(to)["train"]
     ids = [x["id"] for x in rows]
     assert sorted(ids) == sorted(corpus_id(seg.id, i) for i, segs in run.shards.items()
@@ -100,7 +101,7 @@ def test_bad_sidecar_durations_refused(make_settings, tmp_path: Path) -> None:
             w.write(seg.id, {"flac": b"fLaC-not-decoded", "json": meta.encode()})
     store.put_file(tar, PIPELINE.output_key("enhance", s, 0))
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), tokens=False, validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), tokens=False, plan=SplitPlan(validation_fraction=0.0))
     assert [x["id"] for x in lines_of(to)["train"]] == ["000000_0000@000000"]
     assert dict(res.reads[0].refused) == {"duration_seconds negative": 1,
                                           "duration_seconds not finite": 1}
@@ -127,7 +128,7 @@ def test_no_id_is_written_twice_in_the_export(make_settings, tmp_path: Path) -> 
                             "duration_seconds": 1.0}) + "\n"
     store.write_bytes(key, body.encode())
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     ids = [x["id"] for x in lines_of(to)["train"]]
     assert sorted(ids) == sorted(f"000000_000{i}@00000{shard}" for i in range(3)
                                  for shard in (0, 1))
@@ -161,7 +162,7 @@ def test_a_recording_whose_copy_kept_is_filtered_is_exported_once(make_settings,
                      "rank": sid, "quality": clean.to_dict(), "keep_quality": flagged.to_dict()}
                      for sid in (1, 2)})
     to = tmp_path / "set"
-    res = export(s, s.output_url, str(to), validation_fraction=0.0)
+    res = export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
     ids = sorted(x["id"] for x in lines_of(to)["train"])
     assert [i for i in ids if i.startswith("000000_0000@")] == ["000000_0000@000001"]
     assert len(ids) == len(set(ids)) == 3 * 3 - 2
