@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from common.models.clock import ModelClock
+from common.record import RecordError
 from common.shards.audio import AudioError, read_audio_bytes, resample
 from common.shards.members import iter_keys
 from common.shards.readahead import read_ahead
@@ -29,6 +30,7 @@ from services.speakers.result import Label
 from services.text.forms import TextForms
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
+from services.tokenize.errors import Problem, SegmentError
 from services.tokenize.filter import FilterPolicy, reason_kind
 
 SR = 16_000
@@ -99,9 +101,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                       corpus_speaker=None if speakers is None else speakers.get(item.key))
         index += 1
         try:
-            if "json" not in item.files:
-                raise ValueError("missing_json")
-            meta = Sidecar.from_json(item.files["json"])  # RecordError: bad_json:<why>
+            meta = _sidecar(item.files)
             seg.text = meta.text
             seg.quality = None if meta.quality is None else meta.quality.filterable()
             seg.speaker_id = meta.speaker_id
@@ -115,20 +115,35 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                 yield seg
                 continue
             if item.error is not None:
-                raise ValueError("missing_audio")
-            audio_bytes = item.audio
-            audio, sr = read_audio_bytes(audio_bytes)
-            seg.duration = audio.shape[0] / sr
-            audio16 = resample(audio, sr, SR)
-            if audio16.shape[0] < HOP:
-                raise ValueError("too_short")
-            seg.prepared = prepare(audio16)
-        except AudioError as e:
-            seg.error = f"audio:{e.reason}"
-        except (ValueError, UnicodeDecodeError) as e:
-            seg.error = str(e) if str(e) in ("missing_json", "bad_json", "missing_audio",
-                                             "too_short") else f"bad_json:{str(e)[:100]}"
+                raise SegmentError(Problem.MISSING_AUDIO)
+            seg.duration, seg.prepared = _prepared(item.audio, prepare)
+        except SegmentError as e:
+            seg.error = e.reason
         yield seg
+
+
+def _sidecar(files: Mapping[str, bytes]) -> Sidecar:
+    if "json" not in files:
+        raise SegmentError(Problem.MISSING_JSON)
+    try:
+        return Sidecar.from_json(files["json"])
+    except (RecordError, UnicodeDecodeError) as e:
+        raise SegmentError(Problem.BAD_JSON, str(e)) from None
+
+
+def _prepared(data: bytes, prepare: Callable[[np.ndarray], Prepared]) -> tuple[float, Prepared]:
+    """(seconds of the FLAC at its own rate, the codec's input for it at 16 kHz)."""
+    try:
+        audio, sr = read_audio_bytes(data)
+    except AudioError as e:
+        raise SegmentError(Problem.AUDIO, e.reason) from None
+    audio16 = resample(audio, sr, SR)
+    if audio16.shape[0] < HOP:
+        raise SegmentError(Problem.TOO_SHORT)
+    try:
+        return audio.shape[0] / sr, prepare(audio16)
+    except ValueError as e:
+        raise SegmentError(Problem.PREPARE, f"{type(e).__name__}: {e}") from None
 
 
 def _threaded(it: Iterator[Any], maxsize: int) -> Iterator[Any]:
@@ -195,7 +210,7 @@ def run_pipeline(model: Any, variant: str, tar: Path, out: Path, cfg: PipelineCo
                                  cfg.speakers)
         for item in _threaded(segments, cfg.read_ahead):
             if isinstance(item, MemberError):
-                stats.add_error(item.key, f"member:{item.reason}")
+                stats.add_error(item.key, SegmentError(Problem.MEMBER, item.reason).reason)
                 continue
             if item.skipped:
                 stats.segments += 1
@@ -256,7 +271,7 @@ def _encode_split(encode: Encode, segs: list[Segment], policy: str,
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         if len(segs) == 1:
-            stats.add_error(segs[0].key, "out_of_memory")
+            stats.add_error(segs[0].key, SegmentError(Problem.OUT_OF_MEMORY).reason)
             return []
         mid = len(segs) // 2
         return (_encode_split(encode, segs[:mid], policy, stats)
