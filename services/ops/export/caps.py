@@ -2,7 +2,9 @@
 recordings hold most of the hours trains a model on them. Which lines stay is deterministic:
 the lines chosen as witnesses (write.py) first, then every other line in the order of the hash
 of its id and the seed, each kept while its speaker and its source are both under their caps
-with it. The caps are exact except where the witnesses alone pass one (a few lines).
+with it. The caps are exact except where the witnesses alone pass one (a few lines): the sums
+are whole microseconds, so a line that fills a cap to the microsecond is kept whatever order
+floats would have rounded the sum in.
 
 A line's speaker is its corpus speaker (``onsei speakers``) where known, else its speaker label
 within its file; a line without either is capped by its source only. Choosing needs each line's
@@ -53,7 +55,7 @@ def apply_caps(reads: list[ShardRead], witnesses: set[tuple[int, int]], caps: Ca
     out = Capped()
     if not caps:
         return out
-    rows: list[tuple[float, int, int, str, str, float]] = []
+    rows: list[tuple[float, int, int, str, str, int, float]] = []
     for k, r in enumerate(reads):
         if r.error is not None:
             continue
@@ -61,14 +63,15 @@ def apply_caps(reads: list[ShardRead], witnesses: set[tuple[int, int]], caps: Ca
             for n, raw in enumerate(f):
                 st = staged(raw)
                 order = -1.0 if (k, n) in witnesses else unit_hash(seed, st.id)
-                rows.append((order, k, n, st.speaker, st.node, st.seconds))
+                rows.append((order, k, n, st.speaker, st.node, _micro(st.seconds),
+                             st.seconds))
     rows.sort()
-    limit = {SPEAKER: _seconds(caps.hours_per_speaker), SOURCE: _seconds(caps.hours_per_source)}
-    used: dict[str, dict[str, float]] = {SPEAKER: defaultdict(float), SOURCE: defaultdict(float)}
-    for order, k, n, speaker, node, seconds in rows:
+    limit = {SPEAKER: _limit(caps.hours_per_speaker), SOURCE: _limit(caps.hours_per_source)}
+    used: dict[str, dict[str, int]] = {SPEAKER: defaultdict(int), SOURCE: defaultdict(int)}
+    for order, k, n, speaker, node, micro, seconds in rows:
         over = None
         for cap, who in ((SPEAKER, speaker), (SOURCE, node)):
-            if who and used[cap][who] + seconds > limit[cap] and order >= 0:
+            if who and used[cap][who] + micro > limit[cap] and order >= 0:
                 over = cap
                 break
         if over is not None:
@@ -76,10 +79,15 @@ def apply_caps(reads: list[ShardRead], witnesses: set[tuple[int, int]], caps: Ca
             out.segments[over] += 1
             out.seconds[over] += seconds
             continue
-        used[SPEAKER][speaker] += seconds if speaker else 0.0
-        used[SOURCE][node] += seconds
+        if speaker:
+            used[SPEAKER][speaker] += micro
+        used[SOURCE][node] += micro
     return out
 
 
-def _seconds(hours: float | None) -> float:
-    return math.inf if hours is None else hours * 3600.0
+def _micro(seconds: float) -> int:
+    return round(seconds * 1_000_000)
+
+
+def _limit(hours: float | None) -> float:
+    return math.inf if hours is None else _micro(hours * 3600.0)

@@ -14,7 +14,7 @@ from services.ops.export import markdown as md
 from services.ops.export.source import ShardRead
 from services.ops.export.speakers import speaker_section
 from services.ops.export.split import SPLITS, TEST
-from services.ops.export.write import SplitPlan, Written
+from services.ops.export.write import SplitPlan, Written, group_warning
 
 
 @dataclass
@@ -79,6 +79,24 @@ def _spoken(reads: list[ShardRead]) -> list[str]:
                     [[md.text(k) if k else none, str(n)] for k, n in by.most_common()]), ""]
 
 
+def _share(seconds: float, total: float) -> str:
+    return f"{100 * seconds / total:.1f} %" if total else "-"
+
+
+def _largest(w: Written, plan: SplitPlan, total: float) -> list[str]:
+    """The group with the most hours: files sharing voices chain into one group, and a group
+    is in one split whole, so a group near the size of a split makes its share drift from the
+    fraction asked."""
+    big = w.largest_group()
+    if big is None:
+        return []
+    _, seconds, split = big
+    warning = group_warning(w, plan)
+    return ["", f"{sum(w.groups.values())} groups; the largest holds {md.hours(seconds)} hours "
+            f"({_share(seconds, total)} of the export), in {split}."
+            + (f" **Warning**: {md.text(warning)}." if warning else "")]
+
+
 def render(info: CardInfo) -> str:
     w, reads = info.written, info.reads
     ok = [r for r in reads if r.error is None]
@@ -95,6 +113,7 @@ def render(info: CardInfo) -> str:
     languages = sorted({lang for s in w.languages for lang in w.languages[s]},
                        key=lambda lang: -sum(w.languages[s][lang] for s in w.languages))
     ids = [r.shard_id for r in ok]
+    total = sum(w.seconds.values())
     body = [
         "# onsei export", "",
         f"Speech from {md.code(info.source)}, restored and "
@@ -107,14 +126,17 @@ def render(info: CardInfo) -> str:
         + "`duration_seconds`, `language`, `speaker_id` (where labelled), `corpus_speaker_id` "
         "and `corpus_speaker_confidence` (where `onsei speakers` linked it), `quality` "
         "(docs/quality.md), `text_spoken` and its forms (below).", "", "## Splits", "",
-        *md.table(["split", "lines", "hours", "groups", "speakers", "files"],
-                [[s, str(w.lines[s]), md.hours(w.seconds[s]), str(w.groups[s]),
-                  str(len(w.speakers[s] - {""})), str(len(w.files[s]))] for s in splits]),
+        *md.table(["split", "lines", "hours", "share of hours", "groups", "speakers",
+                   "part files"],
+                [[s, str(w.lines[s]), md.hours(w.seconds[s]), _share(w.seconds[s], total),
+                  str(w.groups[s]), str(len(w.speakers[s] - {""})), str(len(w.files[s]))]
+                 for s in splits]),
         "", (f"Split by the hash of each group (seed {plan.seed}, validation fraction "
              f"{plan.validation_fraction:g}"
              + (f", test fraction {plan.test_fraction:g}" if plan.test_fraction else "")
              + "); a group is every source file, speaker label within a file and corpus "
-             "speaker (`onsei speakers`) that share a line, so none is ever in two splits."), "",
+             "speaker (`onsei speakers`) that share a line, so none is ever in two splits."),
+        *_largest(w, plan, total), "",
         "## Hours per language", "",
         *md.table(["language", *splits],
                 [[md.text(lang), *(md.hours(w.languages[s][lang]) for s in splits)]

@@ -38,16 +38,17 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     from services.ops.export.publish import ExportTargetError
     from services.ops.export.run import ExportError
     from services.ops.export.run import export as run_export
-    from services.ops.export.write import SplitPlan
+    from services.ops.export.write import SplitPlan, group_warning
     from services.stages import PipelineSettings
 
     settings = PipelineSettings()
     ids = parse_range(range_, settings.max_range) if range_ else None
+    plan = SplitPlan(seed, validation_fraction, test_fraction,
+                     Caps(max_hours_per_speaker, max_hours_per_source))
     try:
         res = run_export(settings, output_url or settings.output_url, to, ids,
                          tokens=not no_tokens, with_audio=with_audio, shard_segments=shard_size,
-                         plan=SplitPlan(seed, validation_fraction, test_fraction,
-                                        Caps(max_hours_per_speaker, max_hours_per_source)))
+                         plan=plan)
     except (ExportError, ExportTargetError) as e:
         raise click.ClickException(str(e)) from None
     w = res.written
@@ -60,11 +61,12 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     if refused:
         click.echo(f"{refused} lines refused (not a number of seconds, an id twice in a shard): "
                    "the card counts them by reason", err=True)
-    capped = sum(w.capped.segments.values())
-    if capped:
-        click.echo(f"{capped} lines over a cap left out "
-                   f"({sum(w.capped.seconds.values()) / 3600:.3f} h): the card counts them",
-                   err=True)
+    for cap, n in sorted(w.capped.segments.items()):
+        click.echo(f"--{cap.replace('_', '-')}: {n} lines left out "
+                   f"({w.capped.seconds[cap] / 3600:.3f} h)", err=True)
+    warning = group_warning(w, plan)
+    if warning:
+        click.echo(f"warning: {warning} (the card's Splits)", err=True)
     splits = ", ".join(f"{s} {w.lines[s]} lines ({w.seconds[s] / 3600:.3f} h)"
                        for s in ("train", "validation", "test") if s != "test" or w.lines[s])
     click.echo(f"{redact_text(to)}: {splits}; card {redact_text(to)}/README.md")

@@ -32,14 +32,16 @@ def histogram(seconds: list[float]) -> list[tuple[str, int, float]]:
 def speaker_section(w: Written, caps: Caps) -> list[str]:
     voiced = {k: v for k, v in w.speaker_seconds.items() if k}
     unlabelled = w.speaker_seconds.get("", 0.0)
+    # a voice is in one split (its group's); sorted, so a broken invariant still names one
+    split_of = {k: split for split in sorted(w.speakers, reverse=True) for k in w.speakers[split]}
     out = ["## Speakers", "",
            f"{len(voiced)} speakers" + (f"; {md.hours(unlabelled)} hours without a speaker "
                                         "label" if unlabelled else "") + ".", "",
            *md.table(["hours per speaker", "speakers", "hours"],
                      [[md.text(b), str(n), f"{h:.3f}"]
                       for b, n, h in histogram(list(voiced.values()))]), "",
-           *md.table(["speaker (most hours first)", "hours"],
-                     [[md.code(k, True), md.hours(v)]
+           *md.table(["speaker (most hours first)", "hours", "segments", "split"],
+                     [[md.code(k, True), md.hours(v), str(w.speaker_lines[k]), split_of.get(k, "")]
                       for k, v in sorted(voiced.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]])]
     if caps:
         limits = caps.describe()

@@ -22,6 +22,7 @@ from services.ops.export.source import ShardRead, staged
 from services.ops.export.split import SPLITS, TRAIN, Groups, side
 
 PART_BYTES = 256 * 1024 * 1024  # a part file is closed past this size
+GIANT = 0.5  # share of the hours in one group past which the export warns (group_warning)
 
 
 @dataclass
@@ -31,13 +32,26 @@ class Written:
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # per split
     languages: dict[str, dict[str, float]] = field(  # split -> language -> seconds
         default_factory=lambda: defaultdict(lambda: defaultdict(float)))
-    groups: Counter[str] = field(default_factory=Counter)  # split -> groups
+    groups: Counter[str] = field(default_factory=Counter)  # split -> groups written
     moved_to_train: list[str] = field(default_factory=list)  # groups moved for a witness
     # speaker (corpus speaker, else the label within a file; "" none) -> seconds, all splits
     speaker_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    speaker_lines: Counter[str] = field(default_factory=Counter)  # speaker -> lines
     speakers: dict[str, set[str]] = field(  # split -> its speakers
         default_factory=lambda: defaultdict(set))
+    # group (its smallest member) -> seconds written: one group holding most of the hours
+    # (files and voices chained together) puts them all in one split, whatever the fractions
+    group_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    group_split: dict[str, str] = field(default_factory=dict)
     capped: Capped = field(default_factory=Capped)
+
+    def largest_group(self) -> tuple[str, float, str] | None:
+        """(group, seconds, split) of the group with the most hours (the first by name on a
+        tie), None when nothing was written."""
+        if not self.group_seconds:
+            return None
+        g = min(self.group_seconds, key=lambda k: (-self.group_seconds[k], k))
+        return g, self.group_seconds[g], self.group_split[g]
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,22 @@ class SplitPlan:
             return (f"--validation-fraction {v} + --test-fraction {t} = {v + t:g}: below 1 "
                     "(the train split cannot be empty)")
         return self.caps.problem()
+
+
+def group_warning(w: Written, plan: SplitPlan) -> str | None:
+    """A line when one group holds over ``GIANT`` of the hours while a split other than train
+    was asked for: that group's split then takes most of the export whatever the fractions
+    (files with several voices, and voices in several files, chain into one group)."""
+    big = w.largest_group()
+    total = sum(w.seconds.values())
+    if big is None or not (plan.validation_fraction or plan.test_fraction):
+        return None
+    group, seconds, split = big
+    if seconds <= GIANT * total:
+        return None
+    return (f"one group (the files and voices sharing lines with {group}) holds "
+            f"{100 * seconds / total:.0f} % of the hours, all in {split}: the splits cannot "
+            "follow the fractions asked")
 
 
 class Parts:
@@ -154,8 +184,6 @@ def write_parts(reads: list[ShardRead], root: Path, plan: SplitPlan,
     groups, side_of = _sides(reads, plan)
     witnesses = _witnesses(reads, side_of, groups, written)
     written.capped = apply_caps(reads, witnesses, plan.caps, plan.seed)
-    for s in side_of.values():
-        written.groups[s] += 1
     parts = {s: Parts(root, s, max_bytes, written) for s in SPLITS}
     try:
         for k, i in sorted(witnesses):
@@ -174,15 +202,20 @@ def write_parts(reads: list[ShardRead], root: Path, plan: SplitPlan,
     finally:
         for p in parts.values():
             p.close()
+    written.groups.update(written.group_split.values())  # groups with a line written
     return written
 
 
 def _route(raw: str, parts: dict[str, Parts], written: Written, side_of, groups: Groups) -> None:
     line = staged(raw)
-    s = side_of(groups.find(line.node))
+    root = groups.find(line.node)
+    s = side_of(root)
     parts[s].write(line.body)
+    written.group_seconds[root] += line.seconds
+    written.group_split[root] = s
     written.lines[s] += 1
     written.seconds[s] += line.seconds
     written.languages[s][line.language] += line.seconds
     written.speaker_seconds[line.speaker] += line.seconds
+    written.speaker_lines[line.speaker] += 1
     written.speakers[s].add(line.speaker)

@@ -63,6 +63,26 @@ def default_run(files_per_shard: int = 6, shards: int = 3) -> Run:
     return run
 
 
+VOICES = 5
+
+
+def voices_run(files: int = 8, shards: int = 4, per_file: int = 4) -> tuple[Run, dict]:
+    """Each file of each shard is one voice; voice ``f % VOICES`` speaks in every shard, so a
+    corpus speaker joins files across shards that share no per-file label."""
+    run, labels = Run(), {}
+    for sid in range(shards):
+        segs, lab = [], {}
+        for f in range(files):
+            key = f"{sid:03d}{f:03d}"
+            run.languages[key] = "en"
+            for i in range(per_file):
+                seg = Seg(f"{key}_{i:04d}", 1.0 + 0.1 * ((sid + f + i) % 5), quality())
+                segs.append(seg)
+                lab[seg.id] = (f"spk{f % VOICES:08d}", 0.9)
+        run.shards[sid], labels[sid] = segs, lab
+    return run, labels
+
+
 def write_run(store: Store, settings: Settings, run: Run, tokens: bool = True) -> None:
     ledger = Ledger(store, settings, PIPELINE)
     for sid, segs in run.shards.items():

@@ -13,27 +13,8 @@ from common.storage import open_store
 from services.ops.export.caps import SOURCE, SPEAKER, Caps
 from services.ops.export.run import ExportError, export
 from services.ops.export.write import SplitPlan
-from tests.services.ops.export.synth import Run, Seg, lines_of, quality, write_run
+from tests.services.ops.export.synth import VOICES, lines_of, voices_run, write_run
 from tests.speakersfiles import write_labels
-
-VOICES = 5
-
-
-def _corpus(files: int = 8, shards: int = 4, per_file: int = 4) -> tuple[Run, dict]:
-    """Each file of each shard is one voice; voice ``f % VOICES`` speaks in every shard, so a
-    corpus speaker joins files across shards that share no per-file label."""
-    run, labels = Run(), {}
-    for sid in range(shards):
-        segs, lab = [], {}
-        for f in range(files):
-            key = f"{sid:03d}{f:03d}"
-            run.languages[key] = "en"
-            for i in range(per_file):
-                seg = Seg(f"{key}_{i:04d}", 1.0 + 0.1 * ((sid + f + i) % 5), quality())
-                segs.append(seg)
-                lab[seg.id] = (f"spk{f % VOICES:08d}", 0.9)
-        run.shards[sid], labels[sid] = segs, lab
-    return run, labels
 
 
 def _split_of(root: Path, field: str) -> dict[str, set[str]]:
@@ -49,7 +30,7 @@ def _split_of(root: Path, field: str) -> dict[str, set[str]]:
 def corpus(make_settings):
     s = make_settings()
     store = open_store(s.output_url, s)
-    run, labels = _corpus()
+    run, labels = voices_run()
     write_run(store, s, run)
     return s, store, run, labels
 
@@ -151,6 +132,6 @@ def test_cli_flags(corpus, tmp_path: Path, monkeypatch) -> None:
                                    "--validation-fraction", "0.2", "--seed", "4",
                                    "--max-hours-per-source", str(2.5 / 3600)])
     assert res.exit_code == 0, res.output
-    assert "lines over a cap left out" in res.output and ", test " in res.output
+    assert "--max-hours-per-source: " in res.output and ", test " in res.output
     res = CliRunner().invoke(cli, ["export", "--to", to, "--test-fraction", "0.995"])
     assert res.exit_code == 1 and "below 1" in res.output
