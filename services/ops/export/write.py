@@ -13,6 +13,7 @@ parts whole.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -206,7 +207,8 @@ def write_parts(reads: list[ShardRead], root: Path, plan: SplitPlan,
     return written
 
 
-def _route(raw: str, parts: dict[str, Parts], written: Written, side_of, groups: Groups) -> None:
+def _route(raw: str, parts: dict[str, Parts], written: Written, side_of: Callable[[str], str],
+           groups: Groups) -> None:
     line = staged(raw)
     root = groups.find(line.node)
     s = side_of(root)
