@@ -13,6 +13,10 @@ sentence's language and span are known, so each segment's language can be checke
   covered, for at least half its length, by a kept segment (a sentence in a language not kept:
   by a segment flagged ``language``); goal 0;
 - invented segments: kept segments over no reference speech; goal 0;
+- hallucinations kept: kept segments whose text is a known hallucination
+  (services/asr/hallucination.py: a stock phrase, a sound tag, a credit) that the reference
+  sentences inside them do not say; goal 0; and, the other way, segments flagged
+  ``hallucination`` whose reference says their text (speech lost to the flag); goal 0;
 - text: each kept language's WER / CER over its own segments against its sentences.
 
 ``python -m bench --only wild`` (all the wild rows) or ``python -m bench.wild.language``.
@@ -89,6 +93,13 @@ def language_per_segment(quick: bool) -> list[dict]:
          "unit": "sentences", "goal": "0"},
         {"name": "wild language: invented segments (kept, over no reference speech)",
          "ours": sc.invented, "baseline": None, "ratio": None, "unit": "segments",
+         "goal": "0"},
+        {"name": "wild language: known hallucinations kept (a stock phrase, tag or credit its "
+                 f"reference does not say; {sc.known_phrases} segments' text a known phrase)",
+         "ours": sc.hallucinations_kept, "baseline": None, "ratio": None, "unit": "segments",
+         "goal": "0"},
+        {"name": "wild language: segments flagged hallucination that their reference says",
+         "ours": sc.said_but_flagged, "baseline": None, "ratio": None, "unit": "segments",
          "goal": "0"},
         {"name": f"wild language: stage wall ({sc.switches} windows split at a switch)",
          "ours": round(sum(sc.walls), 2), "baseline": None, "ratio": None, "unit": "s wall",
