@@ -32,17 +32,25 @@ from pathlib import Path
 
 from fixtures.languages import Score, Spliced, score, splice, truth_of
 from fixtures.longform import SR, real_english
+from fixtures.nonspeech import FetchError
 
 
 def files(quick: bool) -> list[Spliced]:
     """The measured set: the issue's case (Japanese, 20 s of English, Japanese), its reverse,
-    many short turns, real English with Japanese, and a language not kept in the middle."""
+    many short turns, real English with Japanese, a language not kept in the middle, and
+    stock phrases said at switches with music between blocks."""
     out = [splice("ja-en-ja", [("ja", 60.0), ("en", 20.0), ("ja", 60.0)], 0),
            splice("en-ja-en", [("en", 60.0), ("ja", 20.0), ("en", 60.0)], 1),
            splice("turns", [("ja", 15.0), ("en", 10.0)] * 4, 2)]
     if real_english():
         out.append(splice("real-en-ja", [("en-real", 45.0), ("ja", 25.0), ("en-real", 45.0)], 3))
     out.append(splice("ja-de-ja", [("ja", 45.0), ("de", 20.0), ("ja", 45.0)], 4))
+    try:  # a show's jingle and sign-offs at its switches: Whisper's stock phrases, said or not
+        out.append(splice("phrases", [("ja", 20.0), ("phrase-en", 0.0), ("music", 8.0),
+                                      ("en", 15.0), ("phrase-ja", 0.0), ("music", 8.0),
+                                      ("ja", 15.0)], 5))
+    except FetchError:
+        pass
     return out[:2] if quick else out
 
 
