@@ -13,6 +13,10 @@ sentence's language and span are known, so each segment's language can be checke
   covered, for at least half its length, by a kept segment (a sentence in a language not kept:
   by a segment flagged ``language``); goal 0;
 - invented segments: kept segments over no reference speech; goal 0;
+- hallucinations kept: kept segments whose text is a known hallucination
+  (services/asr/hallucination.py: a stock phrase, a sound tag, a credit) that the reference
+  sentences inside them do not say; goal 0; and, the other way, segments flagged
+  ``hallucination`` whose reference says their text (speech lost to the flag); goal 0;
 - text: each kept language's WER / CER over its own segments against its sentences.
 
 ``python -m bench --only wild`` (all the wild rows) or ``python -m bench.wild.language``.
@@ -28,17 +32,25 @@ from pathlib import Path
 
 from fixtures.languages import Score, Spliced, score, splice, truth_of
 from fixtures.longform import SR, real_english
+from fixtures.nonspeech import FetchError
 
 
 def files(quick: bool) -> list[Spliced]:
     """The measured set: the issue's case (Japanese, 20 s of English, Japanese), its reverse,
-    many short turns, real English with Japanese, and a language not kept in the middle."""
+    many short turns, real English with Japanese, a language not kept in the middle, and
+    stock phrases said at switches with music between blocks."""
     out = [splice("ja-en-ja", [("ja", 60.0), ("en", 20.0), ("ja", 60.0)], 0),
            splice("en-ja-en", [("en", 60.0), ("ja", 20.0), ("en", 60.0)], 1),
            splice("turns", [("ja", 15.0), ("en", 10.0)] * 4, 2)]
     if real_english():
         out.append(splice("real-en-ja", [("en-real", 45.0), ("ja", 25.0), ("en-real", 45.0)], 3))
     out.append(splice("ja-de-ja", [("ja", 45.0), ("de", 20.0), ("ja", 45.0)], 4))
+    try:  # a show's jingle and sign-offs at its switches: Whisper's stock phrases, said or not
+        out.append(splice("phrases", [("ja", 20.0), ("phrase-en", 0.0), ("music", 8.0),
+                                      ("en", 15.0), ("phrase-ja", 0.0), ("music", 8.0),
+                                      ("ja", 15.0)], 5))
+    except FetchError:
+        pass
     return out[:2] if quick else out
 
 
@@ -89,6 +101,13 @@ def language_per_segment(quick: bool) -> list[dict]:
          "unit": "sentences", "goal": "0"},
         {"name": "wild language: invented segments (kept, over no reference speech)",
          "ours": sc.invented, "baseline": None, "ratio": None, "unit": "segments",
+         "goal": "0"},
+        {"name": "wild language: known hallucinations kept (a stock phrase, tag or credit its "
+                 f"reference does not say; {sc.known_phrases} segments' text a known phrase)",
+         "ours": sc.hallucinations_kept, "baseline": None, "ratio": None, "unit": "segments",
+         "goal": "0"},
+        {"name": "wild language: segments flagged hallucination that their reference says",
+         "ours": sc.said_but_flagged, "baseline": None, "ratio": None, "unit": "segments",
          "goal": "0"},
         {"name": f"wild language: stage wall ({sc.switches} windows split at a switch)",
          "ours": round(sum(sc.walls), 2), "baseline": None, "ratio": None, "unit": "s wall",

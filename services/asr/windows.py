@@ -23,7 +23,7 @@ import numpy as np
 from services.asr.batched import ClipText
 from services.asr.clips import WHISPER_WINDOW_SECONDS, Clip
 from services.asr.vad import SAMPLE_RATE
-from services.asr.words import WordTimes, loud_frames, snapped
+from services.asr.words import WordTimes, loud_frames, run_on, snapped
 
 N_FRAMES = 3000  # mel frames in Whisper's 30 s window
 MAX_PAUSE_SECONDS = 0.8  # longer pauses inside a window are shortened to this
@@ -145,6 +145,8 @@ def _placed(w: Window, words: WordTimes, audio: np.ndarray | None) -> list[tuple
     near = [min(range(len(bounds)), key=lambda k: max(bounds[k][0] - (a + b) / 2,
                                                        (a + b) / 2 - bounds[k][1], 0.0))
             for _, a, b, _ in words]
+    if loud is not None:  # ends the full stop and the end token took (words.run_on)
+        words = run_on(words, loud, [bounds[u][1] for u in near])
     edges = []
     for k in range(len(words) - 1):
         if w.units[near[k]][1] != w.units[near[k + 1]][1]:

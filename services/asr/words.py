@@ -8,6 +8,13 @@ them). :func:`snapped` therefore moves a word's start to the end of the last pau
 of 10 ms frames ``QUIET_DB`` below the clip's loud frames) in its first half, and its end to
 the start of the first pause in its second half; in connected speech there are none and
 nothing moves.
+
+The other way, a word can end too early: the full stop after it and the end-of-text token are
+aligned too, and at a window's end they take its last second of speech (a window ending on
+「ありがとうございます。」: the word 0.44 s long, the rest of the 2 s sentence given to 「。」 and
+the end token, both merged away), so the segment trimmed to its words lost most of its last
+sentence. :func:`run_on` moves such a word's end on through the speech that follows it without
+a pause, up to the next word.
 """
 
 from __future__ import annotations
@@ -66,6 +73,29 @@ def snapped(words: WordTimes, loud: np.ndarray, offset: float) -> WordTimes:
             a = max(a, offset + i * FRAME / SAMPLE_RATE)
             b = min(b, offset + j * FRAME / SAMPLE_RATE)
         out.append((w, a, b, p))
+    return out
+
+
+def run_on(words: WordTimes, loud: np.ndarray, limits: list[float]) -> WordTimes:
+    """``words`` (seconds of the audio ``loud`` was computed over, from 0) with each end moved
+    on through the loud frames right after it, across quiet runs shorter than a pause
+    (``MIN_PAUSE_FRAMES``: a stop's closure), up to the next word's start and the word's
+    ``limit`` (the end of the speech span it was spoken in). A word followed by a pause, or by
+    the next word, stays as it is."""
+    n = loud.size
+    if n < 3:
+        return words
+    out = []
+    for k, (w, a, b, p) in enumerate(words):
+        stop = min(limits[k], words[k + 1][1]) if k + 1 < len(words) else limits[k]
+        j, end = _frame(b, 0.0, n), _frame(stop, 0.0, n)
+        first, last, quiet = j, j, 0
+        while j < end and quiet < MIN_PAUSE_FRAMES:
+            quiet = 0 if loud[j] else quiet + 1
+            j += 1
+            if not quiet:
+                last = j
+        out.append((w, a, max(b, last * FRAME / SAMPLE_RATE) if last > first else b, p))
     return out
 
 

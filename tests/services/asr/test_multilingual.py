@@ -101,6 +101,18 @@ def test_english_turns_in_a_japanese_file_are_english_segments(spliced) -> None:
             assert {s.language for s in line.kept} == {"ja", "en"}
     assert total.right / total.segments >= 0.9, (total.right, total.segments)
     assert total.invented == 0
+    assert total.lost_at_switch == 0 and total.hallucinations_kept == 0
+
+
+def test_no_kept_segment_ends_before_its_last_sentence_does(spliced) -> None:
+    """A run of one language ends a window at each switch, and Whisper's alignment gives a
+    window's last speech to the full stop and the end token: the segment trimmed to its words
+    lost up to 1.5 s of its last sentence (words.run_on)."""
+    for name, (f, got) in spliced.items():
+        for s in got.line.kept:
+            ends = [b for a, b, _, _ in f.sentences if min(b, s.end) > max(a, s.start)]
+            # a reference sentence ends with espeak's trailing silence (0.3-0.5 s)
+            assert s.end >= max(ends) - 0.5, (name, s.start, s.end, max(ends), s.text)
 
 
 def test_speech_in_a_language_not_kept_is_flagged_per_segment(spliced) -> None:

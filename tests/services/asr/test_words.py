@@ -12,7 +12,7 @@ from services.asr.clips import Clip
 from services.asr.policy import build_segments
 from services.asr.settings import AsrSettings
 from services.asr.windows import Window, file_time, pieces, split
-from services.asr.words import loud_frames, segment_words, snapped, trimmed
+from services.asr.words import loud_frames, run_on, segment_words, snapped, trimmed
 from tests.services.asr.conftest import asr_settings
 
 SR = 16000
@@ -44,6 +44,30 @@ def test_split_and_snap_move_words_off_silence() -> None:
     clip_loud = loud_frames(audio[int(clip.start * SR):int(clip.end * SR)])
     quiet = snapped([(" x", 0.6, 0.9, 0.5)], clip_loud, clip.start)  # nothing loud: as is
     assert quiet == [(" x", 0.6, 0.9, 0.5)]
+
+
+def test_a_word_the_full_stop_and_end_token_cut_short_runs_on_through_its_speech() -> None:
+    """At a window's end Whisper aligns the full stop and the end token over the last speech:
+    the word before them ends early, and a segment trimmed to it would lose that speech."""
+    audio = np.zeros(5 * SR, np.float32)
+    audio[int(0.5 * SR):int(1.0 * SR)] = 0.5  # word one
+    audio[int(1.2 * SR):int(3.0 * SR)] = 0.5  # a long last word, from 1.2 s to 3.0 s ...
+    audio[int(2.0 * SR):int(2.04 * SR)] = 0.0  # ... with a 40 ms stop closure inside
+    clip = Clip(0.0, 5.0)
+    t = ClipText("one two.", -0.1, 0.01, [(" one", 0.3, 1.2, 0.9), (" two.", 1.2, 1.6, 0.4)])
+    (got,) = split([clip], [Window([((0.0, 5.0), 0)])], [t], audio)
+    (_, a1, b1, _), (_, a2, b2, _) = got.words or []
+    assert (a1, b1) == pytest.approx((0.5, 1.0), abs=0.011)  # a pause after it: as it was
+    assert (a2, b2) == pytest.approx((1.2, 3.0), abs=0.011)
+    s = AsrSettings()
+    (seg,) = build_segments([clip], [got], set(), s).lines
+    assert seg.end == pytest.approx(3.0 + s.asr_word_margin_seconds, abs=0.011)
+    loud = loud_frames(audio)
+    # never past the next word's start, nor past its span's end (the limit)
+    words = [(" a", 1.2, 1.6, 0.5), (" b", 2.5, 3.0, 0.5)]
+    assert run_on(words, loud, [5.0, 5.0])[0][2] == pytest.approx(2.5)
+    assert run_on(words[:1], loud, [2.2])[0][2] == pytest.approx(2.2)
+    assert run_on([(" c", 3.5, 4.0, 0.5)], loud, [5.0]) == [(" c", 3.5, 4.0, 0.5)]  # silence
 
 
 def test_segments_trimmed_to_words_plus_margin() -> None:
