@@ -144,7 +144,7 @@ def cut_conversations(convs: list[Conversation], threshold: float | None = None,
     """(asr kept segments, their pieces after the change detection) of every conversation."""
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.segments import SegmentSpec
-    from services.enhance.turns import DEFAULT_THRESHOLD, pieces, segment_changes
+    from services.enhance.turns import DEFAULT_THRESHOLD, changes, pauses, pieces, word_gaps
 
     enc = SpeakerEncoder()
     box: list = []
@@ -157,8 +157,8 @@ def cut_conversations(convs: list[Conversation], threshold: float | None = None,
         for s, w in zip(kept, enc.windows(clips)):
             segs.append(Cut(conv, s.start, s.end))
             spec = SegmentSpec("k", s.idx, s.start, s.end, s.text, "en", words=s.words)
-            found = segment_changes(w, s.words or [], s.start,
-                                    DEFAULT_THRESHOLD if threshold is None else threshold)
+            found = changes(w, pauses(w.power) + word_gaps(s.words or [], s.start),
+                            DEFAULT_THRESHOLD if threshold is None else threshold)
             out += [Cut(conv, s.start + p.start, s.start + p.end)
                     for p in pieces(spec, found)]
     return segs, out

@@ -11,12 +11,9 @@ the ASR words at least ``MIN_WORD_GAP`` long; they split the segment into stretc
 normalised mean of the voiced windows centred in it. Neighbouring stretches are merged, the
 most alike first (bottom-up, as one would join lines of one voice), while their cosine similarity
 is at least the threshold; the cuts left standing are speaker changes. A stretch with no voiced
-window of its own joins its neighbour. Shorter word gaps (``MIN_SHORT_GAP`` and more) are
-candidates too, held to a stricter threshold (``WEAK_MARGIN`` below): talkers who answer at once
-leave gaps of 0.05-0.15 s between their words, but so does one voice between its words, so only
-a stronger change than at a pause stands there. Comparing means of whole stretches, not single
-windows, is what makes it work: single 1 s windows of one voice and of two voices overlap in
-similarity (docs/quality.md, speaker changes).
+window of its own joins its neighbour. Comparing means of whole stretches, not single windows,
+is what makes it work: single 1 s windows of one voice and of two voices overlap in similarity
+(docs/quality.md, speaker changes).
 
 The audio is cut at the pause or word gap that stood; each ASR word goes to the piece its
 middle lies in (Whisper's word edges can run 0.5 s into a pause; their middles are nearer).
@@ -41,9 +38,6 @@ DEFAULT_THRESHOLD = 0.84  # cosine between stretch means; docs/quality.md has ho
 QUIET_DB = 30.0
 MIN_PAUSE = 0.15  # seconds of quiet that can be a turn change
 MIN_WORD_GAP = 0.15  # seconds between two ASR words that can be one
-MIN_SHORT_GAP = 0.05  # seconds: a shorter gap, a weak candidate (WEAK_MARGIN)
-WEAK_MARGIN = 0.04  # a weak candidate stands below threshold - this (docs/quality.md)
-NEAR = 5  # frames: a weak candidate this near a strong one is the same cut
 MIN_VOICED = 0.5  # a window takes part if at least this share of its frames is voiced
 MIN_PIECE = 0.3  # seconds: a cut leaving less on either side is not made
 
@@ -60,34 +54,17 @@ def pauses(power: np.ndarray, quiet_db: float = QUIET_DB,
             if b - a >= min_frames and a > 0 and b < power.size]
 
 
-def word_gaps(words: list[Word], start: float, min_gap: float = MIN_WORD_GAP,
-              max_gap: float = float("inf")) -> list[int]:
-    """Frames (from ``start``) in the middle of gaps of ``min_gap`` up to (not including)
-    ``max_gap`` between words."""
+def word_gaps(words: list[Word], start: float, min_gap: float = MIN_WORD_GAP) -> list[int]:
+    """Frames (from ``start``) in the middle of gaps of at least ``min_gap`` between words."""
     return [round(((a.end + b.start) / 2 - start) / FRAME)
-            for a, b in pairwise(words) if min_gap <= b.start - a.end < max_gap]
-
-
-def segment_changes(w: Windows, words: list[Word], start: float,
-                    threshold: float = DEFAULT_THRESHOLD) -> list[int]:
-    """A segment's speaker changes: its pauses and word gaps as candidates, the short gaps weak
-    (frames from ``start``, the segment's start in the words' clock)."""
-    return changes(w, pauses(w.power) + word_gaps(words, start), threshold,
-                   weak=word_gaps(words, start, MIN_SHORT_GAP, MIN_WORD_GAP))
+            for a, b in pairwise(words) if b.start - a.end >= min_gap]
 
 
 def changes(w: Windows, candidates: list[int], threshold: float = DEFAULT_THRESHOLD,
-            min_voiced: float = MIN_VOICED, weak: list[int] | None = None) -> list[int]:
-    """The candidate frames left standing as speaker changes (bottom-up merging, above);
-    ``weak`` candidates stand only where the stretches either side are less alike than
-    ``threshold - WEAK_MARGIN``."""
+            min_voiced: float = MIN_VOICED) -> list[int]:
+    """The candidate frames left standing as speaker changes (bottom-up merging, above)."""
     n = w.power.size
-    strong = {c for c in candidates if 0 < c < n}
-    limit = {c: threshold for c in strong}
-    for c in weak or []:
-        if 0 < c < n and all(abs(c - x) > NEAR for x in strong):
-            limit[c] = threshold - WEAK_MARGIN
-    bounds = [0] + sorted(limit) + [n]
+    bounds = [0] + sorted({c for c in candidates if 0 < c < n}) + [n]
     centre = w.starts + w.frames // 2
     use = w.voiced >= min_voiced
     sums, counts = [], []
@@ -96,11 +73,11 @@ def changes(w: Windows, candidates: list[int], threshold: float = DEFAULT_THRESH
         sums.append(w.embeds[m].sum(axis=0) if m.any() else np.zeros(w.embeds.shape[1]))
         counts.append(int(m.sum()))
     cuts = bounds[1:-1]
-    while cuts:  # margins over each cut's own threshold: the most alike first, as above
-        sims = [2.0 if counts[i] == 0 or counts[i + 1] == 0
-                else _cos(sums[i], sums[i + 1]) - limit[cuts[i]] for i in range(len(cuts))]
+    while cuts:
+        sims = [2.0 if counts[i] == 0 or counts[i + 1] == 0 else _cos(sums[i], sums[i + 1])
+                for i in range(len(cuts))]
         i = int(np.argmax(sims))
-        if sims[i] < 0:
+        if sims[i] < threshold:
             break
         sums[i:i + 2] = [sums[i] + sums[i + 1]]
         counts[i:i + 2] = [counts[i] + counts[i + 1]]

@@ -38,7 +38,7 @@ from services.dedup.spectrum import Powers, numpy_powers
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
 from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
-from services.enhance.turns import MIN_PIECE, cut_segment, pieces, segment_changes
+from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, pieces, word_gaps
 from services.records import Sidecar, segment_id
 from services.speakers.embeddings import EmbeddingsWriter
 
@@ -137,8 +137,8 @@ class EnhancedWriter:
         out = list(batch)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
-            found = segment_changes(w, seg.spec.words, seg.spec.start, self.change_threshold)
-            parts = pieces(seg.spec, found)
+            cand = pauses(w.power) + word_gaps(seg.spec.words, seg.spec.start)
+            parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
             if len(parts) > 1:
                 out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, parts)
                 self.quality.cut_segments += 1

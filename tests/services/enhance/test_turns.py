@@ -9,15 +9,7 @@ import pytest
 
 from services.enhance.quality.speaker import Windows
 from services.enhance.segments import CutSegment, Plan, SegmentSpec
-from services.enhance.turns import (
-    WEAK_MARGIN,
-    changes,
-    cut_segment,
-    pauses,
-    pieces,
-    segment_changes,
-    word_gaps,
-)
+from services.enhance.turns import changes, cut_segment, pauses, pieces, word_gaps
 from services.enhance.verify import SegmentMismatch, check_written
 from services.records import Word, segment_id
 
@@ -50,34 +42,6 @@ def test_stretches_of_two_voices_stay_apart_one_voice_merges() -> None:
     assert changes(two, cand, 0.84) == [300]
     one = _windows([0] * 24)
     assert changes(one, cand, 0.84) == []
-
-
-def _blend(share: float) -> Windows:
-    """Two stretches of 12 windows: voice 0, then voice 0 blended with voice 1 so that the
-    stretch means' cosine is about ``share``."""
-    w = _windows([0] * 24)
-    emb = w.embeds.copy()
-    emb[12:] = share * np.eye(8)[0] + np.sqrt(1 - share**2) * np.eye(8)[1]
-    return Windows(emb.astype(np.float32), w.starts, w.voiced, w.power, w.frames)
-
-
-def test_a_weak_candidate_stands_only_where_the_change_is_stronger() -> None:
-    at = [340]  # 3.4 s: the windows centred after it (from 3.5 s) are the second stretch's
-    mild = _blend(0.84 - WEAK_MARGIN / 2)  # under the threshold, not under threshold - margin
-    assert changes(mild, at, 0.84) == [340]
-    assert changes(mild, [], 0.84, weak=at) == []
-    strong = _blend(0.84 - 2 * WEAK_MARGIN)
-    assert changes(strong, [], 0.84, weak=at) == [340]
-    assert changes(strong, [336], 0.84, weak=at) == [336]  # the same cut: the strong one
-
-
-def test_short_word_gaps_are_weak_candidates_of_a_segment() -> None:
-    words = _words([("one", 0.0, 3.35), ("two", 3.45, 5.0), ("three", 5.02, 6.7)])
-    assert word_gaps(words, 0.0) == []
-    assert word_gaps(words, 0.0, 0.05, 0.15) == [340]  # the 0.1 s gap; 0.02 s is too short
-    w = _blend(0.84 - 2 * WEAK_MARGIN)
-    assert segment_changes(w, words, 0.0, 0.84) == [340]
-    assert segment_changes(_windows([0] * 24), words, 0.0, 0.84) == []
 
 
 def _words(spans: list[tuple[str, float, float]]) -> list[Word]:
