@@ -10,6 +10,9 @@ process's peak grew with the member, not with what it held (docs/operations.md, 
 models"). A fixed threshold (which also ends the rise) keeps the buffers that come and go out
 of the arenas. Set once per process, before the models load; a value the operator gave glibc
 (``MALLOC_MMAP_THRESHOLD_``) is left as it is, and another C library is left alone.
+
+What the arenas still keep after a burst (an annotation batch's activations, many blocks under
+the threshold) :func:`give_back` returns to the system: a stage calls it after such a burst.
 """
 
 from __future__ import annotations
@@ -24,19 +27,34 @@ log = logging.getLogger(__name__)
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 
 
+def _glibc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    # both are glibc's; another C library (musl, macOS) is left as it is
+    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _glibc()
+
+
 def map_large_buffers(threshold_kb: int) -> bool:
     """Serve allocations of ``threshold_kb`` KiB and more with their own mappings (0: leave the
     allocator as it is). Returns whether the policy was set."""
-    if threshold_kb <= 0 or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    if threshold_kb <= 0 or "MALLOC_MMAP_THRESHOLD_" in os.environ or _LIBC is None:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to set
-        return False
+    mallopt = _LIBC.mallopt
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     done = bool(mallopt(M_MMAP_THRESHOLD, threshold_kb * 1024))
     if done:
         log.debug("buffers of %d KiB and more are mapped on their own", threshold_kb)
     return done
+
+
+def give_back() -> None:
+    """Return the free pages of every thread's heap to the system (glibc's ``malloc_trim``; a
+    few milliseconds; elsewhere nothing)."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)

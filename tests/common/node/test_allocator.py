@@ -59,3 +59,34 @@ def test_without_it_glibc_serves_the_buffer_from_its_heap() -> None:
 
 def test_a_threshold_the_operator_gave_glibc_is_kept() -> None:
     assert _probe(1024, {"MALLOC_MMAP_THRESHOLD_": "33554432"}) == (False, 0)
+
+
+GIVE_BACK = """
+import ctypes, sys
+from common.node.allocator import give_back
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+
+blocks = [libc.malloc(64 << 10) for _ in range(3200)]  # 200 MiB in blocks under any threshold
+for b in blocks:
+    ctypes.memset(b, 1, 64 << 10)
+keep = libc.malloc(16)  # the heap's top stays in use: freeing alone cannot shrink it
+for b in blocks:
+    libc.free(b)
+before = rss()
+give_back()
+print(before - rss())
+"""
+
+
+def test_give_back_returns_what_the_heaps_kept() -> None:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", GIVE_BACK],
+                         env={**inherited, "PYTHONPATH": str(REPO)}, capture_output=True,
+                         text=True, check=True, timeout=60)
+    assert int(out.stdout) > 150 << 20  # most of the 200 MiB freed but kept went back
