@@ -4,13 +4,11 @@ cache, fetched again when it does not read."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Self
 
 from common.storage import Store
-
-log = logging.getLogger(__name__)
+from common.storage.cached import read_cached
 
 PARTS = "_ledger/dedup/_parts/"
 
@@ -28,26 +26,7 @@ def part_shards(store: Store, key: str, cache: Path) -> list[int]:
         meta = pq.ParquetFile(path).schema_arrow.metadata or {}
         return [int(x) for x in meta.get(b"shards", b"").decode().split(",") if x]
 
-    local = cache / Path(key).name
-    if local.exists():
-        try:
-            return read(local)
-        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a damaged file
-            log.warning("dedup: the local copy of %s cannot be read (%s): fetched again", key,
-                        type(e).__name__)
-    try:
-        return read(fetch_part(store, key, cache))
-    except Exception as e:  # noqa: BLE001 - the same, for the store's copy
-        raise DedupPartError(f"the dedup part {key} cannot be read: "
-                             f"{type(e).__name__}: {str(e)[:160]}") from None
-
-
-def fetch_part(store: Store, key: str, cache: Path) -> Path:
-    """The store's copy of a part, replacing the local one."""
-    local = cache / Path(key).name
-    local.unlink(missing_ok=True)
-    store.get_file(key, local)
-    return local
+    return read_cached(store, key, cache, read, lambda why: DedupPartError(f"the dedup part {why}"))
 
 
 class PartWriter:

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
+from common.storage.cached import fetch_copy
 from services.dedup.index import Index, IndexDamaged, IndexInputError, discard
-from services.dedup.parts import PARTS, DedupPartError, PartWriter, fetch_part, part_shards
+from services.dedup.parts import PARTS, DedupPartError, PartWriter, part_shards
 from services.dedup.result import (
     DUPLICATES_KEY,
     SUMMARY_KEY,
@@ -241,7 +242,7 @@ class Deduper:
                 index.add_part_file(key, local)
             except IndexInputError:  # the local copy is damaged past its footer
                 try:
-                    index.add_part_file(key, fetch_part(self.store, key, local.parent))
+                    index.add_part_file(key, fetch_copy(self.store, key, local.parent))
                 except IndexInputError as e:
                     raise DedupPartError(f"the dedup part {key} cannot be read: {e}") from None
 

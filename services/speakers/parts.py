@@ -9,7 +9,6 @@ fetched again when it does not read.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from common.storage import Store
+from common.storage.cached import read_cached
 from services.speakers.embeddings import DIM
-
-log = logging.getLogger(__name__)
 
 PARTS = "_ledger/speakers/_parts/"
 T = TypeVar("T")
@@ -110,17 +108,5 @@ def part_info(store: Store, key: str, cache: Path) -> PartInfo:
 
 
 def _cached(store: Store, key: str, cache: Path, read: Callable[[Path], T]) -> T:
-    local = cache / Path(key).name
-    if local.exists():
-        try:
-            return read(local)
-        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a damaged file
-            log.warning("speakers: the local copy of %s cannot be read (%s): fetched again", key,
-                        type(e).__name__)
-    local.unlink(missing_ok=True)
-    try:
-        store.get_file(key, local)
-        return read(local)
-    except Exception as e:  # noqa: BLE001 - the same, for the store's copy
-        raise SpeakersPartError(f"the speakers part {key} cannot be read: "
-                                f"{type(e).__name__}: {str(e)[:160]}") from None
+    return read_cached(store, key, cache, read,
+                       lambda why: SpeakersPartError(f"the speakers part {why}"))
