@@ -21,7 +21,7 @@ encoded with:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -94,9 +94,23 @@ def semantic_encoder_masked(module: Any, x: Any, lengths: Any) -> Any:
     return module.final_conv(h)
 
 
+Codes = list[np.ndarray]  # per item: int codes of its own frame count
+
+
+@overload
+def encode_batch(model: Any, items: list[Prepared], policy: str = ...,
+                 return_embeddings: Literal[False] = ...) -> Codes: ...
+
+
+@overload
+def encode_batch(model: Any, items: list[Prepared], policy: str,
+                 return_embeddings: Literal[True]) -> tuple[Codes, list[np.ndarray]]: ...
+
+
 def encode_batch(model: Any, items: list[Prepared], policy: str = "exact",
-                 return_embeddings: bool = False) -> list[np.ndarray] | tuple[list, list]:
-    """Codes per item (int arrays of each item's own frame count)."""
+                 return_embeddings: bool = False) -> Codes | tuple[Codes, list[np.ndarray]]:
+    """Codes per item (int arrays of each item's own frame count); with
+    ``return_embeddings``, also the codec's pre-quantiser embeddings per item."""
     import torch
 
     if policy not in POLICIES:
@@ -123,8 +137,8 @@ def encode_batch(model: Any, items: list[Prepared], policy: str = "exact",
         emb = torch.cat([sem[:, :, :fmax], acoustic[:, :, :fmax]], dim=1)
         emb = model.fc_prior(emb.transpose(1, 2)).transpose(1, 2)
         _, codes, _ = model.generator(emb, vq=True)
-    codes = codes[:, 0, :].to("cpu", torch.int64).numpy()
-    result = [codes[i, : it.frames].copy() for i, it in enumerate(items)]
+    flat: np.ndarray = codes[:, 0, :].to("cpu", torch.int64).numpy()
+    result = [flat[i, : it.frames].copy() for i, it in enumerate(items)]
     if return_embeddings:
         embs = [emb[i, :, : it.frames].float().cpu().numpy() for i, it in enumerate(items)]
         return result, embs
@@ -168,11 +182,13 @@ def _stitch_tails(model: Any, items: list[Prepared], out: Any) -> Any:
     return out
 
 
-def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool):
+def _encode_library(model: Any, items: list[Prepared], return_embeddings: bool
+                    ) -> Codes | tuple[Codes, list[np.ndarray]]:
     """One item at a time through the library's own ``encode_code`` (the reference)."""
     import torch
 
-    codes_out, embs = [], []
+    codes_out: Codes = []
+    embs: list[np.ndarray] = []
     captured: list[Any] = []
     hook = None
     if return_embeddings:

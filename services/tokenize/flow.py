@@ -65,8 +65,8 @@ class RunStats:
     batches: int = 0
     frames: int = 0
     padded_frames: int = 0
-    error_samples: list[dict] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)  # every skipped segment, with its reasons
+    error_samples: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # every skipped, with reasons
     skipped_seconds: float = 0.0
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
 
@@ -248,13 +248,13 @@ def _encode_window(encode: Encode, window: list[Segment], cfg: PipelineConfig,
             codes[seg.index] = c
     lines = []
     for s in window:
-        c = codes.get(s.index)
-        if c is None:
+        got = codes.get(s.index)
+        if got is None:
             continue
         stats.tokenized += 1
-        stats.tokens += int(c.shape[0])
+        stats.tokens += int(got.shape[0])
         stats.seconds_out += s.duration
-        lines.append(token_line(s, c))
+        lines.append(token_line(s, got))
     return lines
 
 

@@ -7,6 +7,8 @@ checkpoint shows up as a key or shape error at load time, never as silent noise.
 
 from __future__ import annotations
 
+from typing import Any
+
 HUB_IDS: dict[str, str] = {
     "neucodec": "neuphonic/neucodec",
     "distill-neucodec": "neuphonic/distill-neucodec",
@@ -17,7 +19,7 @@ SEMANTIC_HUB_IDS: dict[str, str] = {
 }
 
 
-def known_semantic_config(variant: str) -> dict:
+def known_semantic_config(variant: str) -> dict[str, Any]:
     if variant == "neucodec":
         return {
             "model_type": "wav2vec2-bert", "hidden_size": 1024, "num_hidden_layers": 24,
@@ -39,7 +41,7 @@ def known_semantic_config(variant: str) -> dict:
     }
 
 
-def known_preprocessor_config(variant: str) -> dict:
+def known_preprocessor_config(variant: str) -> dict[str, Any]:
     if variant == "neucodec":
         # w2v-BERT 2.0 filterbank; padding_value 1 as in its preprocessor_config.json.
         return {"feature_extractor_type": "SeamlessM4TFeatureExtractor", "feature_size": 80,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,15 +102,19 @@ def read_state_dict(path: Path) -> dict[str, Any]:
     return sd
 
 
-def _read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
 
 
-def _semantic_builder(directory: Path, variant: str, carries_semantic: bool):
+def _semantic_builder(directory: Path, variant: str, carries_semantic: bool
+                      ) -> Callable[..., Any]:
     """A stand-in for ``<SemanticModel>.from_pretrained`` that never reaches the hub."""
     from transformers import AutoConfig, AutoModel
 
-    def build(_name: str, **kwargs: Any):
+    def build(_name: str, **kwargs: Any) -> Any:
         if not carries_semantic:
             sub = directory / "semantic_model"
             if not sub.is_dir():
@@ -122,15 +127,15 @@ def _semantic_builder(directory: Path, variant: str, carries_semantic: bool):
         cfg = AutoConfig.for_model(**cfg_dict)
         for k, v in kwargs.items():
             setattr(cfg, k, v)
-        return AutoModel.from_config(cfg)
+        return AutoModel.from_config(cfg)  # type: ignore[no-untyped-call]  # untyped upstream
 
     return build
 
 
-def _feature_extractor_builder(directory: Path, variant: str):
+def _feature_extractor_builder(directory: Path, variant: str) -> Callable[..., Any]:
     import transformers
 
-    def build(_name: str, **_kwargs: Any):
+    def build(_name: str, **_kwargs: Any) -> Any:
         cfg = dict(_read_json(directory / "preprocessor_config.json")
                    or known_preprocessor_config(variant))
         cls = getattr(transformers, cfg.pop("feature_extractor_type"))
@@ -143,7 +148,7 @@ def _feature_extractor_builder(directory: Path, variant: str):
 class _Shim:
     """Replaces a class name in ``neucodec.model`` during construction: only from_pretrained."""
 
-    def __init__(self, build) -> None:
+    def __init__(self, build: Callable[..., Any]) -> None:
         self.from_pretrained = build
 
 
