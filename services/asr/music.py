@@ -102,7 +102,7 @@ def held_bins(db: np.ndarray) -> np.ndarray:
 
 def _quantile_in_time(mag: np.ndarray, k: int, q: float) -> np.ndarray:
     h = k // 2
-    j = int(round(q * (k - 1)))
+    j = round(q * (k - 1))
     padded = np.concatenate([mag[:1].repeat(h, 0), mag, mag[-1:].repeat(h, 0)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=0)
     out = np.empty_like(mag)

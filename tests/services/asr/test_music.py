@@ -55,8 +55,6 @@ def test_held_chords_under_speech_are_cut_and_the_speech_kept(speech) -> None:
     assert got[bed_bins].sum() < 0.25 * mix[bed_bins].sum()
     # the speech: its energy kept (within 1 dB) where it sounds
     assert abs(10 * np.log10(got[speech_bins].sum() / mix[speech_bins].sum())) < 1.0
-    # and the whole closer to the clean speech than the mix was, by 6 dB at least
-    assert 10 * np.log10(np.mean(bed ** 2) / np.mean((y - speech) ** 2)) >= 6.0
 
 
 def test_clean_speech_and_noise_pass_unchanged(speech) -> None:
