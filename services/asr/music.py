@@ -143,8 +143,11 @@ def suppress(audio: np.ndarray, gate: float) -> tuple[np.ndarray, int]:
     if x.size == 0:
         return x, 0
     out, treated = [], 0
-    for a in range(0, x.size, block):
-        b = min(x.size, a + block)
+    starts = list(range(0, x.size, block))
+    if len(starts) > 1 and x.size - starts[-1] < block // 2:
+        starts.pop()  # a short tail joins the block before: a few held vowels are no bed
+    for i, a in enumerate(starts):
+        b = starts[i + 1] if i + 1 < len(starts) else x.size
         lo, hi = max(0, a - ctx), min(x.size, b + ctx)
         y, share = _block(x[lo:hi], gate)
         treated += share >= gate

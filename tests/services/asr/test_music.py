@@ -67,10 +67,11 @@ def test_clean_speech_and_noise_pass_unchanged(speech) -> None:
 
 def test_a_treated_file_without_held_tones_comes_back_whole_across_blocks() -> None:
     # gate 0 treats every block; white noise has no held tone, so the gain is 1 everywhere
-    # and what comes back is the input: the transform and the joins add nothing
+    # and what comes back is the input: the transform and the joins add nothing. 70 s: two
+    # blocks, the 10 s tail joined to the second (a short tail is scored with more audio)
     x = np.random.default_rng(2).normal(0, 0.1, int(70.3 * SR)).astype(np.float32)
     y, blocks = suppress(x, 0.0)
-    assert blocks == 3 and y.size == x.size
+    assert blocks == 2 and y.size == x.size
     assert np.max(np.abs(y - x)) < 1e-4
     assert np.max(np.abs(_istft(_stft(x[:N_FFT * 3 + HOP // 2]), N_FFT * 3 + HOP // 2)
                          - x[:N_FFT * 3 + HOP // 2])) < 1e-5
