@@ -1,6 +1,6 @@
 """Held-tone suppression ahead of the decode: a bed of held chords under espeak speech is taken
 down while the speech's energy is kept; clean speech and noise pass unchanged; blocks join
-without a seam; the setting turns it off."""
+without a seam; the setting (off by default) turns it on."""
 
 from __future__ import annotations
 
@@ -77,16 +77,15 @@ def test_a_treated_file_without_held_tones_comes_back_whole_across_blocks() -> N
                          - x[:N_FFT * 3 + HOP // 2])) < 1e-5
 
 
-def test_the_setting_turns_it_off(tmp_path, monkeypatch, speech) -> None:
+def test_the_setting_turns_it_on(tmp_path, monkeypatch, speech) -> None:
     from services.asr.stage import AsrStage
     from tests.services.asr.conftest import asr_settings
 
     mix = speech + _scaled(speech, _bed(speech.size), 5)
-    monkeypatch.setenv("ONSEI_ASR_MUSIC_SUPPRESSION", "false")
-    off = AsrStage(asr_settings(tmp_path))
+    off = AsrStage(asr_settings(tmp_path))  # off by default
     assert off.settings.asr_music_suppression is False
     heard, blocks = off._heard(mix)
     assert heard is mix and blocks == 0
-    monkeypatch.delenv("ONSEI_ASR_MUSIC_SUPPRESSION")
+    monkeypatch.setenv("ONSEI_ASR_MUSIC_SUPPRESSION", "true")
     heard, blocks = AsrStage(asr_settings(tmp_path))._heard(mix)
     assert blocks == 2 and not np.array_equal(heard, mix)
