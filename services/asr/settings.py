@@ -54,6 +54,13 @@ class AsrSettings(WhisperSettings):
         description="kept before the first word and after the last when trimming")
     asr_phonemes: bool = Field(
         False, description="English segments also get IPA phonemes (espeak-ng)")
+    asr_music_suppression: bool = Field(
+        False, description="take a music bed's held notes out of the audio Whisper decodes "
+        "(services/asr/music.py), in the 30 s blocks where music is found; off by default: it "
+        "helped under one bed and hurt under another (docs/asr.md)")
+    asr_music_gate: float = Field(
+        0.75, ge=0, le=1, description="a block is treated when a held tone sounds in at least "
+        "this share of its frames (clean speech 0.3-0.5, under a bed 0.9-1)")
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 

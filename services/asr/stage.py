@@ -150,6 +150,7 @@ class AsrStage(Stage):
             clips, resume = plan_clips(file_spans(audio, s, resume), s), audio.size
         if not clips:  # silence, noise, music: nothing for language ID or transcription
             return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
+        heard, music_blocks = self._heard(audio)  # what Whisper decodes; VAD reads the source
         head = pack(units_of(clips))
         # the head's last window takes more speech once the file is kept: not looked at
         lid_idx = pick_windows(len(head) - (resume < audio.size and len(head) > 1),
@@ -158,7 +159,7 @@ class AsrStage(Stage):
 
         def look(idx: list[int]) -> list:
             windows = [head[i] for i in idx]
-            feats = tr.features(audio, windows)
+            feats = tr.features(heard, windows)
             rows = tr.rows(feats)
             looks.append((windows, feats, rows))
             return tr.detect_language(rows)
@@ -179,7 +180,7 @@ class AsrStage(Stage):
             clips += plan_clips(file_spans(audio, s, resume), s)
         looked = [w for ws, _, _ in looks for w in ws]
         taken = {u for w in looked for u in w.units}
-        dec = WindowDecoder(tr, audio, s.languages, s.asr_batch_size, self.clock.model,
+        dec = WindowDecoder(tr, heard, s.languages, s.asr_batch_size, self.clock.model,
                             s.asr_word_timestamps)
         got = dec.run(looked + pack([u for u in units_of(clips) if u not in taken]), None,
                       np.concatenate([f for _, f, _ in looks]),
@@ -197,4 +198,12 @@ class AsrStage(Stage):
                                         else None, **common),
                            segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short),
-                            "language_switches": dec.switches})
+                            "language_switches": dec.switches, "music_blocks": music_blocks})
+
+    def _heard(self, audio: np.ndarray) -> tuple[np.ndarray, int]:
+        """(the audio Whisper decodes, the 30 s blocks of it whose music was taken out)."""
+        if not self.settings.asr_music_suppression:
+            return audio, 0
+        from services.asr.music import suppress
+
+        return suppress(audio, self.settings.asr_music_gate)
