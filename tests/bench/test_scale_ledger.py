@@ -22,8 +22,9 @@ def test_status_calls_count_their_requests(forked, make_settings, monkeypatch) -
     for call in ("first", "machine", "repeated"):
         assert res[f"status_{call}_done"] == {"asr": n, "enhance": n, "tokenize": n}
     first, machine = res["status_first_requests"], res["status_machine_requests"]
-    # each call reads dedup/summary.json once, for the corpus step's line and dedup's figures
-    summary = 1
+    # each call reads each corpus step's summary once (dedup/summary.json for its line and
+    # dedup's figures, speakers/summary.json for its line)
+    summary = 2
     assert first["GET"] == 3 * n + 3 * 2 + summary and first["PUT"] == 3 * 2
     assert machine["GET"] == 3 * 2 + summary and "PUT" not in machine
     assert res["status_repeated_requests"].get("GET", 0) == summary
