@@ -102,4 +102,5 @@ def apply(index: SpeakerIndex, means: np.ndarray, segments: np.ndarray, links: L
 def confidence(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """Cosine of each segment's embedding to its corpus speaker's centroid, in [0, 1]."""
     c = centroids / np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9)
-    return np.clip(np.einsum("ij,ij->i", vectors, c), 0.0, 1.0)
+    out: np.ndarray = np.clip(np.einsum("ij,ij->i", vectors, c), 0.0, 1.0)
+    return out
