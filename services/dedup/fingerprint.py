@@ -86,7 +86,8 @@ def fingerprint_of(power: np.ndarray) -> np.ndarray:
     e = np.add.reduceat(power[:, _STARTS[0]:_STOP], _STARTS - _STARTS[0], axis=1)  # [T, 33]
     d = e[:, :-1] - e[:, 1:]
     bits = (d[1:] - d[:-1]) > 0  # [T-1, 32]
-    return (bits.astype(np.uint64) @ _WEIGHTS).astype(np.uint32)
+    out: np.ndarray = (bits.astype(np.uint64) @ _WEIGHTS).astype(np.uint32)
+    return out
 
 
 def fingerprint(audio: np.ndarray, rate: int) -> np.ndarray:

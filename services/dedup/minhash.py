@@ -54,7 +54,8 @@ class MinHashFamily:
         h = np.asarray(hashes, dtype=np.uint64)[:, None]
         with np.errstate(over="ignore"):
             mixed = ((h ^ self._xor[None, :]) * self._mul[None, :]) >> np.uint64(32)
-        return mixed.min(axis=0).astype(np.uint32)
+        out: np.ndarray = mixed.min(axis=0).astype(np.uint32)
+        return out
 
     def band_keys(self, mh: np.ndarray | None) -> list[int]:
         """One signed 64-bit key per band (the band's number is mixed in)."""

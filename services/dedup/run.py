@@ -36,7 +36,7 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from common.ledger.store import Ledger
 from common.storage import NotFound, Store
@@ -132,7 +132,7 @@ class Deduper:
                 raise SignatureError("missing") from None
         return dest
 
-    def _table(self, shard: int, columns: list[str], fresh: bool = True):
+    def _table(self, shard: int, columns: list[str], fresh: bool = True) -> Any:
         try:
             try:
                 return read_signatures(self._local(shard, fresh), columns)

@@ -123,7 +123,7 @@ def has_quality(path: Path) -> bool:
 def check_signatures(path: Path) -> int:
     """The number of rows, from the file's footer only (format, columns, row count checked);
     a damaged page further in is found by whoever reads it."""
-    return _checked(path).metadata.num_rows
+    return int(_checked(path).metadata.num_rows)
 
 
 def _checked(path: Path) -> Any:
