@@ -14,11 +14,13 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from common.shards.slice import MemberSlice
 from common.shards.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -45,13 +47,30 @@ def _av() -> Any:
     return av
 
 
-def _open(src: bytes | str | Path) -> Any:
+Source = bytes | str | Path | MemberSlice  # a member in memory, a file, or one left in its tar
+
+
+@contextmanager
+def _open(src: Source) -> Iterator[Any]:
+    """The container over ``src``, closed (with a member's own file handle) on exit."""
     av = _av()
+    handle = src.open() if isinstance(src, MemberSlice) else None
     try:
-        file = io.BytesIO(src) if isinstance(src, (bytes, bytearray, memoryview)) else str(src)
-        return av.open(file, mode="r", metadata_errors="ignore")
-    except (av.FFmpegError, ValueError, IndexError, UnicodeDecodeError) as e:
-        raise AudioError("undecodable", _short(e)) from e
+        if handle is not None:
+            file: Any = handle
+        elif isinstance(src, (bytes, bytearray, memoryview)):
+            file = io.BytesIO(src)
+        else:
+            file = str(src)
+        try:
+            container = av.open(file, mode="r", metadata_errors="ignore")
+        except (av.FFmpegError, ValueError, IndexError, UnicodeDecodeError) as e:
+            raise AudioError("undecodable", _short(e)) from e
+        with container:
+            yield container
+    finally:
+        if handle is not None:
+            handle.close()
 
 
 def _declared_seconds(container: Any, stream: Any) -> float | None:
@@ -63,7 +82,7 @@ def _declared_seconds(container: Any, stream: Any) -> float | None:
     return None
 
 
-def probe_seconds(src: bytes | str | Path) -> float | None:
+def probe_seconds(src: Source) -> float | None:
     """Declared duration of the first audio stream, reading headers only (cheap); None if the
     file does not declare one. Raises :class:`AudioError` for non-audio / unreadable input."""
     if isinstance(src, (bytes, bytearray)) and not src:
@@ -141,7 +160,7 @@ class _Sink:
 
 
 def decode_chunks(
-    data: bytes,
+    data: bytes | MemberSlice,
     sample_rate: int = 16000,
     *,
     max_seconds: float | None = None,
@@ -152,7 +171,7 @@ def decode_chunks(
     file's length). ``info["declared"]``: the declared duration (None when not declared), set
     before the first chunk. Raises :class:`AudioError` as :func:`decode_audio` does; ``too_long``
     of a file that declares no duration comes after the chunks up to the limit."""
-    if not data:
+    if not len(data):
         raise AudioError("empty", "0 bytes")
     av = _av()
     sink = _Sink(sample_rate, max_seconds)
@@ -183,7 +202,7 @@ def decode_chunks(
 
 
 def decode_audio(
-    data: bytes,
+    data: bytes | MemberSlice,
     sample_rate: int = 16000,
     *,
     max_seconds: float | None = None,

@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.shards.audio import AUDIO_EXTENSIONS
+from common.shards.slice import MemberSlice
 from common.shards.tar import MemberError, Sample, iter_shard, split_member_name
+
+# Audio members this large stay in a plain tar and are decoded from there (common/shards/slice.py):
+# about 20 minutes of 48 kb/s opus, 4 minutes of 16 kHz WAV.
+LEAVE_IN_TAR_BYTES = 8 << 20
 
 
 @dataclass
@@ -37,21 +42,32 @@ class KeyAudio:
     key: str | None
     name: str  # the audio member's name, or the bad member's
     ext: str | None = None  # the audio member's extension; None when ``error``
-    files: dict[str, bytes] = field(default_factory=dict)  # every good member of the key
+    # every good member of the key: bytes, or a large one left in its tar
+    files: dict[str, bytes | MemberSlice] = field(default_factory=dict)
     error: str | None = None
     notes: list[str] = field(default_factory=list)  # e.g. "member_too_large:...:json"
 
     @property
-    def audio(self) -> bytes:
+    def audio(self) -> bytes | MemberSlice:
         assert self.ext is not None, self.error
         return self.files[self.ext]
+
+    def audio_bytes(self) -> bytes:
+        """The audio member's bytes (read from the tar if it was left there)."""
+        assert self.ext is not None, self.error
+        return self.data(self.ext)
+
+    def data(self, ext: str) -> bytes:
+        """One member's bytes (read from the tar if it was left there)."""
+        got = self.files[ext]
+        return got.read() if isinstance(got, MemberSlice) else got
 
 
 def is_audio_ext(ext: str) -> bool:
     return ext.rsplit(".", 1)[-1] in AUDIO_EXTENSIONS
 
 
-def choose_audio(files: dict[str, bytes]) -> tuple[str | None, str | None]:
+def choose_audio(files: dict[str, bytes | MemberSlice]) -> tuple[str | None, str | None]:
     """(the audio member's extension, None) or (None, the error reason)."""
     exts = sorted(e for e in files if is_audio_ext(e))
     if not exts:
@@ -90,13 +106,17 @@ class _Group:
 
 
 def iter_keys(path: str | Path, max_member_bytes: int | None = None, *,
-              max_sidecar_bytes: int | None = None) -> Iterator[KeyAudio]:
+              max_sidecar_bytes: int | None = None,
+              leave_from: int | None = None) -> Iterator[KeyAudio]:
     """Exactly one outcome per key (plus one per unsafe member and per returning key), in shard
-    order. A shard-level :class:`~common.shards.tar.ShardError` is raised as by ``iter_shard``."""
+    order. A shard-level :class:`~common.shards.tar.ShardError` is raised as by ``iter_shard``.
+    ``leave_from`` (e.g. :data:`LEAVE_IN_TAR_BYTES`): larger members come as a
+    :class:`MemberSlice` (a caller that decodes them as a stream holds no member whole)."""
     group: _Group | None = None
     decided: set[str] = set()
     returning: str | None = None  # the key of the duplicate run in progress, reported once
-    for item in iter_shard(path, max_member_bytes, max_sidecar_bytes=max_sidecar_bytes):
+    for item in iter_shard(path, max_member_bytes, max_sidecar_bytes=max_sidecar_bytes,
+                           leave_from=leave_from):
         if isinstance(item, MemberError) and item.key is None:
             yield KeyAudio(None, item.name, error=item.reason)
             continue

@@ -2,27 +2,40 @@
 
 Stages use it to decode/read the next members while the model works on this one. The
 producer's exception is raised in the consumer; closing the consumer stops the producer.
+With ``weight``, what waits is also bounded by what the items weigh (e.g. seconds of audio:
+sixteen 30 s segments at 48 kHz are 92 MB), one item always let through.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 _END = object()
 
 
-def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead") -> Iterator[T]:
+def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead",
+               weight: Callable[[T], float] | None = None,
+               capacity: float = 0.0) -> Iterator[T]:
     q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))  # items, _END or an exception
     stop = threading.Event()
+    room = threading.Condition()
+    held = [0.0]  # weight of the items waiting in the queue
 
-    def put(obj: object) -> bool:
+    def put(obj: object, w: float = 0.0) -> bool:
+        if w:
+            with room:
+                while held[0] > 0 and held[0] + w > capacity:
+                    if stop.is_set():
+                        return False
+                    room.wait(0.2)
+                held[0] += w
         while not stop.is_set():
             try:
-                q.put(obj, timeout=0.2)
+                q.put((obj, w), timeout=0.2)
                 return True
             except queue.Full:
                 continue
@@ -31,7 +44,7 @@ def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead") -> 
     def work() -> None:
         try:
             for item in items:
-                if not put(item):
+                if not put(item, 0.0 if weight is None else float(weight(item))):
                     return
             put(_END)
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
@@ -41,7 +54,11 @@ def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead") -> 
     thread.start()
     try:
         while True:
-            obj = q.get()
+            obj, w = q.get()
+            if w:
+                with room:
+                    held[0] -= w
+                    room.notify()
             if obj is _END:
                 return
             if isinstance(obj, BaseException):

@@ -28,6 +28,8 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Self
 
+from common.shards.slice import MemberSlice
+
 _BLOCK = tarfile.BLOCKSIZE
 # Compressed shards (.tar.gz etc.) can only be read through tarfile's stream layer.
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
@@ -42,7 +44,8 @@ class ShardError(RuntimeError):
 @dataclass
 class Sample:
     key: str
-    files: dict[str, bytes] = field(default_factory=dict)  # extension (no dot) -> bytes
+    # extension (no dot) -> its bytes, or where they lie in a plain tar (a large member)
+    files: dict[str, bytes | MemberSlice] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,13 +126,15 @@ def iter_shard(
     max_member_bytes: int | None = None,
     *,
     max_sidecar_bytes: int | None = None,
+    leave_from: int | None = None,
 ) -> Iterator[Sample | MemberError]:
     """Yield samples grouped by key (consecutive members) and errors for bad members.
 
     A key's member errors are yielded before its sample. :class:`ShardError` comes at the point
     of damage, after the samples before it: a caller treats the whole shard as failed.
     ``max_member_bytes`` bounds every member; ``max_sidecar_bytes`` bounds ``.json``/``.txt``
-    members (read whole into memory).
+    members (read whole into memory). ``leave_from``: a member of a plain tar this large or
+    larger (never a ``.json``/``.txt``) is not read but given as a :class:`MemberSlice`.
     """
     path = Path(path)
     f, tf, random_access = _open(path)
@@ -175,10 +180,17 @@ def iter_shard(
             if ext in current.files:
                 yield MemberError(key, name, "duplicate_member")
                 continue
-            data = _read_member(f, tf, member, random_access)
-            if len(data) != member.size:
+            data: bytes | MemberSlice
+            if (random_access and member.sparse is None and leave_from is not None
+                    and member.size >= leave_from and ext not in ("json", "txt")):
+                data = MemberSlice(path, member.offset_data, member.size)
+                got = max(0, min(member.size, os.fstat(f.fileno()).st_size - member.offset_data))
+            else:
+                data = _read_member(f, tf, member, random_access)
+                got = len(data)
+            if got != member.size:
                 raise ShardError(
-                    f"truncated shard {path}: member {name!r} has {len(data)} of {member.size}"
+                    f"truncated shard {path}: member {name!r} has {got} of {member.size}"
                     " bytes"
                 )
             current.files[ext] = data

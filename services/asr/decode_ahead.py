@@ -17,7 +17,7 @@ import numpy as np
 
 from common.settings import Settings
 from common.shards.audio import AudioError, decode_audio
-from common.shards.members import KeyAudio, iter_keys
+from common.shards.members import LEAVE_IN_TAR_BYTES, KeyAudio, iter_keys
 from common.shards.readahead import read_ahead
 
 SAMPLE_RATE = 16000
@@ -57,7 +57,8 @@ def decode_key(k: KeyAudio, settings: Settings, spool_dir: Path | None = None,
 def _decoded(shard: Path, settings: Settings, spool_dir: Path) -> Iterator[Decoded]:
     """Each key's outcome in shard order; a bad sidecar of a good key keeps its own line."""
     for k in iter_keys(shard, settings.max_member_bytes,
-                       max_sidecar_bytes=settings.max_sidecar_bytes):
+                       max_sidecar_bytes=settings.max_sidecar_bytes,
+                       leave_from=LEAVE_IN_TAR_BYTES):
         if k.key is not None and k.error is None:
             for note in k.notes:
                 yield Decoded(k.key, None, note.rsplit(":", 1)[0])

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from common.shards.audio import AudioError, decode_chunks
-from common.shards.members import iter_keys
+from common.shards.members import LEAVE_IN_TAR_BYTES, iter_keys
 from common.shards.readahead import read_ahead
+from common.shards.slice import MemberSlice
 from services.enhance.highpass import highpass_zero_phase
 from services.records import AsrLine, RecordError, Word
 from services.text.forms import TextForms
@@ -128,23 +129,27 @@ class SegmentReader:
 
     def __init__(self, shard: Path, plan: Plan, rate: int, margin: int, cond: Conditioning,
                  max_member_bytes: int | None = None, max_seconds: float | None = None,
-                 ahead: int = 16, max_sidecar_bytes: int | None = None) -> None:
+                 ahead: int = 16, max_sidecar_bytes: int | None = None,
+                 ahead_seconds: float = 60.0) -> None:
         self.shard, self.plan, self.rate, self.margin, self.cond = shard, plan, rate, margin, cond
         self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
         self.max_sidecar_bytes = max_sidecar_bytes  # the limits asr read with: same outcomes
-        self.ahead = ahead
+        self.ahead, self.ahead_seconds = ahead, ahead_seconds
         self.errors: list[dict[str, Any]] = []
         self.decoded_keys: list[str] = []
         self.decode_seconds = 0.0
 
     def __iter__(self) -> Iterator[CutSegment]:
-        return read_ahead(self._cut_all(), self.ahead, name="enhance-decode")
+        return read_ahead(self._cut_all(), self.ahead, name="enhance-decode",
+                          weight=lambda seg: seg.padded.size / self.rate,
+                          capacity=self.ahead_seconds)
 
     def _cut_all(self) -> Iterator[CutSegment]:
         serial = 0
         seen: set[str] = set()
         for k in iter_keys(self.shard, self.max_member_bytes,
-                           max_sidecar_bytes=self.max_sidecar_bytes):
+                           max_sidecar_bytes=self.max_sidecar_bytes,
+                           leave_from=LEAVE_IN_TAR_BYTES):
             specs = self.plan.by_key.get(k.key) if k.key is not None else None
             if not specs or k.key is None or k.key in seen:
                 continue  # not planned (dropped, errored, nothing kept): never decoded
@@ -160,7 +165,7 @@ class SegmentReader:
             if key not in seen:
                 self.errors.append({"key": key, "reason": "missing_member"})
 
-    def _cut(self, key: str, data: bytes,
+    def _cut(self, key: str, data: bytes | MemberSlice,
              specs: list[SegmentSpec]) -> Iterator[tuple[SegmentSpec, int, np.ndarray]]:
         """Decode ``data`` in a stream and cut its segments as their audio (and margin) arrives:
         only the audio from the next segment's start on is held, never the whole member."""

@@ -34,6 +34,10 @@ class EnhanceSettings(WhisperSettings):
         description="batches' worth of chunks pooled before packing (more: less padding, "
         "more memory: 2.9 % padding at 2, 2.2 % at 4)")
 
+    enhance_read_ahead_seconds: float = Field(
+        60.0, ge=1.0, le=36000.0,
+        description="cut segments decoded ahead of the enhancer at most, seconds of audio (one "
+        "segment always goes, however long)")
     enhance_write_ahead_seconds: float = Field(
         60.0, ge=1.0, le=36000.0,
         description="restored audio waiting for the writer thread at most, seconds (one "

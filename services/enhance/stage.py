@@ -96,7 +96,8 @@ class EnhanceStage(Stage):
                                Conditioning(b.in_rate, b.peak, b.highpass_hz),
                                max_member_bytes=s.max_member_bytes,
                                max_seconds=s.max_member_seconds,
-                               max_sidecar_bytes=s.max_sidecar_bytes)
+                               max_sidecar_bytes=s.max_sidecar_bytes,
+                               ahead_seconds=s.enhance_read_ahead_seconds)
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         ann = self._annotator

@@ -21,7 +21,7 @@ import numpy as np
 from common.models.clock import ModelClock
 from common.record import RecordError
 from common.shards.audio import AudioError, read_audio_bytes, resample
-from common.shards.members import iter_keys
+from common.shards.members import KeyAudio, iter_keys
 from common.shards.readahead import read_ahead
 from common.shards.tar import MemberError
 from common.shards.writebehind import WriteBehind
@@ -101,7 +101,7 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                       corpus_speaker=None if speakers is None else speakers.get(item.key))
         index += 1
         try:
-            meta = _sidecar(item.files)
+            meta = _sidecar(item)
             seg.text = meta.text
             seg.quality = None if meta.quality is None else meta.quality.filterable()
             seg.speaker_id = meta.speaker_id
@@ -116,17 +116,17 @@ def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],
                 continue
             if item.error is not None:
                 raise SegmentError(Problem.MISSING_AUDIO)
-            seg.duration, seg.prepared = _prepared(item.audio, prepare)
+            seg.duration, seg.prepared = _prepared(item.audio_bytes(), prepare)
         except SegmentError as e:
             seg.error = e.reason
         yield seg
 
 
-def _sidecar(files: Mapping[str, bytes]) -> Sidecar:
-    if "json" not in files:
+def _sidecar(item: KeyAudio) -> Sidecar:
+    if "json" not in item.files:
         raise SegmentError(Problem.MISSING_JSON)
     try:
-        return Sidecar.from_json(files["json"])
+        return Sidecar.from_json(item.data("json"))
     except (RecordError, UnicodeDecodeError) as e:
         raise SegmentError(Problem.BAD_JSON, str(e)) from None
 

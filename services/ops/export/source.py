@@ -172,7 +172,7 @@ def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: 
             read.bad_lines += 1
             continue
         try:
-            meta = Sidecar.from_json(item.files["json"])
+            meta = Sidecar.from_json(item.data("json"))
         except RecordError:
             read.bad_lines += 1
             continue

@@ -29,7 +29,7 @@ def read_sidecars(store: Store, key: str, max_member_bytes: int | None,
                     bad += 1
                     continue
                 try:
-                    out.append((item.key, Sidecar.from_json(item.files["json"])))
+                    out.append((item.key, Sidecar.from_json(item.data("json"))))
                 except RecordError:
                     bad += 1
         except Exception:  # noqa: BLE001 - a damaged tar counts as unreadable, the rest stays

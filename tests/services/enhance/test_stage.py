@@ -99,6 +99,26 @@ def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) ->
     assert corr > 0.99, corr
 
 
+def test_member_left_in_the_tar_gives_the_same_output(prepared, make_settings, tmp_path,
+                                                     monkeypatch) -> None:
+    """A large member is decoded from the shard file (never held as bytes): same tar."""
+    base, _, _model = prepared
+    _, out, _ = run_stage(make_settings, base, tmp_path / "held", enhancer="none")
+    held = read_tar(out / "enhanced/shard-000000.tar")
+    kinds: list[str] = []
+    real = segments_mod.decode_chunks
+
+    def spy(data, *a, **k):
+        kinds.append(type(data).__name__)
+        return real(data, *a, **k)
+
+    monkeypatch.setattr(segments_mod, "LEAVE_IN_TAR_BYTES", 1)
+    monkeypatch.setattr(segments_mod, "decode_chunks", spy)
+    _, out, rec = run_stage(make_settings, base, tmp_path / "left", enhancer="none")
+    assert kinds == ["MemberSlice", "MemberSlice"] and rec.counts["errors"] == 0
+    assert read_tar(out / "enhanced/shard-000000.tar") == held
+
+
 def test_bad_members_fail_the_shard_with_every_reason(make_settings, tmp_path) -> None:
     """Members asr kept but enhance cannot write: the shard fails, naming each one, and nothing
     is published or marked done (never done with holes)."""
