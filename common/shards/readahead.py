@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -19,7 +19,7 @@ _END = object()
 
 def read_ahead(items: Iterable[T], depth: int = 2, name: str = "read-ahead",
                weight: Callable[[T], float] | None = None,
-               capacity: float = 0.0) -> Iterator[T]:
+               capacity: float = 0.0) -> Generator[T, None, None]:
     q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))  # items, _END or an exception
     stop = threading.Event()
     room = threading.Condition()

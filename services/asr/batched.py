@@ -16,6 +16,7 @@ proxy that hands them back for exactly those features.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,7 +99,7 @@ class ClipTranscriber:
         self._proxy = _CachingModel(model)
         self.pipeline = BatchedInferencePipeline(self._proxy)
 
-    def features(self, audio: np.ndarray, windows: list[Window]) -> np.ndarray:
+    def features(self, audio: np.ndarray, windows: Sequence[Window]) -> np.ndarray:
         from faster_whisper.audio import pad_or_trim
 
         fe = self.model.feature_extractor
@@ -115,7 +116,9 @@ class ClipTranscriber:
                                for i in range(len(features))])
 
     def detect_language(self, rows: np.ndarray) -> list[list[tuple[str, float]]]:
-        return self.model.model.detect_language(storage(rows))
+        """Each row's ``[(language token, probability), ...]`` (CTranslate2's Whisper)."""
+        dists: list[list[tuple[str, float]]] = self.model.model.detect_language(storage(rows))
+        return dists
 
     def detect_slices(self, rows: np.ndarray, cuts: list[list[tuple[int, int]]]
                       ) -> list[list[list[tuple[str, float]]]]:
@@ -149,7 +152,7 @@ class ClipTranscriber:
             multilingual=False, max_new_tokens=None, clip_timestamps="0",
             hallucination_silence_threshold=None, hotwords=None)
 
-    def frames(self, windows: list[Window]) -> list[int]:
+    def frames(self, windows: Sequence[Window]) -> list[int]:
         """Each window's length in mel frames (what word alignment looks at)."""
         return [w.frames(self.model.feature_extractor.hop_length) for w in windows]
 
@@ -186,7 +189,7 @@ class ClipTranscriber:
                 t.words = words
         return out
 
-    def _words(self, tokenizer: Any, encoder_output: Any, outputs: list[dict],
+    def _words(self, tokenizer: Any, encoder_output: Any, outputs: list[dict[str, Any]],
                frames: list[int], options: Any) -> list[list[tuple[str, float, float, float]]]:
         """faster-whisper's word alignment (cross-attention + DTW) over the batch's rows."""
         segs: list[list[dict[str, Any]]] = [

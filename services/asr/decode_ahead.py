@@ -9,7 +9,7 @@ and read back a range at a time (common/shards/spool.py): a 3-hour member would 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +65,9 @@ def _decoded(shard: Path, settings: Settings, spool_dir: Path) -> Iterator[Decod
         yield decode_key(k, settings, spool_dir)
 
 
-def decoded_members(shard: Path, settings: Settings, depth: int = 2) -> Iterator[Decoded]:
+def decoded_members(shard: Path, settings: Settings, depth: int = 2
+                    ) -> Generator[Decoded, None, None]:
     """Decoded members in shard order; a shard-level error (truncated tar) is raised here. Long
-    members are spooled next to the shard (the stage's work directory)."""
+    members are spooled next to the shard (the stage's work directory). Closing it stops the
+    decoding thread."""
     return read_ahead(_decoded(shard, settings, shard.parent), depth, name="asr-decode")

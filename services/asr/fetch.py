@@ -23,7 +23,8 @@ def _whisper_repo(name: str) -> str:
                          "(onsei[asr]) to map it to its repo, or give the hub id") from e
     if name not in _MODELS:
         raise FetchError(f"asr: unknown faster-whisper size {name!r}; known: {sorted(_MODELS)}")
-    return _MODELS[name]
+    repo: str = _MODELS[name]
+    return repo
 
 
 def configured(settings: AsrSettings) -> list[ModelSpec]:

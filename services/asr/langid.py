@@ -22,6 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from services.asr.clips import Clip
+    from services.asr.records import LineFields
 
 
 @dataclass
@@ -174,8 +179,8 @@ def unit_languages(dists: list[Distribution], candidates: list[str],
     return [candidates[j] for j in reversed(path)]
 
 
-def main_language(clips: list, languages: list[str | None], kept: list[str],
-                  guess: LanguageGuess) -> dict[str, object]:
+def main_language(clips: list[Clip], languages: list[str | None], kept: list[str],
+                  guess: LanguageGuess) -> LineFields:
     """A file's line ``language`` (and the head's probability of it): the one most of its speech
     is in, a kept one when any of it is; each segment carries its own."""
     seconds: dict[str, float] = {}

@@ -58,7 +58,7 @@ class WindowDecoder:
     windows in a ``kept`` language are decoded."""
 
     def __init__(self, tr: ClipTranscriber, audio: np.ndarray, kept: list[str],
-                 batch_size: int, clock: Callable[[], AbstractContextManager],
+                 batch_size: int, clock: Callable[[], AbstractContextManager[None]],
                  keep_words: bool = True) -> None:
         self.tr, self.audio, self.kept, self.batch_size, self.clock = (
             tr, audio, kept, batch_size, clock)
@@ -85,8 +85,9 @@ class WindowDecoder:
                     f = nf if f is None else np.concatenate([f, nf])
                     r = nr if r is None else np.concatenate([r, nr])
                 assert f is not None and r is not None
-                langs = (list(languages[b:b + len(part)]) if languages is not None
-                         else self._languages(part, r, runs, run_languages))
+                langs: list[str | None] = (
+                    list(languages[b:b + len(part)]) if languages is not None
+                    else self._languages(part, r, runs, run_languages))
                 self._decode(part, f, r, langs, beam, out)
         if runs:
             out.extend(self.run(runs, beam, languages=run_languages))

@@ -74,7 +74,8 @@ def _local_mean(db: np.ndarray, w: int) -> np.ndarray:
     n = db.shape[1]
     c = np.concatenate([np.zeros((db.shape[0], 1), db.dtype), np.cumsum(db, axis=1)], axis=1)
     lo, hi = np.clip(np.arange(n) - w, 0, n), np.clip(np.arange(n) + w + 1, 0, n)
-    return (c[:, hi] - c[:, lo]) / (hi - lo)
+    out: np.ndarray = (c[:, hi] - c[:, lo]) / (hi - lo)
+    return out
 
 
 def held_bins(db: np.ndarray) -> np.ndarray:
@@ -99,7 +100,8 @@ def held_bins(db: np.ndarray) -> np.ndarray:
     t = np.arange(db.shape[0])
     first = np.clip(t - hold + 1, 0, starts.shape[0])
     last = np.clip(t + 1, 0, starts.shape[0])
-    return (s[last] - s[first]) > 0  # some held window covers frame t
+    held: np.ndarray = (s[last] - s[first]) > 0  # some held window covers frame t
+    return held
 
 
 def _quantile_in_time(mag: np.ndarray, k: int, q: float) -> np.ndarray:
@@ -123,7 +125,8 @@ def _gain(mag: np.ndarray, held: np.ndarray) -> np.ndarray:
     music = np.where(notes, np.minimum(level, mag), 0.0) ** 2
     speech = np.maximum(mag ** 2 - music, 0.0)
     gain = speech / (speech + music + 1e-12)
-    return np.maximum(gain, 10 ** (-MAX_CUT_DB / 20)).astype(np.float32)
+    out: np.ndarray = np.maximum(gain, 10 ** (-MAX_CUT_DB / 20)).astype(np.float32)
+    return out
 
 
 def _block(x: np.ndarray, gate: float) -> tuple[np.ndarray, float]:

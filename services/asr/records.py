@@ -3,11 +3,22 @@ formats): the values rounded as the format has them (times to the ms, scores to 
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from services.records import AsrLine, AsrSegment, Word, written_keys
 
 # the keys every line and segment has, in order (a line may add ``notes``)
 LINE_FIELDS = written_keys(AsrLine)
 SEGMENT_FIELDS = written_keys(AsrSegment)
+
+
+class LineFields(TypedDict, total=False):
+    """The keywords of :func:`line` a file's language ID and length fill in, gathered before
+    the line is written (``langid.main_language`` gives the first two)."""
+
+    language: str | None
+    language_probability: float | None
+    duration: float | None
 
 
 def line(key: str, status: str, *, language: str | None = None,

@@ -12,7 +12,7 @@ from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,12 +24,16 @@ from services.asr.spec import SPEC
 from services.records import AsrLine
 from services.text.forms import normaliser, with_forms
 
+if TYPE_CHECKING:  # imported at run time by load() and _transcriber(), after the worker's fork
+    from services.asr.batched import ClipTranscriber
+    from services.whisper.model import LoadedModel
+
 
 @dataclass
 class FileOutcome:
     line: AsrLine
     kept_seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, int] = field(default_factory=dict)  # added to the shard's counts
 
     @property
     def segments(self) -> int:
@@ -46,8 +50,8 @@ class AsrStage(Stage):
 
     def __init__(self, settings: AsrSettings) -> None:
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
-        self._loaded = None  # services.whisper.model.LoadedModel, set by load()
-        self._clip_transcriber = None  # services.asr.batched.ClipTranscriber
+        self._loaded: LoadedModel | None = None  # set by load()
+        self._clip_transcriber: ClipTranscriber | None = None
         # the spoken forms' normalisers, built per language on first use (services/text)
         self._text = normaliser(self.settings.asr_phonemes)
 
@@ -114,7 +118,7 @@ class AsrStage(Stage):
         )
 
     # --- one file ---------------------------------------------------------------------------------
-    def _transcriber(self):
+    def _transcriber(self) -> ClipTranscriber:
         from services.asr.batched import ClipTranscriber
 
         self.load()
@@ -155,9 +159,9 @@ class AsrStage(Stage):
         # the head's last window takes more speech once the file is kept: not looked at
         lid_idx = pick_windows(len(head) - (resume < audio.size and len(head) > 1),
                                s.lid_windows)
-        looks: list[tuple[list[Window], Any, Any]] = []  # (windows, features, encoder rows)
+        looks: list[tuple[list[Window], np.ndarray, np.ndarray]] = []  # (windows, features, rows)
 
-        def look(idx: list[int]) -> list:
+        def look(idx: list[int]) -> list[list[tuple[str, float]]]:
             windows = [head[i] for i in idx]
             feats = tr.features(heard, windows)
             rows = tr.rows(feats)
@@ -172,8 +176,9 @@ class AsrStage(Stage):
                 rest = [i for i in lid_idx if i not in first]
                 dists += look(rest) if rest else []
                 guess = aggregate(dists, [head[i].speech_seconds for i in first + rest])
-        common = {"language": guess.language, "language_probability": guess.probability,
-                  "duration": duration}
+        common: records.LineFields = {"language": guess.language,
+                                      "language_probability": guess.probability,
+                                      "duration": duration}
         if kept_language(guess, dists, s.languages, s.language_threshold) is None:
             return FileOutcome(records.line(key, "dropped:language", **common))
         if resume < audio.size:  # kept: now the rest of the file

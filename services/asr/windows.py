@@ -23,7 +23,7 @@ import numpy as np
 from services.asr.batched import ClipText
 from services.asr.clips import WHISPER_WINDOW_SECONDS, Clip
 from services.asr.vad import SAMPLE_RATE
-from services.asr.words import WordTimes, loud_frames, run_on, snapped
+from services.asr.words import WordTime, WordTimes, loud_frames, run_on, snapped
 
 N_FRAMES = 3000  # mel frames in Whisper's 30 s window
 MAX_PAUSE_SECONDS = 0.8  # longer pauses inside a window are shortened to this
@@ -132,7 +132,7 @@ def alone(clips: list[Clip]) -> list[Window]:
     return [Window([((p.start, p.end), i) for p in c.parts()]) for i, c in enumerate(clips)]
 
 
-def _placed(w: Window, words: WordTimes, audio: np.ndarray | None) -> list[tuple[int, tuple]]:
+def _placed(w: Window, words: WordTimes, audio: np.ndarray | None) -> list[tuple[int, WordTime]]:
     """A window's words (window seconds) as (clip, word in file seconds). Whisper's alignment
     has no gaps, so a word after a pause starts inside it: words are snapped to the window's
     loud frames (words.snapped) before they are given to the span nearest their middle; where

@@ -24,7 +24,8 @@ import numpy as np
 from services.asr.clips import Clip
 from services.records import Word
 
-WordTimes = list[tuple[str, float, float, float]]  # (word, start, end, probability)
+WordTime = tuple[str, float, float, float]  # (word, start, end, probability)
+WordTimes = list[WordTime]
 
 
 SAMPLE_RATE = 16000
@@ -42,7 +43,9 @@ def loud_frames(x: np.ndarray) -> np.ndarray:
         return np.zeros(0, bool)
     db = 10 * np.log10(np.mean(x[:n * FRAME].reshape(n, FRAME) ** 2, axis=1) + 1e-12)
     # quiet: far below the loud frames, or (in noise) near the floor of the quietest frames
-    return db >= max(np.percentile(db, 95) - QUIET_DB, np.percentile(db, 10) + FLOOR_DB)
+    loud: np.ndarray = db >= max(np.percentile(db, 95) - QUIET_DB,
+                                 np.percentile(db, 10) + FLOOR_DB)
+    return loud
 
 
 def snapped(words: WordTimes, loud: np.ndarray, offset: float) -> WordTimes:
