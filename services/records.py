@@ -26,6 +26,8 @@ alone (docs/architecture.md, formats, has the measured cost). ``to_json`` writes
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from common.record import Record, RecordError, omitted, written_keys
@@ -281,3 +283,21 @@ class SkippedSegment(Record):
     reasons: list[str] = Field(default_factory=list)
     seconds: float = 0.0
     quality: Quality | None = None
+
+
+# A tokenize done record lists at most this many skipped segments (the first ones): a shard
+# whose every segment is filtered would otherwise write one entry per segment. The tally is
+# complete whatever the cap.
+MAX_SKIPPED_ENTRIES = 200
+Tally = Annotated[float, Field(ge=0, le=366 * 86400.0, allow_inf_nan=False)]
+
+
+class SkipTally(Record):
+    """What the quality filter removed from one shard, by reason kind (``duplicate_of:<id>``
+    counts under ``duplicate_of``; a segment with two reasons under both)."""
+
+    segments: int = Field(0, ge=0)
+    seconds: Tally = 0.0
+    seconds_annotated: Tally = 0.0  # of segments with quality annotations
+    segments_by_reason: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    seconds_by_reason: dict[str, Tally] = Field(default_factory=dict)

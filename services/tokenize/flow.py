@@ -31,7 +31,8 @@ from services.text.forms import TextForms
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
 from services.tokenize.errors import Problem, SegmentError
-from services.tokenize.filter import FilterPolicy, reason_kind
+from services.tokenize.filter import FilterPolicy
+from services.tokenize.skipped import SkipLog
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second
@@ -66,18 +67,11 @@ class RunStats:
     frames: int = 0
     padded_frames: int = 0
     error_samples: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # every skipped, with reasons
-    skipped_seconds: float = 0.0
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    skips: SkipLog = field(default_factory=SkipLog)  # the first entries, a tally of all
 
     def add_skip(self, seg: Segment) -> None:
-        self.skipped.append(SkippedSegment(key=seg.key, reasons=seg.skipped,
-                                           seconds=round(seg.duration, 2),
-                                           quality=seg.quality).to_dict())
-        self.skipped_seconds += seg.duration
-        for r in seg.skipped:
-            kind = reason_kind(r)  # duplicate_of:<id> counts under duplicate_of
-            self.skipped_by_reason[kind] = self.skipped_by_reason.get(kind, 0) + 1
+        self.skips.add(SkippedSegment(key=seg.key, reasons=seg.skipped,
+                                      seconds=round(seg.duration, 2), quality=seg.quality))
 
     def add_error(self, key: str | None, reason: str) -> None:
         self.errors += 1

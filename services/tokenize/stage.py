@@ -101,7 +101,7 @@ class TokenizeStage(Stage):
         return StageResult(
             outputs={key: out},
             counts={"segments": st.segments, "tokenized": st.tokenized, "errors": st.errors,
-                    "skipped": len(st.skipped), "tokens": st.tokens},
+                    "skipped": st.skips.tally.segments, "tokens": st.tokens},
             audio_seconds_in=st.seconds_in,
             audio_seconds_out=st.seconds_out,
             extra={"batches": st.batches,
@@ -110,9 +110,9 @@ class TokenizeStage(Stage):
                    "load_seconds": round(self.load_seconds, 2),
                    "errors_sample": st.error_samples,
                    "quality_filter": {**policy.describe(),
-                                      "skipped_seconds": round(st.skipped_seconds, 2),
-                                      "by_reason": st.skipped_by_reason},
+                                      "skipped_seconds": round(st.skips.tally.seconds, 2),
+                                      "by_reason": st.skips.tally.segments_by_reason},
                    "corpus_speakers": {"applied": speakers is not None,
                                        "labels": 0 if speakers is None else len(speakers)},
-                   "skipped": st.skipped},
+                   **st.skips.stats()},
         )

@@ -37,7 +37,6 @@ from services.records import (
     AsrLine,
     RecordError,
     Sidecar,
-    SkippedSegment,
     TokenLine,
     corpus_id,
     local_name,
@@ -49,6 +48,7 @@ from services.speakers.result import Label
 from services.stages import PIPELINE
 from services.text.forms import TextForms
 from services.tokenize.filter import FilterPolicy, reason_kind
+from services.tokenize.skipped import read_skipped
 
 # what the card reports of each stage's done records: the model and its version
 # Candidates per shard for the writer's schema witnesses: one of several files is on the train
@@ -107,18 +107,12 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
             for k in ("skipped_seconds", "by_reason", "dedup"):
                 policy.pop(k, None)
             read.policy = json.dumps(policy, sort_keys=True)
-            for entry in rec.stat("skipped") or []:
-                try:
-                    e = SkippedSegment.from_dict(entry)
-                except RecordError:
-                    continue
-                why = seconds_problem(e.seconds)
-                if why is not None:
-                    read.refused[f"tokenize skipped entry: {why}"] += 1
-                    continue
-                for kind in dict.fromkeys(reason_kind(r) for r in e.reasons):
-                    read.before[kind] += 1
-                    read.before_seconds[kind] += float(e.seconds)
+            skipped = read_skipped(rec)
+            for why in skipped.damaged:
+                read.refused[f"tokenize skipped {why}"] += 1
+            for kind, n in skipped.tally.segments_by_reason.items():
+                read.before[kind] += n
+                read.before_seconds[kind] += skipped.tally.seconds_by_reason.get(kind, 0.0)
 
 
 def _languages(store: Store, settings: Settings, shard_id: int) -> dict[str, str | None]:

@@ -29,12 +29,12 @@ from services.records import (
     AsrLine,
     Record,
     RecordError,
-    SkippedSegment,
     TokenLine,
     corpus_id,
 )
 from services.stages import PIPELINE, STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
+from services.tokenize.skipped import read_skipped
 
 TOP_N = 10
 R = TypeVar("R", bound=Record)
@@ -197,11 +197,8 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
         records[stage] = [trim(rec) for rec in done]
         for rec in done:
             _add_done(stage_sum, rec)
-            for entry in rec.stat("skipped") or []:  # segments the quality filter removed
-                try:
-                    data.quality.add_skipped(SkippedSegment.from_dict(entry))
-                except RecordError:
-                    continue  # a damaged entry: the rest of the record still counts
+            if stage == "tokenize":  # segments the quality filter removed
+                data.quality.add_skipped(read_skipped(rec))
             done_ids.add(rec.shard_id)
             slow.append({"stage": stage, "shard": rec.shard or "?",
                          "wall_seconds": rec.wall_seconds,

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.ops.report.charts import barh, chart
-from services.records import Quality, Sidecar, SkippedSegment, TokenLine
-from services.tokenize.filter import reason_kind
+from services.records import Quality, Sidecar, TokenLine
+from services.tokenize.skipped import Skipped
 
 TOP_SPEAKERS = 30  # speakers named in the report; the rest are counted
 
@@ -37,6 +37,9 @@ class QualityData:
         if q is None:
             return
         self.annotated_seconds += seconds
+        self._charts(q)
+
+    def _charts(self, q: Quality) -> None:
         for mos, out in ((q.dnsmos_before, self.ovrl_before), (q.dnsmos_after, self.ovrl_after)):
             if mos is not None and mos.ovrl is not None:
                 out.append(float(mos.ovrl))
@@ -67,13 +70,17 @@ class QualityData:
         self._segment(speaker, meta.text_spoken_by, seconds)
         self._add(meta.quality, seconds)
 
-    def add_skipped(self, entry: SkippedSegment) -> None:
-        """One entry of a tokenize done record's ``skipped``."""
-        seconds = float(entry.seconds)
-        self._add(entry.quality, seconds)
-        self.skipped_seconds += seconds
-        for reason in dict.fromkeys(reason_kind(r) for r in entry.reasons):
+    def add_skipped(self, skipped: Skipped) -> None:
+        """A tokenize done record's skipped segments: every figure from the tally, the charts
+        from the entries it lists (the first of them when there were many)."""
+        tally = skipped.tally
+        self.annotated_seconds += tally.seconds_annotated
+        self.skipped_seconds += tally.seconds
+        for reason, seconds in tally.seconds_by_reason.items():
             self.skipped_by_reason[reason] += seconds  # duplicate_of:<id> under duplicate_of
+        for entry in skipped.entries:
+            if entry.quality is not None:
+                self._charts(entry.quality)
 
     def as_dict(self) -> dict[str, Any]:
         def mean(xs: list[float]) -> float | None:
