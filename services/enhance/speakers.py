@@ -97,7 +97,8 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
+    out: np.ndarray = x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
+    return out
 
 
 def _merge_centroids(x: np.ndarray, weight: np.ndarray, threshold: float,
@@ -119,7 +120,7 @@ def _merge_centroids(x: np.ndarray, weight: np.ndarray, threshold: float,
     def row(i: int) -> np.ndarray:
         spread = np.sqrt(agreement + (1 - agreement) / w)  # a centroid's norm for one voice
         norms = np.sqrt(np.maximum(np.diag(gram), 1e-18))
-        out = gram[i] / (norms[i] * norms) * (spread[i] * spread / agreement)
+        out: np.ndarray = gram[i] / (norms[i] * norms) * (spread[i] * spread / agreement)
         out[~alive] = -np.inf
         out[i] = -np.inf
         return out
@@ -214,7 +215,7 @@ class HeldSegments:
 
     def __init__(self, max_memory: int = 8 << 20, directory: Path | None = None) -> None:
         self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (close())
-            max_size=max_memory, dir=directory)
+            max_size=max_memory, dir=None if directory is None else str(directory))
         self._items: dict[int, tuple[Any, int, int, Any]] = {}
         self._next = 0
 

@@ -24,9 +24,10 @@ for ``onsei speakers`` (services/speakers/embeddings.py), written by ``close()``
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +44,10 @@ from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, piec
 from services.records import Sidecar, segment_id
 from services.speakers.embeddings import EmbeddingsWriter
 
+if TYPE_CHECKING:
+    from services.enhance.quality.annotate import Annotator
+    from services.enhance.quality.records import QualityRecord
+
 log = logging.getLogger(__name__)
 
 OUT_RATE = 24000
@@ -51,7 +56,7 @@ OUT_RATE = 24000
 class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
-    def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Any = None,
+    def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Annotator | None = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
@@ -65,7 +70,7 @@ class EnhancedWriter:
         self._writer = ShardWriter(path)
         self.written = 0
         self.seconds_out = 0.0
-        self.annotator = annotator  # services.enhance.quality.annotate.Annotator or None
+        self.annotator = annotator
         self.change_threshold = change_threshold  # None: segments are not cut at changes
         self.in_rate = in_rate
         self.batch = max(1, batch)
@@ -114,7 +119,7 @@ class EnhancedWriter:
         batch, self._pending = self._pending, []
         if not batch:
             return
-        records: list[Any] = [None] * len(batch)
+        records: Sequence[QualityRecord | None] = [None] * len(batch)
         try:
             batch = self._cut_turns(batch)
             records = [None] * len(batch)
@@ -136,12 +141,13 @@ class EnhancedWriter:
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
         if not todo or self.change_threshold is None:
             return batch
+        assert self.annotator is not None  # segments are batched only to be annotated
         wins = self.annotator.speaker.windows([resample(batch[i][1], OUT_RATE, 16000)
                                                for i in todo])
         out = list(batch)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
-            cand = pauses(w.power) + word_gaps(seg.spec.words, seg.spec.start)
+            cand = pauses(w.power) + word_gaps(seg.spec.words or [], seg.spec.start)
             parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
             if len(parts) > 1:
                 out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, parts)
@@ -149,8 +155,10 @@ class EnhancedWriter:
                 self.quality.speaker_changes += len(parts) - 1
         return out
 
-    def _annotate(self, batch: list) -> list[Any]:
+    def _annotate(self, batch: list[Item]) -> list[QualityRecord]:
         from services.enhance.quality.annotate import AnnotationInput
+
+        assert self.annotator is not None  # segments are batched only to be annotated
 
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
@@ -159,13 +167,13 @@ class EnhancedWriter:
                  for seg, audio, before in batch]
         return self.annotator.annotate(items)
 
-    def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any,
+    def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
                before: np.ndarray | None = None) -> None:
         out = audio  # already at OUT_RATE (put)
         s = seg.spec
+        seconds = round(out.size / OUT_RATE, 3)
         meta = Sidecar(text=s.text, language=s.language, source_key=s.key,
-                       start=round(s.start, 3), end=round(s.end, 3),
-                       duration_seconds=round(out.size / OUT_RATE, 3),
+                       start=round(s.start, 3), end=round(s.end, 3), duration_seconds=seconds,
                        quality=None if quality is None else quality.to_record(),
                        min_word_probability=s.min_word_probability, **s.forms.fields())
         if quality is not None:
@@ -175,7 +183,7 @@ class EnhancedWriter:
         if self.signature_path is not None:
             src, rate = (before, self.in_rate) if before is not None and self.in_rate else (
                 out, OUT_RATE)
-            self.signatures.add(_seg_id(seg), s.key, s.idx, meta.duration_seconds, s.text,
+            self.signatures.add(_seg_id(seg), s.key, s.idx, seconds, s.text,
                                 s.language, None if quality is None else
                                 round(float(quality.dnsmos_after.ovrl), 4), src, rate,
                                 quality=meta.quality)
@@ -243,7 +251,7 @@ class QualityTally:
         self.cut_segments = 0  # asr segments cut at speaker changes
         self.speaker_changes = 0  # cuts made (pieces written less the segments cut)
 
-    def add(self, rec: Any) -> None:
+    def add(self, rec: QualityRecord) -> None:
         self.annotated += 1
         self.multi_speaker += bool(rec.multi_speaker)
         self.fidelity_checked += rec.fidelity_cer is not None
