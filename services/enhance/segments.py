@@ -193,7 +193,8 @@ class SegmentReader:
             self.errors.append({"key": key, "reason": f"error:{e.reason}"})
             return
         finally:
-            chunks.close()
+            # decode_chunks is a generator, declared as an Iterator in common/shards/audio.py
+            chunks.close()  # type: ignore[attr-defined]
         if window.end == 0:
             self.errors.append({"key": key, "reason": "error:empty"})
             return
