@@ -79,8 +79,9 @@ class EnhancedWriter:
         self.errors: list[dict[str, str]] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
-        self._held = HeldSegments(directory=path.parent)  # the stage's scratch, not /tmp
-        self.labeller = SpeakerLabeller(self._emit, speaker_threshold)
+        # held in the stage's scratch, not /tmp
+        self._held: HeldSegments[CutSegment, Sidecar] = HeldSegments(directory=path.parent)
+        self.labeller: SpeakerLabeller[int] = SpeakerLabeller(self._emit, speaker_threshold)
         # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
             WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish,
@@ -196,7 +197,8 @@ class EnhancedWriter:
         self.labeller.put(s.key, embedding, self._held.hold(held, flac, meta),
                           None if quality is None else quality.speaker_parts)
 
-    def _emit(self, item: Any, speaker_id: str | None) -> None:
+    def _emit(self, item: int | Encoded, speaker_id: str | None) -> None:
+        """``item``: a held segment's ticket, or the segment itself when nothing is held."""
         seg, flac, meta = self._held.take(item) if isinstance(item, int) else item
         if speaker_id is not None:
             meta = meta.model_copy(update={"speaker_id": speaker_id})
@@ -206,6 +208,7 @@ class EnhancedWriter:
                                     q.speaker_parts)
         self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
         self.written += 1
+        assert meta.duration_seconds is not None  # _write gives every sidecar its duration
         self.durations.append((seg.spec, meta.duration_seconds))
 
     def close(self) -> None:
@@ -230,6 +233,7 @@ class EnhancedWriter:
 
 _NO_AUDIO = np.zeros(0, np.float32)
 Item = tuple[CutSegment, np.ndarray, "np.ndarray | None"]  # a segment, its output, its input
+Encoded = tuple[CutSegment, bytes, Sidecar]  # a segment, its FLAC, its sidecar
 
 
 def _seg_id(seg: CutSegment) -> str:
