@@ -37,6 +37,7 @@ from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
+from services.enhance.errors import SegmentError
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
 from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
@@ -76,7 +77,7 @@ class EnhancedWriter:
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
-        self.errors: list[dict[str, str]] = []
+        self.errors: list[SegmentError] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
         # held in the stage's scratch, not /tmp
