@@ -11,8 +11,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from common.stages.contract import Stage, StageResult
 from services.enhance.backend import Backend
 from services.enhance.backends import make_backend
@@ -21,6 +19,8 @@ from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from services.dedup.spectrum import Powers
     from services.enhance.quality.annotate import Annotator
     from services.enhance.segments import CutSegment

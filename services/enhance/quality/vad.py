@@ -72,11 +72,12 @@ class SileroTorch:
         order = np.concatenate([np.arange(0, 128), np.arange(256, 384), np.arange(384, 512),
                                 np.arange(128, 256)])
         bias = w["onnx::LSTM_211"][0]
+        param = self.lstm.get_parameter  # the LSTM's weights are set as attributes, untyped
         with torch.no_grad():
-            self.lstm.get_parameter("weight_ih_l0").copy_(torch.from_numpy(w["onnx::LSTM_209"][0][order]))
-            self.lstm.get_parameter("weight_hh_l0").copy_(torch.from_numpy(w["onnx::LSTM_210"][0][order]))
-            self.lstm.get_parameter("bias_ih_l0").copy_(torch.from_numpy(bias[:512][order]))
-            self.lstm.get_parameter("bias_hh_l0").copy_(torch.from_numpy(bias[512:][order]))
+            param("weight_ih_l0").copy_(torch.from_numpy(w["onnx::LSTM_209"][0][order]))
+            param("weight_hh_l0").copy_(torch.from_numpy(w["onnx::LSTM_210"][0][order]))
+            param("bias_ih_l0").copy_(torch.from_numpy(bias[:512][order]))
+            param("bias_hh_l0").copy_(torch.from_numpy(bias[512:][order]))
         self.out_w = t("decoder.conv1d.weight")[:, :, 0]  # [1, 128]
         self.out_b = t("decoder.conv1d.bias")
 
