@@ -160,13 +160,12 @@ class EnhancedWriter:
     def _annotate(self, batch: list[Item]) -> list[QualityRecord]:
         from services.enhance.quality.annotate import AnnotationInput
 
-        assert self.annotator is not None  # segments are batched only to be annotated
-
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
                                  self.in_rate if before is not None else OUT_RATE,
                                  audio, OUT_RATE)
                  for seg, audio, before in batch]
+        assert self.annotator is not None  # segments are batched only to be annotated
         return self.annotator.annotate(items)
 
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
@@ -207,9 +206,9 @@ class EnhancedWriter:
             if q is not None and q.speaker_embedding:
                 self.embeddings.add(_seg_id(seg), speaker_id, q.speaker_embedding,
                                     q.speaker_parts)
+        assert meta.duration_seconds is not None  # _write gives every sidecar its duration
         self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
         self.written += 1
-        assert meta.duration_seconds is not None  # _write gives every sidecar its duration
         self.durations.append((seg.spec, meta.duration_seconds))
 
     def close(self) -> None:
