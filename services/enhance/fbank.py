@@ -11,7 +11,10 @@ identical; tests check it against the original.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 FRAME_LENGTH = 400
 HOP = 160
@@ -31,7 +34,7 @@ class TorchFbank:
         self.mel = torch.tensor(ref.mel_filters, dtype=torch.float32, device=device)  # (257, 80)
         self.window = torch.tensor(ref.window, dtype=torch.float32, device=device)  # (400,)
 
-    def __call__(self, rows: Any) -> Any:
+    def __call__(self, rows: torch.Tensor) -> torch.Tensor:
         """``rows`` float tensor (B, N) at 16 kHz -> (B, F // 2, 160) float32, F = 1 + (N - 400) //
         160."""
         import torch

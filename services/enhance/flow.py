@@ -28,6 +28,7 @@ from services.enhance.packing import PackStats, Row, pack_rows, take_batches
 from services.enhance.segments import CutSegment
 
 _NO_AUDIO = np.empty(0, np.float32)
+Pending = tuple[CutSegment, SegmentAssembler]  # a segment and the assembler of its outputs
 
 
 class Enhancer:
@@ -48,7 +49,7 @@ class Enhancer:
         ``backend.out_rate``, or what ``finish`` made of it."""
         pool: list[Item] = []
         pooled = 0
-        pending: dict[int, tuple[CutSegment, SegmentAssembler]] = {}
+        pending: dict[int, Pending] = {}
         ready: dict[int, tuple[CutSegment, np.ndarray]] = {}  # finished, behind an earlier one
         order: deque[int] = deque()  # serials in arrival order, not yet yielded
         with ThreadPoolExecutor(1, thread_name_prefix="enhance-prep") as prep:
@@ -73,9 +74,9 @@ class Enhancer:
     def _prepare(self, rows: list[Row]) -> Any:
         return self.backend.prepare(np.stack([r.array() for r in rows]))
 
-    def _run_batches(self, batches: list[list[Row]], pending: dict, ready: dict,
-                     order: deque[int], prep: ThreadPoolExecutor,
-                     ) -> Iterator[tuple[CutSegment, np.ndarray]]:
+    def _run_batches(self, batches: list[list[Row]], pending: dict[int, Pending],
+                     ready: dict[int, tuple[CutSegment, np.ndarray]], order: deque[int],
+                     prep: ThreadPoolExecutor) -> Iterator[tuple[CutSegment, np.ndarray]]:
         if not batches:
             return
         fut = prep.submit(self._prepare, batches[0])
@@ -99,10 +100,10 @@ class Enhancer:
                 yield ready.pop(order.popleft())
 
     def _collect(self, rows: list[Row], out: np.ndarray,
-                 pending: dict) -> list[tuple[CutSegment, SegmentAssembler]]:
+                 pending: dict[int, Pending]) -> list[Pending]:
         """Join the batch's outputs into their segments; the segments it completed."""
         r = self.backend.ratio
-        finished = []
+        finished: list[Pending] = []
         for row, row_out in zip(rows, out):
             for item, off in row.placed:
                 asm = pending[item.seg][1]

@@ -19,7 +19,8 @@ def zero_phase_gain(freqs_hz: np.ndarray, cutoff_hz: float, rate: int,
     w = np.tan(np.pi * np.minimum(freqs_hz / rate, 0.5 - 1e-9))
     wc = np.tan(np.pi * cutoff_hz / rate)
     p = (w / wc) ** (2 * order)
-    return p / (1.0 + p)
+    gain: np.ndarray = p / (1.0 + p)
+    return gain
 
 
 @lru_cache(maxsize=64)

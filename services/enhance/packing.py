@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.enhance.chunking import Item
+from services.enhance.chunking import ChunkGeometry, Item
 
 
 @dataclass(eq=False)
@@ -112,7 +112,8 @@ class PackStats:
         return 0.0 if not self.row_samples else 1 - self.core_samples / self.row_samples
 
 
-def simulate(lengths: list[int], geom, batch: int, round_items: int = 0) -> PackStats:
+def simulate(lengths: list[int], geom: ChunkGeometry, batch: int,
+             round_items: int = 0) -> PackStats:
     """Plan-only packing of segment lengths (input samples) as the stage does it, in rounds
     of about ``round_items`` windows' worth (0 = whole list at once)."""
     from services.enhance.chunking import split_segment

@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from common.shards.audio import AudioError, decode_chunks
 from common.shards.members import LEAVE_IN_TAR_BYTES, iter_keys
 from common.shards.readahead import read_ahead
 from common.shards.slice import MemberSlice
+from services.enhance.errors import SegmentError
 from services.enhance.highpass import highpass_zero_phase
 from services.records import AsrLine, RecordError, Word
 from services.text.forms import TextForms
@@ -42,7 +42,7 @@ class Plan:
     by_key: dict[str, list[SegmentSpec]] = field(default_factory=dict)
     members: int = 0  # lines in the ASR JSONL
     skipped_members: int = 0  # dropped / errored / nothing kept: never decoded
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[SegmentError] = field(default_factory=list)
 
     @property
     def segments(self) -> int:
@@ -135,7 +135,7 @@ class SegmentReader:
         self.max_member_bytes, self.max_seconds = max_member_bytes, max_seconds
         self.max_sidecar_bytes = max_sidecar_bytes  # the limits asr read with: same outcomes
         self.ahead, self.ahead_seconds = ahead, ahead_seconds
-        self.errors: list[dict[str, Any]] = []
+        self.errors: list[SegmentError] = []
         self.decoded_keys: list[str] = []
         self.decode_seconds = 0.0
 
@@ -193,7 +193,8 @@ class SegmentReader:
             self.errors.append({"key": key, "reason": f"error:{e.reason}"})
             return
         finally:
-            chunks.close()
+            # decode_chunks is a generator, declared as an Iterator in common/shards/audio.py
+            chunks.close()  # type: ignore[attr-defined]
         if window.end == 0:
             self.errors.append({"key": key, "reason": "error:empty"})
             return

@@ -155,7 +155,7 @@ class SidonBackend(Backend):
             b, t, _ = x.shape
             h = self._fe(x)["last_hidden_state"]
             wav = self._decoder(h.transpose(1, 2))
-            out = wav.reshape(b, -1).float().cpu().numpy()
+            out: np.ndarray = wav.reshape(b, -1).float().cpu().numpy()
         n = t * FRAME * self.ratio
         if out.shape[1] != n:  # "~960 * T'": fit to the exact length (row ends are context)
             out = out[:, :n] if out.shape[1] > n else np.pad(out, ((0, 0), (0, n - out.shape[1])))

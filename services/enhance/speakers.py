@@ -42,7 +42,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -97,7 +97,8 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
+    out: np.ndarray = x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
+    return out
 
 
 def _merge_centroids(x: np.ndarray, weight: np.ndarray, threshold: float,
@@ -119,7 +120,7 @@ def _merge_centroids(x: np.ndarray, weight: np.ndarray, threshold: float,
     def row(i: int) -> np.ndarray:
         spread = np.sqrt(agreement + (1 - agreement) / w)  # a centroid's norm for one voice
         norms = np.sqrt(np.maximum(np.diag(gram), 1e-18))
-        out = gram[i] / (norms[i] * norms) * (spread[i] * spread / agreement)
+        out: np.ndarray = gram[i] / (norms[i] * norms) * (spread[i] * spread / agreement)
         out[~alive] = -np.inf
         out[i] = -np.inf
         return out
@@ -170,22 +171,27 @@ def speaker_label(source_key: str, n: int) -> str:
     return f"{source_key}#s{n}"
 
 
-class SpeakerLabeller:
+T = TypeVar("T")  # what the labeller holds for each segment (the writer's: a ticket)
+S = TypeVar("S")  # a held segment
+M = TypeVar("M")  # its sidecar
+
+
+class SpeakerLabeller(Generic[T]):
     """``put(source_key, embedding or None, item)`` in output order; ``emit(item, speaker_id)``
     is called for every item, a file's items once the file is complete (the next key, or
     ``flush()``). An item without an embedding (annotation failed or off) gets ``None`` and
     takes no part in the clustering."""
 
-    def __init__(self, emit: Callable[[Any, str | None], None],
+    def __init__(self, emit: Callable[[T, str | None], None],
                  threshold: float = DEFAULT_THRESHOLD) -> None:
         self.emit = emit
         self.threshold = threshold
         self._key: str | None = None
-        self._held: list[tuple[np.ndarray | None, int, Any]] = []
+        self._held: list[tuple[np.ndarray | None, int, T]] = []
         self.files = 0
         self.speakers = 0
 
-    def put(self, source_key: str, embedding: np.ndarray | None, item: Any,
+    def put(self, source_key: str, embedding: np.ndarray | None, item: T,
             parts: int | None = None) -> None:
         """``parts``: the voiced partials behind ``embedding`` (None: count it as long)."""
         if source_key != self._key:
@@ -208,17 +214,17 @@ class SpeakerLabeller:
             self.emit(item, labels.get(i))
 
 
-class HeldSegments:
+class HeldSegments(Generic[S, M]):
     """Encoded segments waiting for their file's labels: ``hold(seg, flac, meta) -> ticket``,
     ``take(ticket) -> (seg, flac, meta)``; the FLAC bytes spill to disk past ``max_memory``."""
 
     def __init__(self, max_memory: int = 8 << 20, directory: Path | None = None) -> None:
         self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (close())
-            max_size=max_memory, dir=directory)
-        self._items: dict[int, tuple[Any, int, int, Any]] = {}
+            max_size=max_memory, dir=None if directory is None else str(directory))
+        self._items: dict[int, tuple[S, int, int, M]] = {}
         self._next = 0
 
-    def hold(self, seg: Any, flac: bytes, meta: Any) -> int:
+    def hold(self, seg: S, flac: bytes, meta: M) -> int:
         if not self._items:  # nothing held: start the spool over
             self._spool.seek(0)
             self._spool.truncate()
@@ -228,7 +234,7 @@ class HeldSegments:
         self._next += 1
         return self._next - 1
 
-    def take(self, ticket: int) -> tuple[Any, bytes, Any]:
+    def take(self, ticket: int) -> tuple[S, bytes, M]:
         seg, at, n, meta = self._items.pop(ticket)
         self._spool.seek(at)
         return seg, self._spool.read(n), meta

@@ -7,8 +7,9 @@ next batch's features, the model runs, and the writer resamples, encodes and app
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.stages.contract import Stage, StageResult
 from services.enhance.backend import Backend
@@ -16,6 +17,13 @@ from services.enhance.backends import make_backend
 from services.enhance.chunking import ChunkGeometry
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from services.dedup.spectrum import Powers
+    from services.enhance.quality.annotate import Annotator
+    from services.enhance.segments import CutSegment
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +37,8 @@ class EnhanceStage(Stage):
     def __init__(self, settings: EnhanceSettings) -> None:
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._backend: Backend | None = None
-        self._annotator: Any = None
-        self._signature_powers: Any = None  # services.dedup.spectrum.Powers
+        self._annotator: Annotator | None = None
+        self._signature_powers: Powers | None = None
 
     @property
     def backend(self) -> Backend:
@@ -45,7 +53,7 @@ class EnhanceStage(Stage):
         if self._signature_powers is None:
             self._signature_powers = self._load_signature_powers()
 
-    def _load_signature_powers(self) -> Any:
+    def _load_signature_powers(self) -> Powers:
         """The dedup signature's spectrograms on the stage's GPU when it has one (its FFTs
         are then off the node's CPU), else in numpy."""
         from common.models.device import resolve_device, torch_cuda_available
@@ -56,7 +64,7 @@ class EnhanceStage(Stage):
                                 torch_cuda_available)
         return DevicePowers(device) if device.startswith("cuda") else numpy_powers
 
-    def _load_annotator(self) -> Any:
+    def _load_annotator(self) -> Annotator:
         """All annotation models now, so a missing one fails the worker at once
         (docs/quality.md)."""
         from common.models.device import resolve_device, torch_cuda_available
@@ -115,9 +123,9 @@ class EnhanceStage(Stage):
                                 speakers_path=workdir / "out" / spk_key)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
-        inputs_kept: dict[int, Any] = {}  # serial -> input audio: annotations and signatures
+        inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
 
-        def keep_inputs(segments):
+        def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
             for seg in segments:  # a view: the engine drops only its own reference
                 inputs_kept[seg.serial] = seg.padded[geom.margin:geom.margin + seg.seg_len]
                 yield seg

@@ -10,8 +10,7 @@ cut at speaker changes (``turns.py``) counts as its pieces together.
 
 from __future__ import annotations
 
-from typing import Any
-
+from services.enhance.errors import SegmentError
 from services.enhance.segments import Plan, SegmentSpec
 from services.records import segment_id
 
@@ -33,7 +32,7 @@ def _some(names: list[str]) -> str:
 
 
 def check_written(plan: Plan, written: list[tuple[SegmentSpec, float]],
-                  errors: list[dict[str, Any]]) -> None:
+                  errors: list[SegmentError]) -> None:
     """Raise :class:`SegmentMismatch` unless ``written`` ((spec, duration_seconds) in output
     order) is exactly the plan's kept segments, each within 20 ms of its asr length."""
     expected = {segment_name(s): s for specs in plan.by_key.values() for s in specs}

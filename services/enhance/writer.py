@@ -24,9 +24,10 @@ for ``onsei speakers`` (services/speakers/embeddings.py), written by ``close()``
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,12 +37,17 @@ from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
+from services.enhance.errors import SegmentError
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
 from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
 from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, pieces, word_gaps
 from services.records import Sidecar, segment_id
 from services.speakers.embeddings import EmbeddingsWriter
+
+if TYPE_CHECKING:
+    from services.enhance.quality.annotate import Annotator
+    from services.enhance.quality.records import QualityRecord
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +57,7 @@ OUT_RATE = 24000
 class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
-    def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Any = None,
+    def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Annotator | None = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
@@ -65,17 +71,18 @@ class EnhancedWriter:
         self._writer = ShardWriter(path)
         self.written = 0
         self.seconds_out = 0.0
-        self.annotator = annotator  # services.enhance.quality.annotate.Annotator or None
+        self.annotator = annotator
         self.change_threshold = change_threshold  # None: segments are not cut at changes
         self.in_rate = in_rate
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
-        self.errors: list[dict[str, str]] = []
+        self.errors: list[SegmentError] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
-        self._held = HeldSegments(directory=path.parent)  # the stage's scratch, not /tmp
-        self.labeller = SpeakerLabeller(self._emit, speaker_threshold)
+        # held in the stage's scratch, not /tmp
+        self._held: HeldSegments[CutSegment, Sidecar] = HeldSegments(directory=path.parent)
+        self.labeller: SpeakerLabeller[int] = SpeakerLabeller(self._emit, speaker_threshold)
         # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
             WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish,
@@ -114,7 +121,7 @@ class EnhancedWriter:
         batch, self._pending = self._pending, []
         if not batch:
             return
-        records: list[Any] = [None] * len(batch)
+        records: Sequence[QualityRecord | None] = [None] * len(batch)
         try:
             batch = self._cut_turns(batch)
             records = [None] * len(batch)
@@ -136,12 +143,13 @@ class EnhancedWriter:
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
         if not todo or self.change_threshold is None:
             return batch
+        assert self.annotator is not None  # segments are batched only to be annotated
         wins = self.annotator.speaker.windows([resample(batch[i][1], OUT_RATE, 16000)
                                                for i in todo])
         out = list(batch)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
-            cand = pauses(w.power) + word_gaps(seg.spec.words, seg.spec.start)
+            cand = pauses(w.power) + word_gaps(seg.spec.words or [], seg.spec.start)
             parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
             if len(parts) > 1:
                 out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, parts)
@@ -149,7 +157,7 @@ class EnhancedWriter:
                 self.quality.speaker_changes += len(parts) - 1
         return out
 
-    def _annotate(self, batch: list) -> list[Any]:
+    def _annotate(self, batch: list[Item]) -> list[QualityRecord]:
         from services.enhance.quality.annotate import AnnotationInput
 
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
@@ -157,15 +165,16 @@ class EnhancedWriter:
                                  self.in_rate if before is not None else OUT_RATE,
                                  audio, OUT_RATE)
                  for seg, audio, before in batch]
+        assert self.annotator is not None  # segments are batched only to be annotated
         return self.annotator.annotate(items)
 
-    def _write(self, seg: CutSegment, audio: np.ndarray, quality: Any,
+    def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
                before: np.ndarray | None = None) -> None:
         out = audio  # already at OUT_RATE (put)
         s = seg.spec
+        seconds = round(out.size / OUT_RATE, 3)
         meta = Sidecar(text=s.text, language=s.language, source_key=s.key,
-                       start=round(s.start, 3), end=round(s.end, 3),
-                       duration_seconds=round(out.size / OUT_RATE, 3),
+                       start=round(s.start, 3), end=round(s.end, 3), duration_seconds=seconds,
                        quality=None if quality is None else quality.to_record(),
                        min_word_probability=s.min_word_probability, **s.forms.fields())
         if quality is not None:
@@ -175,7 +184,7 @@ class EnhancedWriter:
         if self.signature_path is not None:
             src, rate = (before, self.in_rate) if before is not None and self.in_rate else (
                 out, OUT_RATE)
-            self.signatures.add(_seg_id(seg), s.key, s.idx, meta.duration_seconds, s.text,
+            self.signatures.add(_seg_id(seg), s.key, s.idx, seconds, s.text,
                                 s.language, None if quality is None else
                                 round(float(quality.dnsmos_after.ovrl), 4), src, rate,
                                 quality=meta.quality)
@@ -188,7 +197,8 @@ class EnhancedWriter:
         self.labeller.put(s.key, embedding, self._held.hold(held, flac, meta),
                           None if quality is None else quality.speaker_parts)
 
-    def _emit(self, item: Any, speaker_id: str | None) -> None:
+    def _emit(self, item: int | Encoded, speaker_id: str | None) -> None:
+        """``item``: a held segment's ticket, or the segment itself when nothing is held."""
         seg, flac, meta = self._held.take(item) if isinstance(item, int) else item
         if speaker_id is not None:
             meta = meta.model_copy(update={"speaker_id": speaker_id})
@@ -196,6 +206,7 @@ class EnhancedWriter:
             if q is not None and q.speaker_embedding:
                 self.embeddings.add(_seg_id(seg), speaker_id, q.speaker_embedding,
                                     q.speaker_parts)
+        assert meta.duration_seconds is not None  # _write gives every sidecar its duration
         self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
         self.written += 1
         self.durations.append((seg.spec, meta.duration_seconds))
@@ -222,6 +233,7 @@ class EnhancedWriter:
 
 _NO_AUDIO = np.zeros(0, np.float32)
 Item = tuple[CutSegment, np.ndarray, "np.ndarray | None"]  # a segment, its output, its input
+Encoded = tuple[CutSegment, bytes, Sidecar]  # a segment, its FLAC, its sidecar
 
 
 def _seg_id(seg: CutSegment) -> str:
@@ -243,7 +255,7 @@ class QualityTally:
         self.cut_segments = 0  # asr segments cut at speaker changes
         self.speaker_changes = 0  # cuts made (pieces written less the segments cut)
 
-    def add(self, rec: Any) -> None:
+    def add(self, rec: QualityRecord) -> None:
         self.annotated += 1
         self.multi_speaker += bool(rec.multi_speaker)
         self.fidelity_checked += rec.fidelity_cer is not None

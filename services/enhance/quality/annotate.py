@@ -64,7 +64,7 @@ class Annotator:
         self.vad.load()
         load_prosody()
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, str | float]:
         return {"dnsmos": "speechmos sig_bak_ovr.onnx (P.835)",
                 "speaker": "resemblyzer pretrained.pt",
                 "speaker_threshold": self.speaker_threshold,

@@ -15,7 +15,7 @@ def normalize(text: str) -> str:
     return "".join(c for c in t if unicodedata.category(c)[0] not in "PSZC")
 
 
-def edit_distance(a: Sequence, b: Sequence) -> int:
+def edit_distance(a: Sequence[object], b: Sequence[object]) -> int:
     """Levenshtein distance (insertions, deletions, substitutions), O(len(a) * len(b)), over
     characters or words."""
     if len(a) < len(b):

@@ -18,10 +18,18 @@ docs/quality.md. Only ``sig_bak_ovr`` runs (the P.808 model is not used).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+Runner = Callable[[np.ndarray], np.ndarray]  # [n, samples] windows -> raw [n, 3] outputs
 
 SR = 16000
 FRAME = 160  # the network's frame hop: a piece is (frames + 1) * FRAME samples
@@ -56,6 +64,7 @@ def windows(clip: np.ndarray, hop_seconds: float = 0.0) -> np.ndarray:
     """``[n, WINDOW]`` windows of a 16 kHz clip: every ``hop_seconds`` as the reference cuts
     them, or (``hop_seconds <= 0``) the fewest windows covering the clip, evenly spread."""
     x = _prepared(clip, WINDOW)
+    starts: range | np.ndarray
     if hop_seconds > 0:
         starts = range(0, x.size - WINDOW + 1, max(1, int(hop_seconds * SR)))
     else:
@@ -97,7 +106,7 @@ class Dnsmos:
         self.batch = max(1, batch or (16 if device.startswith("cuda") else 1))
         self.device = device
         self.threads = threads
-        self._run = None
+        self._run: Runner | None = None
 
     def load(self) -> None:
         if self._run is not None:
@@ -128,7 +137,9 @@ class Dnsmos:
         """The network's raw ``[n, 3]`` outputs (before the P.835 polynomials) for ``[n, samples]``
         inputs of one length, ``(F + 1) * FRAME`` samples."""
         self.load()
-        return np.concatenate([self._run(np.ascontiguousarray(x[i:i + self.batch]))
+        run = self._run
+        assert run is not None  # load() set it
+        return np.concatenate([run(np.ascontiguousarray(x[i:i + self.batch]))
                                for i in range(0, len(x), self.batch)])
 
     def score(self, clips: list[np.ndarray]) -> list[MosScore]:
@@ -148,19 +159,20 @@ class Dnsmos:
         return [MosScore(*map(float, m)) for m in means]
 
 
-def _torch_runner(net, device: str):
+def _torch_runner(net: torch.nn.Module, device: str) -> Runner:
     import torch
 
     net = net.to(device).eval()
 
     def run(wins: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            return net(torch.from_numpy(wins).to(device)).float().cpu().numpy()
+            out: torch.Tensor = net(torch.from_numpy(wins).to(device))
+            return out.float().cpu().numpy()
 
     return run
 
 
-def _port(path):
+def _port(path: Path) -> torch.nn.Module:
     """``sig_bak_ovr.onnx`` as a torch module: 320-sample frames every 160, DFT by two 1x1
     convolutions, log10 power, seven 3x3 conv + ReLU layers with three 2x2 max-pools, a global
     max-pool and three dense layers -> raw (SIG, BAK, OVRL)."""
@@ -172,6 +184,9 @@ def _port(path):
     w = {k: torch.from_numpy(v) for k, v in initializers(path).items() if v.dtype == np.float32}
 
     class DnsmosNet(nn.Module):
+        dft_re: torch.Tensor  # buffers: the DFT's real and imaginary kernels [320, 161]
+        dft_im: torch.Tensor
+
         def __init__(self) -> None:
             super().__init__()
             self.register_buffer("dft_re", w["time2freq/stft-real/kernel:0"][:, :, 0].T.clone())
@@ -182,6 +197,7 @@ def _port(path):
                 k = w[f"{name}/kernel:0"]
                 conv = nn.Conv2d(k.shape[1], k.shape[0], 3, padding=1)
                 conv.weight.data.copy_(k)
+                assert conv.bias is not None  # Conv2d has one by default
                 conv.bias.data.copy_(w[f"{name}/bias:0"])
                 self.convs.append(conv)
             self.dense = nn.ModuleList()
@@ -205,6 +221,7 @@ def _port(path):
             h = h.amax(dim=(2, 3))
             h = torch.relu(self.dense[0](h))
             h = torch.relu(self.dense[1](h))
-            return self.dense[2](h)
+            raw: torch.Tensor = self.dense[2](h)
+            return raw
 
     return DnsmosNet()

@@ -12,6 +12,7 @@ variance, so the threshold is set well above a clean re-run's CER (docs/quality.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,8 @@ class FidelityChecker:
     None, ``loader()`` is called on first use, so a worker that samples nothing loads nothing.
     """
 
-    def __init__(self, model: Any = None, loader: Any = None, beam_size: int = 1) -> None:
+    def __init__(self, model: Any = None, loader: Callable[[], Any] | None = None,
+                 beam_size: int = 1) -> None:
         self._model = model
         self._loader = loader
         self.beam_size = beam_size
@@ -78,7 +80,8 @@ class FidelityChecker:
         return out
 
 
-def whisper_loader(settings: WhisperSettings, model_name: str = "", device: str = "auto"):
+def whisper_loader(settings: WhisperSettings, model_name: str = "",
+                   device: str = "auto") -> Callable[[], Any]:
     """A loader for the fleet's Whisper model (or ``model_name``) on the enhance device."""
 
     def load() -> Any:

@@ -5,7 +5,12 @@ that a batch of clips runs on the scorer's device. Resemblyzer was trained on ex
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 _F_SP = 200.0 / 3  # Slaney: linear below 1 kHz, logarithmic above
 _MIN_LOG_HZ = 1000.0
@@ -54,7 +59,7 @@ class MelSpec:
         self.window = torch.hann_window(n_fft, periodic=True, device=device)
         self.fb = torch.from_numpy(mel_filterbank(sr, n_fft, n_mels)).to(device)
 
-    def __call__(self, wave):
+    def __call__(self, wave: torch.Tensor) -> torch.Tensor:
         import torch
 
         spec = torch.stft(wave, self.n_fft, self.hop, window=self.window, center=True,

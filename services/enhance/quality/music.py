@@ -53,7 +53,8 @@ def _peaks(db: np.ndarray) -> np.ndarray:
     out = np.zeros_like(db, dtype=bool)
     out[:, 2:-2] = peak
     loud = db >= np.percentile(db.max(axis=1), 95) - FLOOR_DB
-    return out & (db - local >= PROMINENCE_DB) & loud
+    prominent: np.ndarray = out & (db - local >= PROMINENCE_DB) & loud
+    return prominent
 
 
 def held_frames(audio: np.ndarray) -> np.ndarray:
@@ -79,7 +80,8 @@ def held_frames(audio: np.ndarray) -> np.ndarray:
     t = np.arange(n)
     first = np.clip(t - hold + 1, 0, starts.size)
     last = np.clip(t + 1, 0, starts.size)
-    return (s[last] - s[first]) > 0
+    held: np.ndarray = (s[last] - s[first]) > 0
+    return held
 
 
 def pauses(speech: np.ndarray, n: int) -> np.ndarray:

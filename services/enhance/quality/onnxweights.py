@@ -7,7 +7,9 @@ and ``raw_data`` (9). That is all a port needs, so we walk the wire format direc
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,12 +35,19 @@ def _varints(buf: bytes) -> list[int]:
     return out
 
 
-def fields(buf: bytes):
+# (field number, wire type, value): an int for wire type 0, bytes for the others. Which of the
+# two a field holds follows from its number in the message's schema, which the callers know and
+# the tuple cannot say, so the value is taken as what the caller expects.
+Field = tuple[int, int, Any]
+
+
+def fields(buf: bytes) -> Iterator[Field]:
     """Yield ``(field number, wire type, value)``; length-delimited values as bytes."""
     i = 0
     while i < len(buf):
         key, i = _varint(buf, i)
         num, wt = key >> 3, key & 7
+        v: int | bytes
         if wt == 0:
             v, i = _varint(buf, i)
         elif wt == 1:

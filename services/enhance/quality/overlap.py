@@ -20,7 +20,12 @@ a weak cue, so the filter on it is off by default.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 SR = 8000
 N = 320  # 40 ms frame
@@ -34,7 +39,7 @@ AWAY = 0.06  # relative distance from t1's multiples and halves a second period 
 MIN_SECONDS = 0.5  # shorter segments are not scored (None)
 
 
-def _difference(frames, n: int):
+def _difference(frames: torch.Tensor, n: int) -> torch.Tensor:
     """Normalised difference ``sum (a[i] - a[i + lag])^2 / (sum a^2 + sum a[. + lag]^2)`` of
     each row's first ``n`` samples against its samples ``lag`` later, for lags 0..LMAX:
     ``[rows, LMAX + 1]``. Rows must hold ``n + LMAX`` samples."""
@@ -48,7 +53,8 @@ def _difference(frames, n: int):
     lags = torch.arange(LMAX + 1, device=frames.device)
     later = sq[:, lags + n] - sq[:, lags]  # energy of the lagged window
     first = sq[:, n:n + 1]
-    return (first + later - 2 * cross) / (first + later).clamp_min(1e-9)
+    d: torch.Tensor = (first + later - 2 * cross) / (first + later).clamp_min(1e-9)
+    return d
 
 
 def frame_flags(x: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:

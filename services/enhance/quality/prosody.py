@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pykakasi
 
 SR = 16000
 VAD_WINDOW = 512  # Silero's window at 16 kHz (32 ms)
@@ -132,10 +137,10 @@ def _morae(text: str) -> int | None:
                and unicodedata.name(c, "").startswith(("HIRAGANA", "KATAKANA")))
 
 
-_KAKASI = None
+_KAKASI: pykakasi.kakasi | None = None
 
 
-def _kakasi(mod):
+def _kakasi(mod: ModuleType) -> pykakasi.kakasi:
     global _KAKASI
     if _KAKASI is None:
         _KAKASI = mod.kakasi()

@@ -18,8 +18,12 @@ the threshold, chosen on recordings with known speakers, the segment is flagged 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 SR = 16000
 HOP = 160  # 10 ms frames
@@ -88,7 +92,7 @@ class SpeakerEncoder:
         self.device = device
         self.rate = rate
         self.batch = batch
-        self._net = None
+        self._net: torch.nn.Module | None = None
 
     def load(self) -> None:
         if self._net is not None:
@@ -111,6 +115,7 @@ class SpeakerEncoder:
         import torch
 
         self.load()
+        assert self._net is not None  # load() set it
         mels, owners, voiced = [], [], []
         with torch.inference_mode():
             for i, clip in enumerate(clips):
@@ -135,7 +140,7 @@ class SpeakerEncoder:
         return out
 
 
-    def _clip_mel(self, clip: np.ndarray, frames: int):
+    def _clip_mel(self, clip: np.ndarray, frames: int) -> torch.Tensor:
         """The clip's mel at -30 dBFS (raised only), zero-padded to cover ``frames`` frames."""
         import torch
 
@@ -153,6 +158,7 @@ class SpeakerEncoder:
         import torch
 
         self.load()
+        assert self._net is not None  # load() set it
         mels, owners, out = [], [], []
         with torch.inference_mode():
             for i, clip in enumerate(clips):
@@ -184,7 +190,7 @@ class Windows:
     frames: int
 
 
-def _voiced_frames(mel):
+def _voiced_frames(mel: torch.Tensor) -> torch.Tensor:
     """Frames within ``QUIET_DB`` of the clip's loud frames (95th percentile of frame power)."""
     import torch
 
@@ -193,7 +199,7 @@ def _voiced_frames(mel):
     return power >= ref * 10 ** (-QUIET_DB / 10)
 
 
-def _VoiceEncoder():
+def _VoiceEncoder() -> torch.nn.Module:
     """Resemblyzer's network: LSTM(40 -> 256, 3 layers) -> Linear(256) -> ReLU -> L2 norm."""
     import torch
     from torch import nn
@@ -207,6 +213,7 @@ def _VoiceEncoder():
         def forward(self, mels: torch.Tensor) -> torch.Tensor:
             _, (hidden, _) = self.lstm(mels)
             raw = torch.relu(self.linear(hidden[-1]))
-            return raw / raw.norm(dim=1, keepdim=True).clamp_min(1e-9)
+            unit: torch.Tensor = raw / raw.norm(dim=1, keepdim=True).clamp_min(1e-9)
+            return unit
 
     return VoiceEncoder()

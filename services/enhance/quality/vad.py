@@ -19,12 +19,15 @@ see none of the padding.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from services.enhance.quality.prosody import VAD_THRESHOLD as THRESHOLD
 from services.enhance.quality.prosody import VAD_WINDOW as WINDOW
+
+if TYPE_CHECKING:
+    import torch
 
 CONTEXT = 64
 HIDDEN = 128
@@ -58,7 +61,7 @@ class SileroTorch:
         w = initializers(path or onnx_path())
         self.device = device
 
-        def t(name: str) -> Any:
+        def t(name: str) -> torch.Tensor:
             return torch.from_numpy(w[name]).to(device)
 
         self.basis = t("encoder.feature_extractor.forward_basis_buffer")  # [258, 1, 256]
@@ -69,15 +72,16 @@ class SileroTorch:
         order = np.concatenate([np.arange(0, 128), np.arange(256, 384), np.arange(384, 512),
                                 np.arange(128, 256)])
         bias = w["onnx::LSTM_211"][0]
+        param = self.lstm.get_parameter  # the LSTM's weights are set as attributes, untyped
         with torch.no_grad():
-            self.lstm.weight_ih_l0.copy_(torch.from_numpy(w["onnx::LSTM_209"][0][order]))
-            self.lstm.weight_hh_l0.copy_(torch.from_numpy(w["onnx::LSTM_210"][0][order]))
-            self.lstm.bias_ih_l0.copy_(torch.from_numpy(bias[:512][order]))
-            self.lstm.bias_hh_l0.copy_(torch.from_numpy(bias[512:][order]))
+            param("weight_ih_l0").copy_(torch.from_numpy(w["onnx::LSTM_209"][0][order]))
+            param("weight_hh_l0").copy_(torch.from_numpy(w["onnx::LSTM_210"][0][order]))
+            param("bias_ih_l0").copy_(torch.from_numpy(bias[:512][order]))
+            param("bias_hh_l0").copy_(torch.from_numpy(bias[512:][order]))
         self.out_w = t("decoder.conv1d.weight")[:, :, 0]  # [1, 128]
         self.out_b = t("decoder.conv1d.bias")
 
-    def _encode(self, win: Any) -> Any:
+    def _encode(self, win: torch.Tensor) -> torch.Tensor:
         """``[N, 576]`` windows with their context -> ``[N, 128]``."""
         import torch
         import torch.nn.functional as F
@@ -89,7 +93,7 @@ class SileroTorch:
             x = torch.relu(F.conv1d(x, weight, bias, stride=stride, padding=1))
         return x[:, :, 0]
 
-    def probs(self, batch: Any) -> Any:
+    def probs(self, batch: torch.Tensor) -> torch.Tensor:
         import torch
 
         with torch.inference_mode():
