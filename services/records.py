@@ -26,6 +26,7 @@ alone (docs/architecture.md, formats, has the measured cost). ``to_json`` writes
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field
@@ -34,7 +35,20 @@ from common.record import Record, RecordError, omitted, written_keys
 
 __all__ = ["Record", "RecordError", "written_keys"]
 
-OK = "ok"  # AsrLine.status of a member that was transcribed
+class LineStatus(StrEnum):
+    """What became of a raw member (an asr line's ``status`` before its ``:<reason>``)."""
+
+    OK = "ok"  # transcribed
+    DROPPED = "dropped"  # read, nothing to keep (no speech, another language)
+    ERROR = "error"  # could not be read or transcribed
+
+
+OK = LineStatus.OK.value  # AsrLine.status of a member that was transcribed
+
+
+def line_status(kind: LineStatus, reason: str = "") -> str:
+    """The ``status`` written for ``kind`` and ``reason`` (``dropped:language``, ``ok``)."""
+    return f"{kind.value}:{reason}" if reason else kind.value
 NEU_TOKENS = "neu_tokens"  # TokenLine.codes key of the NeuCodec codes (50 per second)
 
 
@@ -125,6 +139,18 @@ class AsrLine(Record):
     @property
     def ok(self) -> bool:
         return self.status == OK
+
+    @property
+    def outcome(self) -> tuple[LineStatus, str]:
+        """The status as its kind and reason (a status of no known kind, or none, reads as an
+        error whose reason says so)."""
+        kind, _, reason = self.status.partition(":")
+        try:
+            got = LineStatus(kind)
+        except ValueError:
+            return LineStatus.ERROR, f"unknown_status:{self.status[:40]}" if self.status \
+                else "missing_status"
+        return got, reason or ("" if got is LineStatus.OK else "unspecified")
 
     @property
     def kept(self) -> list[AsrSegment]:

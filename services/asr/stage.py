@@ -21,7 +21,7 @@ from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
-from services.records import AsrLine
+from services.records import AsrLine, LineStatus, line_status
 from services.text.forms import normaliser, with_forms
 
 if TYPE_CHECKING:  # imported at run time by load() and _transcriber(), after the worker's fork
@@ -83,7 +83,8 @@ class AsrStage(Stage):
                     break
                 counts["files"] += 1
                 if item.error is not None:
-                    outcome = FileOutcome(records.line(item.key, f"error:{item.error}"))
+                    failed = line_status(LineStatus.ERROR, item.error)
+                    outcome = FileOutcome(records.line(item.key, failed))
                 else:
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE
@@ -153,7 +154,8 @@ class AsrStage(Stage):
         if not clips and resume < audio.size:  # a silent head: look at the rest
             clips, resume = plan_clips(file_spans(audio, s, resume), s), audio.size
         if not clips:  # silence, noise, music: nothing for language ID or transcription
-            return FileOutcome(records.line(key, "dropped:no_speech", duration=duration))
+            return FileOutcome(records.line(key, line_status(LineStatus.DROPPED, "no_speech"),
+                                             duration=duration))
         heard, music_blocks = self._heard(audio)  # what Whisper decodes; VAD reads the source
         head = pack(units_of(clips))
         # the head's last window takes more speech once the file is kept: not looked at
@@ -180,7 +182,8 @@ class AsrStage(Stage):
                                       "language_probability": guess.probability,
                                       "duration": duration}
         if kept_language(guess, dists, s.languages, s.language_threshold) is None:
-            return FileOutcome(records.line(key, "dropped:language", **common))
+            return FileOutcome(records.line(key, line_status(LineStatus.DROPPED, "language"),
+                                             **common))
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
         looked = [w for ws, _, _ in looks for w in ws]
@@ -198,7 +201,8 @@ class AsrStage(Stage):
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None,
                               langs)
         common.update(main_language(clips, langs, s.languages, guess))
-        status = "ok" if any(x in s.languages for x in langs) else "dropped:language"
+        status = (line_status(LineStatus.OK) if any(x in s.languages for x in langs)
+                  else line_status(LineStatus.DROPPED, "language"))
         return FileOutcome(records.line(key, status, segments=segs.lines if status == "ok"
                                         else None, **common),
                            segs.kept_seconds,

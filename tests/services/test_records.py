@@ -191,3 +191,19 @@ def test_a_corpus_id_carries_its_shard_once() -> None:
     assert shard_of("a@b/c@9_0001") is None and shard_of("x@") is None
     for name in ("clip_0000", "a@b/c@9_0001", "clip#s0", "x@"):
         assert local_name(corpus_id(name, 5)) == name and local_name(name) == name
+
+
+def test_asr_line_status_as_kind_and_reason() -> None:
+    from services.records import LineStatus, line_status
+
+    def outcome(status: str) -> tuple[LineStatus, str]:
+        return AsrLine(key="k", status=status).outcome
+
+    assert outcome("ok") == (LineStatus.OK, "")
+    assert outcome("dropped:language") == (LineStatus.DROPPED, "language")
+    assert outcome("error:undecodable:x") == (LineStatus.ERROR, "undecodable:x")
+    assert outcome("dropped") == (LineStatus.DROPPED, "unspecified")
+    assert outcome("") == (LineStatus.ERROR, "missing_status")
+    assert outcome("weird:thing") == (LineStatus.ERROR, "unknown_status:weird:thing")
+    assert line_status(LineStatus.DROPPED, "no_speech") == "dropped:no_speech"
+    assert line_status(LineStatus.OK) == "ok"

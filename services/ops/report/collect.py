@@ -27,6 +27,7 @@ from services.ops.report.sidecars import read_sidecars
 from services.ops.report.trainers import TrainerData
 from services.records import (
     AsrLine,
+    LineStatus,
     Record,
     RecordError,
     TokenLine,
@@ -117,24 +118,19 @@ def _jsonl(store: Store, key: str, record: type[R]) -> tuple[list[R], int]:
     return rows, bad
 
 
-def _split_status(status: str) -> tuple[str, str]:
-    kind, _, reason = status.partition(":")
-    return kind, reason or "unspecified"
-
-
 def _add_asr_rows(data: ReportData, rows: list[AsrLine]) -> None:
     for row in rows:
         data.files += 1
         dur = float(row.duration or 0.0)
         data.seconds_asr_in += dur
-        kind, reason = _split_status(row.status or "error:missing_status")
+        kind, reason = row.outcome
         lang = row.language or "unknown"
-        if kind != "error":
+        if kind is not LineStatus.ERROR:
             data.languages[lang] += 1
             data.language_seconds[lang] += dur
-        if kind == "ok":
+        if kind is LineStatus.OK:
             data.files_ok += 1
-        elif kind == "dropped":
+        elif kind is LineStatus.DROPPED:
             data.drop_reasons[reason] += 1
         else:
             data.error_reasons[reason] += 1
