@@ -83,8 +83,8 @@ class AsrStage(Stage):
                     break
                 counts["files"] += 1
                 if item.error is not None:
-                    failed = line_status(LineStatus.ERROR, item.error)
-                    outcome = FileOutcome(records.line(item.key, failed))
+                    status = line_status(LineStatus.ERROR, item.error)
+                    outcome = FileOutcome(records.line(item.key, status))
                 else:
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE

@@ -13,6 +13,7 @@ import re
 from functools import cached_property
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 NAME = "WeTextProcessing"
 PACKAGE = "WeTextProcessing"
@@ -35,7 +36,7 @@ class EnglishSpoken:
         return metadata.version(PACKAGE)
 
     @cached_property
-    def _normalizer(self):  # tn.english.normalizer.Normalizer
+    def _normalizer(self) -> Any:  # tn.english.normalizer.Normalizer (untyped)
         import logging
 
         from tn.english.normalizer import Normalizer

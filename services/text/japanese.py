@@ -18,6 +18,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from importlib import metadata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the reader loads pyopenjtalk only when it runs
+    from pyopenjtalk.types import NJDFeature
 
 NAME = "pyopenjtalk-plus"
 PACKAGE = "pyopenjtalk-plus"
@@ -46,11 +50,11 @@ def morae(kana: str) -> list[str]:
     return out
 
 
-def _pron(node: dict) -> str:
+def _pron(node: NJDFeature) -> str:
     return str(node["pron"]).replace("’", "")
 
 
-def _pause(node: dict) -> bool:
+def _pause(node: NJDFeature) -> bool:
     return int(node["mora_size"]) == 0
 
 
@@ -60,7 +64,7 @@ def _half(s: str) -> str:
                    for c in s)
 
 
-def _spoken_token(node: dict) -> str:
+def _spoken_token(node: NJDFeature) -> str:
     s = str(node["string"])
     if _JAPANESE.fullmatch(s) or _pause(node):
         return _half(s)
@@ -73,7 +77,7 @@ def _spoken_token(node: dict) -> str:
     return "点" if pron == _DECIMAL_POINT else pron
 
 
-def spoken(text: str, nodes: list[dict]) -> str:
+def spoken(text: str, nodes: list[NJDFeature]) -> str:
     """``text`` with OpenJTalk's numbers and readings (module doc), aligned on ``nodes``: a node
     whose string is found at the cursor in the widened text takes its span there; one made of a
     digit run (kanji numerals: ``8200`` -> 八, 千, 二, 百) takes the run, then any of its own
@@ -116,11 +120,11 @@ def _widen(text: str) -> str:
 _NUMBER = re.compile(r"[０-９][０-９，．]*")
 
 
-def reading(nodes: list[dict]) -> str:
+def reading(nodes: list[NJDFeature]) -> str:
     return "".join("、" if _pause(n) else _pron(n) for n in nodes).strip("、")
 
 
-def accent(nodes: list[dict]) -> str:
+def accent(nodes: list[NJDFeature]) -> str:
     """The accent phrases (module doc): a node with ``chain_flag`` 1 joins the phrase before;
     a phrase's accent is its first node's ``acc`` (OpenJTalk sets it there when it chains)."""
     phrases: list[tuple[list[str], int]] = []
