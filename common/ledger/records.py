@@ -7,12 +7,13 @@ that nothing else writes into, so no key can overwrite another:
 - ``model_info``: what its ``Stage.model_info()`` said (model, version, device, annotation
   models and thresholds, ...); ``model`` and ``version`` repeat its two headline values;
 - ``stats``: its ``StageResult.extra`` (languages seen, padding, the quality counts, the
-  tokenize filter's skipped segments, ...): read them with :meth:`DoneRecord.stat`.
+  tokenize filter's skipped segments, ...), written and read as the stage's typed model
+  (:class:`common.ledger.stats.StageStats`, declared beside the stage).
 
 Every number is checked on reading (finite, not negative, below :data:`MAX_SECONDS`): a record
 that fails is *corrupt*, and a corrupt done record never counts as done (its shard is redone).
 Records written before the named blocks had the stage's figures at the top level: they are
-kept as unknown keys and :meth:`DoneRecord.stat` still finds them.
+kept as unknown keys, and the stage's model (or :meth:`DoneRecord.stat`) still finds them.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ class DoneRecord(DoneBody):
     finished_at: Timestamp = 0.0
 
     def stat(self, name: str, default: Any = None) -> Any:
-        """A figure of the stage's ``stats`` block (or, in a record written before that block,
-        the same key at the top level)."""
+        """A figure of the stage's ``stats`` block by its name, untyped (or, in a record
+        written before that block, the same key at the top level): for a look at one record
+        (tests, a shell); code reads the stage's :class:`~common.ledger.stats.StageStats`."""
         if name in self.stats:
             return self.stats[name]
         return self.extra.get(name, default)

@@ -21,12 +21,17 @@ from services.asr import records
 from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
+from services.asr.stats import AsrStats
 from services.records import AsrLine, LineStatus, line_status
 from services.text.forms import normaliser, with_forms
 
 if TYPE_CHECKING:  # imported at run time by load() and _transcriber(), after the worker's fork
     from services.asr.batched import ClipTranscriber
     from services.whisper.model import LoadedModel
+
+
+# the shard's count each kind of line adds to
+_COUNTED = {LineStatus.OK: "ok", LineStatus.DROPPED: "dropped", LineStatus.ERROR: "errors"}
 
 
 @dataclass
@@ -83,8 +88,8 @@ class AsrStage(Stage):
                     break
                 counts["files"] += 1
                 if item.error is not None:
-                    status = line_status(LineStatus.ERROR, item.error)
-                    outcome = FileOutcome(records.line(item.key, status))
+                    error = line_status(LineStatus.ERROR, item.error)
+                    outcome = FileOutcome(records.line(item.key, error))
                 else:
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE
@@ -98,8 +103,7 @@ class AsrStage(Stage):
                     if item.notes:
                         outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)
-                status = outcome.line.status
-                counts[status.split(":", 1)[0].replace("error", "errors")] += 1
+                counts[_COUNTED[outcome.line.outcome[0]]] += 1
                 if outcome.line.language and outcome.line.ok:
                     languages[outcome.line.language] += 1
                 counts["segments"] += outcome.segments
@@ -114,8 +118,8 @@ class AsrStage(Stage):
         return StageResult(
             outputs={SPEC.output_key(self.settings, shard_id): out},
             counts=dict(counts), audio_seconds_in=seconds_in, audio_seconds_out=seconds_out,
-            extra={"languages": dict(languages), "decode_wait_seconds": round(decode_wait, 3),
-                   "text_seconds": round(text_seconds, 3)},
+            extra=AsrStats(languages=dict(languages), decode_wait_seconds=round(decode_wait, 3),
+                           text_seconds=round(text_seconds, 3)).to_dict(),
         )
 
     # --- one file ---------------------------------------------------------------------------------
@@ -201,10 +205,11 @@ class AsrStage(Stage):
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None,
                               langs)
         common.update(main_language(clips, langs, s.languages, guess))
-        status = (line_status(LineStatus.OK) if any(x in s.languages for x in langs)
+        kept = any(x in s.languages for x in langs)
+        status = (line_status(LineStatus.OK) if kept
                   else line_status(LineStatus.DROPPED, "language"))
-        return FileOutcome(records.line(key, status, segments=segs.lines if status == "ok"
-                                        else None, **common),
+        return FileOutcome(records.line(key, status, segments=segs.lines if kept else None,
+                                        **common),
                            segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short),
                             "language_switches": dec.switches, "music_blocks": music_blocks})

@@ -11,12 +11,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from common.ledger.stats import ErrorEntry
 from common.stages.contract import Stage, StageResult
 from services.enhance.backend import Backend
 from services.enhance.backends import make_backend
 from services.enhance.chunking import ChunkGeometry
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
+from services.enhance.stats import EnhanceStats, QualityStats
 
 if TYPE_CHECKING:
     import numpy as np
@@ -165,16 +167,15 @@ class EnhanceStage(Stage):
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,
-            extra={
-                "padded_fraction": round(st.padded_fraction, 5),
-                "overhead_fraction": round(st.overhead_fraction, 5),
-                "decode_seconds": round(reader.decode_seconds, 3),
-                "chunk_seconds": geom.chunk / b.in_rate,
-                "context_seconds": geom.context / b.in_rate,
-                "batch_size": s.enhance_batch_size,
-                "errors": errors[:MAX_ERRORS_RECORDED],
-                **({"quality": {**writer.quality.as_dict(),
-                                "seconds": round(ann.seconds - quality_seconds0, 3)}}
-                   if ann is not None else {}),
-            },
+            extra=EnhanceStats(
+                padded_fraction=round(st.padded_fraction, 5),
+                overhead_fraction=round(st.overhead_fraction, 5),
+                decode_seconds=round(reader.decode_seconds, 3),
+                chunk_seconds=geom.chunk / b.in_rate,
+                context_seconds=geom.context / b.in_rate,
+                batch_size=s.enhance_batch_size,
+                errors=[ErrorEntry(**e) for e in errors[:MAX_ERRORS_RECORDED]],
+                quality=None if ann is None else QualityStats(
+                    **writer.quality.as_dict(), seconds=round(ann.seconds - quality_seconds0, 3)),
+            ).to_dict(),
         )

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from common.ledger.stats import ErrorEntry
 from common.models.clock import ModelClock
 from common.record import RecordError
 from common.shards.audio import AudioError, read_audio_bytes, resample
@@ -66,7 +67,7 @@ class RunStats:
     batches: int = 0
     frames: int = 0
     padded_frames: int = 0
-    error_samples: list[dict[str, Any]] = field(default_factory=list)
+    error_samples: list[ErrorEntry] = field(default_factory=list)
     skips: SkipLog = field(default_factory=SkipLog)  # the first entries, a tally of all
 
     def add_skip(self, seg: Segment) -> None:
@@ -76,7 +77,7 @@ class RunStats:
     def add_error(self, key: str | None, reason: str) -> None:
         self.errors += 1
         if len(self.error_samples) < 50:  # the record stays small; counts are complete
-            self.error_samples.append({"key": key, "reason": reason})
+            self.error_samples.append(ErrorEntry(key=key, reason=reason))
 
 
 def read_segments(path: Path, prepare: Callable[[np.ndarray], Prepared],

@@ -6,19 +6,12 @@ writes a bounded record and loses no count."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from common.ledger.records import DoneRecord
-from services.records import (
-    MAX_SKIPPED_ENTRIES,
-    RecordError,
-    SkippedSegment,
-    SkipTally,
-    seconds_problem,
-)
+from common.ledger.stats import Damage
+from services.records import MAX_SKIPPED_ENTRIES, SkippedSegment, SkipTally, seconds_problem
 from services.tokenize.filter import reason_kind
-
-ENTRIES, TALLY = "skipped", "skipped_tally"  # the done record's stats keys
+from services.tokenize.stats import TokenizeStats
 
 
 class _Counts:
@@ -69,9 +62,6 @@ class SkipLog:
     def tally(self) -> SkipTally:
         return self._counts.tally()
 
-    def stats(self) -> dict[str, Any]:
-        return {ENTRIES: [e.to_dict() for e in self.entries], TALLY: self.tally.to_dict()}
-
 
 @dataclass
 class Skipped:
@@ -85,25 +75,24 @@ class Skipped:
 def read_skipped(rec: DoneRecord) -> Skipped:
     """The entries that read and the tally; a record written before the tally has every
     entry, so its tally is theirs."""
+    return skipped_of(*TokenizeStats.read(rec))
+
+
+def skipped_of(stats: TokenizeStats, damage: list[Damage]) -> Skipped:
+    """:func:`read_skipped` from stats already read (``damage``: what of them did not)."""
     out = Skipped()
-    raw_entries = rec.stat(ENTRIES) or []
-    for raw in raw_entries if isinstance(raw_entries, list) else []:
-        try:
-            entry = SkippedSegment.from_dict(raw)
-        except RecordError:
+    for d in damage:
+        if d.field == "skipped" and d.index is not None:
             out.damaged.append("entry: not a skipped segment")
-            continue
+        elif d.field == "skipped":
+            out.damaged.append("entries: not a list")
+        elif d.field == "skipped_tally":
+            out.damaged.append("tally: unreadable, counted from the entries")
+    for entry in stats.skipped:
         why = seconds_problem(entry.seconds)
         if why is not None:
             out.damaged.append(f"entry: {why}")
             continue
         out.entries.append(entry)
-    raw_tally = rec.stat(TALLY)
-    if raw_tally is not None:
-        try:
-            out.tally = SkipTally.from_dict(raw_tally)
-            return out
-        except RecordError:
-            out.damaged.append("tally: unreadable, counted from the entries")
-    out.tally = tally_of(out.entries)
+    out.tally = stats.skipped_tally or tally_of(out.entries)
     return out

@@ -20,6 +20,7 @@ from services.tokenize.loader import LoadedCodec
 from services.tokenize.settings import TokenizeSettings
 from services.tokenize.speakers import CorpusSpeakers
 from services.tokenize.spec import SPEC
+from services.tokenize.stats import FilterStats, SpeakersApplied, TokenizeStats
 
 log = logging.getLogger(__name__)
 
@@ -98,21 +99,24 @@ class TokenizeStage(Stage):
         st = run_pipeline(self.codec.model, self.codec.variant, inputs["enhanced"], out, cfg,
                           partial(prepare, self.codec.model, self.codec.variant), self.clock)
         waste = 0.0 if st.padded_frames == 0 else 1 - st.frames / st.padded_frames
+        tally = st.skips.tally
         return StageResult(
             outputs={key: out},
             counts={"segments": st.segments, "tokenized": st.tokenized, "errors": st.errors,
-                    "skipped": st.skips.tally.segments, "tokens": st.tokens},
+                    "skipped": tally.segments, "tokens": st.tokens},
             audio_seconds_in=st.seconds_in,
             audio_seconds_out=st.seconds_out,
-            extra={"batches": st.batches,
-                   "mean_batch": round(st.tokenized / st.batches, 2) if st.batches else 0.0,
-                   "padding_waste": round(waste, 4),
-                   "load_seconds": round(self.load_seconds, 2),
-                   "errors_sample": st.error_samples,
-                   "quality_filter": {**policy.describe(),
-                                      "skipped_seconds": round(st.skips.tally.seconds, 2),
-                                      "by_reason": st.skips.tally.segments_by_reason},
-                   "corpus_speakers": {"applied": speakers is not None,
-                                       "labels": 0 if speakers is None else len(speakers)},
-                   **st.skips.stats()},
+            extra=TokenizeStats(
+                batches=st.batches,
+                mean_batch=round(st.tokenized / st.batches, 2) if st.batches else 0.0,
+                padding_waste=round(waste, 4),
+                load_seconds=round(self.load_seconds, 2),
+                errors_sample=st.error_samples,
+                quality_filter=FilterStats(**policy.describe(),
+                                           skipped_seconds=round(tally.seconds, 2),
+                                           by_reason=tally.segments_by_reason),
+                corpus_speakers=SpeakersApplied(applied=speakers is not None,
+                                                labels=0 if speakers is None else len(speakers)),
+                skipped=st.skips.entries, skipped_tally=tally,
+            ).to_dict(),
         )

@@ -48,7 +48,8 @@ from services.speakers.result import Label
 from services.stages import PIPELINE
 from services.text.forms import TextForms
 from services.tokenize.filter import FilterPolicy, reason_kind
-from services.tokenize.skipped import read_skipped
+from services.tokenize.skipped import skipped_of
+from services.tokenize.stats import TokenizeStats
 
 # what the card reports of each stage's done records: the model and its version
 # Candidates per shard for the writer's schema witnesses: one of several files is on the train
@@ -103,11 +104,10 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
         read.models[stage] = json.dumps({k: v for k, v in heads.items() if v is not None},
                                         sort_keys=True)
         if stage == "tokenize":
-            policy = dict(rec.stat("quality_filter") or {})
-            for k in ("skipped_seconds", "by_reason", "dedup"):
-                policy.pop(k, None)
+            stats, damage = TokenizeStats.read(rec)
+            policy = stats.quality_filter.policy() if stats.quality_filter is not None else {}
             read.policy = json.dumps(policy, sort_keys=True)
-            skipped = read_skipped(rec)
+            skipped = skipped_of(stats, damage)
             for why in skipped.damaged:
                 read.refused[f"tokenize skipped {why}"] += 1
             for kind, n in skipped.tally.segments_by_reason.items():

@@ -1,0 +1,37 @@
+"""The enhance done record's ``stats`` block, typed (common/ledger/stats.py)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from common.ledger.stats import ErrorEntry, StageStats
+from common.record import Record, omitted
+
+__all__ = ["EnhanceStats", "QualityStats"]
+
+
+class QualityStats(Record):
+    """Shard totals of the quality annotations (the writer's ``QualityTally``)."""
+
+    annotated: int = 0
+    multi_speaker: int = 0
+    fidelity_checked: int = 0
+    restoration_changed_text: int = 0
+    mean_ovrl_before: float = 0.0
+    mean_ovrl_after: float = 0.0
+    speaker_files: int = 0
+    speakers: int = 0
+    cut_segments: int = 0
+    speaker_changes: int = 0
+    seconds: float = 0.0  # spent annotating
+
+
+class EnhanceStats(StageStats):
+    padded_fraction: float = 0.0  # of the model's input, filler silence
+    overhead_fraction: float = 0.0  # of the model's input, not kept: filler and context
+    decode_seconds: float = 0.0
+    chunk_seconds: float = 0.0
+    context_seconds: float = 0.0
+    batch_size: int = 0
+    errors: list[ErrorEntry] = Field(default_factory=list)  # the first errors
+    quality: QualityStats | None = omitted()  # None (not written): annotations off
