@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from services.records import AsrLine, AsrSegment, Word, written_keys
+from services.records import AsrLine, AsrSegment, LineStatus, Word, line_status, written_keys
 
 # the keys every line and segment has, in order (a line may add ``notes``)
 LINE_FIELDS = written_keys(AsrLine)
@@ -21,16 +21,17 @@ class LineFields(TypedDict, total=False):
     duration: float | None
 
 
-def line(key: str, status: str, *, language: str | None = None,
+def line(key: str, kind: LineStatus, reason: str = "", *, language: str | None = None,
          language_probability: float | None = None, duration: float | None = None,
          segments: list[AsrSegment] | None = None) -> AsrLine:
+    """``kind`` and ``reason`` are written as the line's ``status`` (``dropped:language``)."""
     return AsrLine(
         key=key,
         language=language,
         language_probability=None if language_probability is None
         else round(float(language_probability), 4),
         duration=None if duration is None else round(float(duration), 3),
-        status=status,
+        status=line_status(kind, reason),
         segments=segments or [],
     )
 

@@ -22,7 +22,7 @@ from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
 from services.asr.stats import AsrStats
-from services.records import AsrLine, LineStatus, line_status
+from services.records import AsrLine, LineStatus
 from services.text.forms import normaliser, with_forms
 
 if TYPE_CHECKING:  # imported at run time by load() and _transcriber(), after the worker's fork
@@ -88,8 +88,7 @@ class AsrStage(Stage):
                     break
                 counts["files"] += 1
                 if item.error is not None:
-                    error = line_status(LineStatus.ERROR, item.error)
-                    outcome = FileOutcome(records.line(item.key, error))
+                    outcome = FileOutcome(records.line(item.key, LineStatus.ERROR, item.error))
                 else:
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE
@@ -158,8 +157,8 @@ class AsrStage(Stage):
         if not clips and resume < audio.size:  # a silent head: look at the rest
             clips, resume = plan_clips(file_spans(audio, s, resume), s), audio.size
         if not clips:  # silence, noise, music: nothing for language ID or transcription
-            return FileOutcome(records.line(key, line_status(LineStatus.DROPPED, "no_speech"),
-                                             duration=duration))
+            return FileOutcome(records.line(key, LineStatus.DROPPED, "no_speech",
+                                            duration=duration))
         heard, music_blocks = self._heard(audio)  # what Whisper decodes; VAD reads the source
         head = pack(units_of(clips))
         # the head's last window takes more speech once the file is kept: not looked at
@@ -186,8 +185,7 @@ class AsrStage(Stage):
                                       "language_probability": guess.probability,
                                       "duration": duration}
         if kept_language(guess, dists, s.languages, s.language_threshold) is None:
-            return FileOutcome(records.line(key, line_status(LineStatus.DROPPED, "language"),
-                                             **common))
+            return FileOutcome(records.line(key, LineStatus.DROPPED, "language", **common))
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
         looked = [w for ws, _, _ in looks for w in ws]
@@ -205,11 +203,11 @@ class AsrStage(Stage):
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None,
                               langs)
         common.update(main_language(clips, langs, s.languages, guess))
-        kept = any(x in s.languages for x in langs)
-        status = (line_status(LineStatus.OK) if kept
-                  else line_status(LineStatus.DROPPED, "language"))
-        return FileOutcome(records.line(key, status, segments=segs.lines if kept else None,
-                                        **common),
+        if any(x in s.languages for x in langs):
+            line = records.line(key, LineStatus.OK, segments=segs.lines, **common)
+        else:
+            line = records.line(key, LineStatus.DROPPED, "language", **common)
+        return FileOutcome(line,
                            segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short),
                             "language_switches": dec.switches, "music_blocks": music_blocks})

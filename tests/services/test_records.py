@@ -12,6 +12,7 @@ from services.records import (
     NEU_TOKENS,
     AsrLine,
     AsrSegment,
+    LineStatus,
     Mos,
     Quality,
     RecordError,
@@ -86,7 +87,7 @@ def test_asr_line_fields() -> None:
 def test_asr_writer_rounds_and_has_every_key_in_order() -> None:
     seg = asr_records.segment(3, 1.23456, 9.87654, "hi.", -0.212345, 0.0123456, 1.23456, [])
     flagged = asr_records.segment(4, 10.0, 10.2, "", -1.0, 0.9, 0.0, ["empty_text", "too_short"])
-    line = asr_records.line("k", "ok", language="en", language_probability=0.987654,
+    line = asr_records.line("k", LineStatus.OK, language="en", language_probability=0.987654,
                             duration=61.23456, segments=[seg, flagged])
     d = json.loads(line.to_json())
     assert tuple(d) == asr_records.LINE_FIELDS == written_keys(AsrLine)
@@ -97,7 +98,7 @@ def test_asr_writer_rounds_and_has_every_key_in_order() -> None:
                                 "compression_ratio": 1.235, "kept": True, "reason": None}
     assert d["segments"][1]["kept"] is False
     assert d["segments"][1]["reason"] == "empty_text,too_short"
-    assert json.loads(asr_records.line("e", "error:empty").to_json()) == {
+    assert json.loads(asr_records.line("e", LineStatus.ERROR, "empty").to_json()) == {
         "key": "e", "language": None, "language_probability": None, "duration": None,
         "status": "error:empty", "segments": []}
 
@@ -194,7 +195,7 @@ def test_a_corpus_id_carries_its_shard_once() -> None:
 
 
 def test_asr_line_status_as_kind_and_reason() -> None:
-    from services.records import LineStatus, line_status
+    from services.records import line_status
 
     def outcome(status: str) -> tuple[LineStatus, str]:
         return AsrLine(key="k", status=status).outcome
