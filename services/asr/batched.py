@@ -136,12 +136,12 @@ class ClipTranscriber:
                 out[i][k] = dist
         return out
 
-    def _options(self, tokenizer: Any, beam_size: int) -> Any:
+    def _options(self, tokenizer: Any, beam_size: int, no_repeat: int = 0) -> Any:
         from faster_whisper.transcribe import TranscriptionOptions, get_suppressed_tokens
 
         return TranscriptionOptions(
             beam_size=beam_size, best_of=1, patience=1.0, length_penalty=1.0,
-            repetition_penalty=1.0, no_repeat_ngram_size=0, log_prob_threshold=None,
+            repetition_penalty=1.0, no_repeat_ngram_size=no_repeat, log_prob_threshold=None,
             no_speech_threshold=None, compression_ratio_threshold=None,
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
             temperatures=[0.0], initial_prompt=prompt(tokenizer.language_code), prefix=None,
@@ -157,12 +157,14 @@ class ClipTranscriber:
         return [w.frames(self.model.feature_extractor.hop_length) for w in windows]
 
     def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
-                   beam_size: int | None = None,
-                   frames: list[int] | None = None) -> list[ClipText]:
+                   beam_size: int | None = None, frames: list[int] | None = None,
+                   no_repeat: int = 0) -> list[ClipText]:
         """One batched decode over ``features`` (one row per window): one text per row; with
         ``frames`` (:meth:`frames`), each text's words too (they place it in clips). ``rows``
         (:meth:`rows`): their encoder output, already computed (else the pipeline encodes).
-        On a CPU at most :data:`CPU_DECODE_ROWS` rows go to one decoder call."""
+        ``no_repeat`` > 0: no n-gram of that many tokens is generated twice (CTranslate2's
+        ``no_repeat_ngram_size``: a decoder loop cannot start). On a CPU at most
+        :data:`CPU_DECODE_ROWS` rows go to one decoder call."""
         from faster_whisper.tokenizer import Tokenizer
 
         if self.model.model.device == "cpu" and len(features) > CPU_DECODE_ROWS:
@@ -171,14 +173,14 @@ class ClipTranscriber:
                 part = slice(i, i + CPU_DECODE_ROWS)
                 out += self.transcribe(features[part], language,
                                        None if rows is None else rows[part], beam_size,
-                                       None if frames is None else frames[part])
+                                       None if frames is None else frames[part], no_repeat)
             return out
 
         tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                               task="transcribe", language=language)
         if rows is not None:
             self._proxy.prime(features, rows)
-        options = self._options(tokenizer, beam_size or self.settings.asr_beam_size)
+        options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)
         out = [ClipText(tokenizer.decode(o["tokens"]).strip(), float(o["avg_logprob"]),

@@ -7,7 +7,10 @@ its clips of some length, never below a per-language floor) sets what a clip sho
 clip under ``FRACTION`` of that (after ``SLACK_SECONDS`` of allowance for VAD padding and very
 short clips) is decoded again in parts split at its pauses, with beam search; if its text is
 still short, the segment is flagged ``text_coverage`` and not kept (quality.py). A clip whose
-text is a decoder loop gets the same retry (its words are lost otherwise).
+text is a decoder loop gets the same retry (its words are lost otherwise). A part that loops in
+the retry is decoded once more alone with loop-suppressing decoding (no n-gram generated twice):
+a retry is refused whole while any part loops (its speech would be in a segment whose text
+lacks it), so one looping part would cost the text of all the others.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import statistics
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
@@ -28,6 +32,11 @@ FRACTION = 0.5  # a clip with less than half the expected text is short
 SLACK_SECONDS = 1.0  # VAD pads and one-word clips: this much speech needs no text
 SAMPLE_SECONDS = 3.0  # clips shorter than this do not set the file's rate
 RETRY_BEAM = 5
+# A looping part's last try: no n-gram of this many tokens generated twice. The loops met
+# (「ウウウウ...」 after a few words) stop at once with 3 to 6 and the part's words before the
+# loop stay; at 5 a phrase said twice within one part is still allowed up to four tokens, and
+# a one-token loop leaves at most 4 more tokens of it, under quality.is_loop's 8 units.
+NO_REPEAT_NGRAM = 5
 
 
 def joiner(language: str | None) -> str:
@@ -66,7 +75,11 @@ class Coverage:
     short: set[int]  # clips still short after that: flagged text_coverage
 
 
-Decode = Callable[[list[Clip], int], list[ClipText]]  # clips, beam size -> one text each
+class Decode(Protocol):
+    """Clips decoded alone, one text each: beam size, and the decoder's no-repeat n-gram size
+    (0: off)."""
+
+    def __call__(self, clips: list[Clip], beam: int, no_repeat: int, /) -> list[ClipText]: ...
 
 
 def _better(new: str, old: str, looped: Callable[[str], bool]) -> bool:
@@ -75,11 +88,25 @@ def _better(new: str, old: str, looped: Callable[[str], bool]) -> bool:
     return looped(old) or units(new) > units(old)
 
 
+def _unlooped(parts: list[Clip], decode: Decode, looped: Callable[[str], bool]
+              ) -> list[ClipText]:
+    """``parts`` decoded with beam search; the ones whose text loops decoded once more, alone
+    and in one batch, with no n-gram repeated, and their loop-free text taken."""
+    flat = decode(parts, RETRY_BEAM, 0)
+    again = [k for k, g in enumerate(flat) if looped(g.text)]
+    if again:
+        for k, g in zip(again, decode([parts[k] for k in again], RETRY_BEAM, NO_REPEAT_NGRAM)):
+            if not looped(g.text):
+                flat[k] = g
+    return flat
+
+
 def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Decode,
             looped: Callable[[str], bool] = lambda _: False) -> Coverage:
-    """Re-decode short or looped clips in parts (at their pauses; whole when they have none),
-    keeping the better text; ``texts`` is updated in place. A decoder loop (quality.is_loop)
-    is retried too: its words are lost otherwise, since a looped segment is not kept."""
+    """Re-decode short or looped clips in parts (at their pauses; whole when they have none;
+    a looping part once more without repeats), keeping the better text; ``texts`` is updated
+    in place. A decoder loop (quality.is_loop) is retried too: its words are lost otherwise,
+    since a looped segment is not kept."""
     rate = expected_rate([(units(t.text), c.speech_seconds) for c, t in zip(clips, texts)
                           if not looped(t.text)], language)
     retry = [i for i, (c, t) in enumerate(zip(clips, texts))
@@ -87,7 +114,7 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
     if not retry:
         return Coverage(rate, 0, set())
     parts = [clips[i].parts() for i in retry]
-    flat = decode([p for ps in parts for p in ps], RETRY_BEAM)
+    flat = _unlooped([p for ps in parts for p in ps], decode, looped)
     pos = 0
     for i, ps in zip(retry, parts):
         got = flat[pos:pos + len(ps)]

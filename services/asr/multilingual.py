@@ -27,7 +27,7 @@ import numpy as np
 
 from services.asr.batched import ClipText, ClipTranscriber
 from services.asr.clips import Clip
-from services.asr.coverage import Coverage, recover
+from services.asr.coverage import Coverage, Decode, recover
 from services.asr.langid import slices, unit_languages, window_language
 from services.asr.windows import Span, Window, alone, split
 
@@ -67,9 +67,11 @@ class WindowDecoder:
         self._checked: set[int] = set()  # windows whose spans got a language each (ids)
 
     def run(self, windows: list[Window], beam: int | None = None, feats: np.ndarray | None = None,
-            rows: np.ndarray | None = None, languages: list[str] | None = None) -> Decoded:
+            rows: np.ndarray | None = None, languages: list[str] | None = None,
+            no_repeat: int = 0) -> Decoded:
         """Texts of ``windows``, batched; the first ``len(rows)`` already encoded (``feats``);
-        ``languages`` given: each window's (no language ID)."""
+        ``languages`` given: each window's (no language ID); ``no_repeat``: the decoder's
+        no-repeat n-gram size (ClipTranscriber.transcribe; 0: off)."""
         out = Decoded()
         runs: list[Window] = []  # the parts of windows that hold a switch
         run_languages: list[str] = []
@@ -88,9 +90,9 @@ class WindowDecoder:
                 langs: list[str | None] = (
                     list(languages[b:b + len(part)]) if languages is not None
                     else self._languages(part, r, runs, run_languages))
-                self._decode(part, f, r, langs, beam, out)
+                self._decode(part, f, r, langs, (beam, no_repeat), out)
         if runs:
-            out.extend(self.run(runs, beam, languages=run_languages))
+            out.extend(self.run(runs, beam, languages=run_languages, no_repeat=no_repeat))
         if languages is None:
             self._neighbours(out, beam)
         return out
@@ -190,15 +192,17 @@ class WindowDecoder:
         return split, runs, languages
 
     def _decode(self, part: list[Window], f: np.ndarray, r: np.ndarray,
-                langs: list[str | None], beam: int | None, out: Decoded) -> None:
-        """One batched decode per language among ``part`` (one call when it has one)."""
+                langs: list[str | None], how: tuple[int | None, int], out: Decoded) -> None:
+        """One batched decode per language among ``part`` (one call when it has one); ``how``:
+        (beam size, no-repeat n-gram size)."""
         for lang in dict.fromkeys(x for x in langs if x is not None):
             idx = [j for j, x in enumerate(langs) if x == lang]
             ws = [part[j] for j in idx]
             if lang in self.kept:
                 every = len(idx) == len(part)
                 texts = self.tr.transcribe(f if every else f[idx], lang, r if every else r[idx],
-                                           beam_size=beam, frames=self.tr.frames(ws))
+                                           beam_size=how[0], frames=self.tr.frames(ws),
+                                           no_repeat=how[1])
             else:
                 texts = [NOT_DECODED for _ in ws]
             out.windows += ws
@@ -243,12 +247,16 @@ def recover_each(clips: list[Clip], texts: list[ClipText], languages: list[str |
         idx = [i for i, x in enumerate(languages) if x == lang]
         sub = [texts[i] for i in idx]
 
-        def decode(parts: list[Clip], beam: int, lang: str = lang) -> list[ClipText]:
-            windows = alone(parts)
-            got = decoder.run(windows, beam, languages=[lang] * len(windows))
-            return split(parts, got.windows, got.texts, decoder.audio, decoder.keep_words)
+        def decoding(lang: str) -> Decode:
+            def decode(parts: list[Clip], beam: int, no_repeat: int) -> list[ClipText]:
+                windows = alone(parts)
+                got = decoder.run(windows, beam, languages=[lang] * len(windows),
+                                  no_repeat=no_repeat)
+                return split(parts, got.windows, got.texts, decoder.audio, decoder.keep_words)
 
-        cov = recover([clips[i] for i in idx], sub, lang, decode, looped)
+            return decode
+
+        cov = recover([clips[i] for i in idx], sub, lang, decoding(lang), looped)
         for i, t in zip(idx, sub):
             texts[i] = t
         total.retried += cov.retried
