@@ -67,7 +67,8 @@ class LazyGroup(click.Group):
             return None
         module, attr = target.split(":")
         try:
-            return getattr(importlib.import_module(module), attr)
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            return command
         except ModuleNotFoundError as e:
             if e.name and (e.name == module or module.startswith(e.name + ".")):
                 why = OUTSIDE.get(name, f"{module} is not installed")

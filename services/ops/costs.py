@@ -8,7 +8,7 @@ without one (written before it existed) are priced with this process's settings.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +99,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def stage_costs(records: dict[str, Iterable[Trimmed]], settings: Settings,
+def stage_costs(records: Mapping[str, Iterable[Trimmed]], settings: Settings,
                 now: float | None = None) -> dict[str, StageCost]:
     now = time.time() if now is None else now
     fallback = node_of(settings, detect=False)  # this machine is not the one that worked
@@ -137,7 +137,7 @@ def projection(costs: dict[str, StageCost], total_shards: int) -> dict[str, Any]
             "cost_to_finish": None if None in money else round(sum(money), 2)}
 
 
-def summary(records: dict[str, Iterable[Trimmed]], settings: Settings,
+def summary(records: Mapping[str, Iterable[Trimmed]], settings: Settings,
             total_shards: int | None = None, now: float | None = None) -> dict[str, Any]:
     """The cost block of status / report: per stage, total, and (given the range's size)
     the projection. Output hours of the pipeline: those of its last stage (``until``)."""

@@ -18,7 +18,8 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     dedup/summary.json under the output root. Incremental: indexes only new shards."""
     from common.storage import open_store
     from services.dedup.index import IndexBusy
-    from services.dedup.run import Deduper, DedupPartError, NothingToDedup
+    from services.dedup.parts import DedupPartError
+    from services.dedup.run import Deduper, NothingToDedup, Progress
     from services.dedup.settings import DedupSettings
     from services.ops.enqueue import parse_range
     from services.stages import open_ledger
@@ -32,7 +33,7 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     store = open_store(settings.output_url, settings)
     ledger = open_ledger(settings, store)
 
-    def progress(p, total: int) -> None:
+    def progress(p: Progress, total: int) -> None:
         click.echo(f"indexed {p.indexed}/{total} new shards, {p.segments} segments, "
                    f"{p.confirmed} pairs confirmed of {p.candidates} candidates", err=True)
 

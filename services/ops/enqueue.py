@@ -81,7 +81,8 @@ def plan(settings: Settings, ids: range, stage: str, until: str, force: bool,
     done = {s: valid_done(ledger, s, ids) for s in chain}
     dead: dict[str, set[int]] = {}
     if not retry_failed:  # failure records are few: reading each is cheap
-        dead = {s: {r.shard_id for r in ledger.failures(s) if r.dead_lettered}
+        dead = {s: {r.shard_id for r in ledger.failures(s)
+                    if r.dead_lettered and r.shard_id is not None}
                 for s in chain}
     queued: set[int] = set()
     if p.redis_ok:

@@ -34,7 +34,9 @@ def user_errors(verbose: bool | None = None) -> Iterator[None]:
     except (ConfigError, PreflightError, StorageError) as e:
         raise click.ClickException(masked(str(e))) from None
     except click.ClickException as e:  # a command's own message may quote a URL it was given
-        e.message = masked(e.message)
+        # click declares ``message`` Final; rewritten in place, the exception keeps its class
+        # (a UsageError its usage line and exit code 2)
+        e.message = masked(e.message)  # type: ignore[misc]
         raise
     except (click.exceptions.Exit, click.Abort):
         raise

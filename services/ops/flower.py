@@ -33,7 +33,7 @@ def list_every_stage_queue() -> None:
     if getattr(original, "onsei_all_stages", False):
         return
 
-    def names(self) -> list[str]:
+    def names(self: BaseHandler) -> list[str]:
         return sorted(set(original(self)) | set(STAGES))
 
     names.onsei_all_stages = True  # type: ignore[attr-defined]  # marks the patch as done

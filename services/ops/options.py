@@ -4,7 +4,7 @@ wherever they appear."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import click
 
@@ -17,6 +17,12 @@ def output_option(what: str = "the run's output root") -> Callable[[F], F]:
                         help=f"{what} (default: ONSEI_OUTPUT_URL)")
 
 
-def output_settings(output_url: str | None) -> dict[str, str]:
+class OutputOverride(TypedDict, total=False):
+    """The settings' keyword arguments ``--output`` sets: ``output_url``, only when given."""
+
+    output_url: str
+
+
+def output_settings(output_url: str | None) -> OutputOverride:
     """The settings' keyword arguments for ``--output``: none when it was not given."""
-    return {"output_url": output_url} if output_url else {}
+    return OutputOverride(output_url=output_url) if output_url else OutputOverride()

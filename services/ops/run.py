@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, TypedDict
 
 import click
 
 from services.ops.options import output_option
 from services.stages import STAGES, PipelineSettings
+
+if TYPE_CHECKING:
+    from services.ops.runner import StageSummary
+
+
+class RunOverride(TypedDict, total=False):
+    """The settings' keyword arguments ``--input`` and ``--output`` set, each only when given."""
+
+    input_url: str
+    output_url: str
 
 
 @click.command()
@@ -21,7 +32,14 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         force: bool) -> None:
     """The whole pipeline in one process, without a broker; skips work already done."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from common.stages.preflight import check_input_root, check_output_root
     from services.ops.enqueue import parse_range
@@ -31,7 +49,11 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     bad = [s for s in wanted if s not in STAGES]
     if bad or not wanted:
         raise click.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}")
-    update = {k: v for k, v in (("input_url", input_url), ("output_url", output_url)) if v}
+    update = RunOverride()
+    if input_url:
+        update["input_url"] = input_url
+    if output_url:
+        update["output_url"] = output_url
     settings = PipelineSettings(**update)  # validated, ONSEI_* + ONSEI_CONFIG underneath
     ids = parse_range(range_, settings.max_range)
     # before any model loads: the input is there (when asr runs) and the output is writable
@@ -39,7 +61,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         check_input_root(settings.input_url, settings)
     check_output_root(settings.output_url, settings)
     con = Console(stderr=True)
-    bars: dict[str, int] = {}
+    bars: dict[str, TaskID] = {}
     with Progress(TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=con, transient=False) as prog:
 
@@ -61,7 +83,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
     sys.exit(1 if failed else 0)
 
 
-def summary_line(s) -> str:
+def summary_line(s: StageSummary) -> str:
     """One line per stage; a stage that could not start says so and why, never "waiting"."""
     if s.error:
         n = len(s.not_run)

@@ -20,7 +20,7 @@ def speakers(output_url: str | None, range_: str | None) -> None:
     from common.storage import open_store
     from services.ops.enqueue import parse_range
     from services.speakers.parts import SpeakersPartError
-    from services.speakers.run import NothingToLink, SpeakerLinker, SpeakersStateError
+    from services.speakers.run import NothingToLink, Progress, SpeakerLinker, SpeakersStateError
     from services.speakers.settings import SpeakersSettings
     from services.stages import open_ledger
 
@@ -29,7 +29,7 @@ def speakers(output_url: str | None, range_: str | None) -> None:
     store = open_store(settings.output_url, settings)
     ledger = open_ledger(settings, store)
 
-    def progress(p, total: int) -> None:
+    def progress(p: Progress, total: int) -> None:
         click.echo(f"linked {p.linked}/{total} new shards, {p.segments} segments, "
                    f"{p.file_speakers} file speakers, {p.new_speakers} new corpus speakers",
                    err=True)

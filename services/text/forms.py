@@ -12,14 +12,24 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
-from typing import Any
+from typing import Any, TypedDict
 
 log = logging.getLogger(__name__)
 
 FIELDS = ("text_spoken", "text_spoken_by", "reading", "accent", "phonemes")
+
+
+class TextFormFields(TypedDict, total=False):
+    """A record constructor's keyword arguments for the forms there are (in FIELDS' order)."""
+
+    text_spoken: str
+    text_spoken_by: str
+    reading: str
+    accent: str
+    phonemes: str
 
 
 @dataclass(frozen=True)
@@ -30,9 +40,20 @@ class TextForms:
     accent: str | None = None
     phonemes: str | None = None
 
-    def fields(self) -> dict[str, str]:
+    def fields(self) -> TextFormFields:
         """The forms there are, for a record's constructor (absent ones are not written)."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        out = TextFormFields()
+        if self.text_spoken is not None:
+            out["text_spoken"] = self.text_spoken
+        if self.text_spoken_by is not None:
+            out["text_spoken_by"] = self.text_spoken_by
+        if self.reading is not None:
+            out["reading"] = self.reading
+        if self.accent is not None:
+            out["accent"] = self.accent
+        if self.phonemes is not None:
+            out["phonemes"] = self.phonemes
+        return out
 
     @classmethod
     def of(cls, record: Any) -> TextForms:

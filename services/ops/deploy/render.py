@@ -49,7 +49,9 @@ def _fill(template: str, values: dict[str, str]) -> str:
 def _wrapped(words: list[str], first: int, indent: str, width: int = 100) -> str:
     """``words`` on lines of at most ``width`` (the first line's text starts at column
     ``first``), each continued with `` \\`` and the next indented by ``indent``."""
-    lines, line, col = [], [], first
+    lines: list[str] = []
+    line: list[str] = []
+    col = first
     for w in words:
         if line and col + 1 + len(w) + 2 > width:
             lines.append(" ".join(line))

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from services.ops.fleet.config import FleetConfig
+    from services.ops.fleet.loop import CycleReport
+    from services.ops.fleet.sky import JobInfo, SkyClient
 
 
 @click.command()
@@ -39,7 +45,7 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
             url = PipelineSettings().broker_url.get_secret_value()
         backlog = redis_backlog(url)
     try:
-        client = SkyCliClient(sky_path)
+        client: SkyClient = SkyCliClient(sky_path)
     except RuntimeError as e:
         if not dry_run:
             raise click.ClickException(str(e)) from e
@@ -47,7 +53,7 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
         client = _NoJobs()
     f = Fleet(cfg, client, backlog)
 
-    def show(rep) -> None:
+    def show(rep: CycleReport) -> None:
         verb = "would launch" if dry_run else "launched"
         click.echo(rep.summary())
         for target, name, cloud in rep.launched:
@@ -62,7 +68,7 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
     f.run(cycles=1 if (once or dry_run) else None, dry_run=dry_run, on_cycle=show)
 
 
-def _suggest(cfg, total: int | None) -> None:
+def _suggest(cfg: FleetConfig, total: int | None) -> None:
     from services.ops.fleet.sizing import balance, measured_rates, render
     from services.stages import STAGES, PipelineSettings
 
@@ -80,10 +86,11 @@ def _suggest(cfg, total: int | None) -> None:
 class _NoJobs:
     """Dry run without SkyPilot installed: no jobs, and nothing is ever launched."""
 
-    def queue(self) -> list:
+    def queue(self) -> list[JobInfo]:
         return []
 
-    def launch(self, *a: object, **k: object) -> None:
+    def launch(self, template: str, name: str, *, gpus: str | None = None,
+               cloud: str | None = None, env: list[str] | None = None) -> None:
         raise RuntimeError("dry run")
 
     def cancel(self, job_ids: list[int]) -> None:

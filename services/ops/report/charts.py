@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any
 
 Draw = Callable[[Any], None]  # draws on a matplotlib Axes
+
+
+def largest_first(values: Mapping[str, float], n: int | None = None) -> list[tuple[str, float]]:
+    """``Counter.most_common`` for figures that are not counts (seconds): largest first, ties
+    in insertion order, the first ``n`` when given."""
+    return sorted(values.items(), key=itemgetter(1), reverse=True)[:n]
 
 
 def png(fig: Any) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -21,6 +21,7 @@ from common.ledger.store import stem_parser
 from common.settings import Settings, section
 from common.storage import NotFound, Store, open_store
 from services.ops.corpus import StepProgress, progress
+from services.ops.report.charts import largest_first
 from services.ops.report.dedup import DedupData, collect_dedup
 from services.ops.report.quality import QualityData
 from services.ops.report.sidecars import read_sidecars
@@ -79,14 +80,16 @@ class ReportData:
     files_ok: int = 0
     seconds_asr_in: float = 0.0
     seconds_kept: float = 0.0
-    languages: Counter = field(default_factory=Counter)  # files per detected language
-    language_seconds: Counter = field(default_factory=Counter)  # audio seconds per language
+    languages: Counter[str] = field(default_factory=Counter)  # files per detected language
+    # audio seconds per language
+    language_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     # kept segment seconds per segment language (a file may switch languages)
-    segment_language_seconds: Counter = field(default_factory=Counter)
+    segment_language_seconds: dict[str, float] = field(
+        default_factory=lambda: defaultdict(float))
     segment_durations: list[float] = field(default_factory=list)  # kept segments
-    drop_reasons: Counter = field(default_factory=Counter)  # file-level dropped:<reason>
-    error_reasons: Counter = field(default_factory=Counter)  # file-level error:<reason>
-    segment_reasons: Counter = field(default_factory=Counter)  # why segments were not kept
+    drop_reasons: Counter[str] = field(default_factory=Counter)  # file-level dropped:<reason>
+    error_reasons: Counter[str] = field(default_factory=Counter)  # file-level error:<reason>
+    segment_reasons: Counter[str] = field(default_factory=Counter)  # why segments were not kept
     token_lines: int = 0
     token_seconds: float = 0.0
     unreadable: list[str] = field(default_factory=list)  # outputs that could not be parsed
@@ -295,7 +298,7 @@ def to_json(data: ReportData) -> dict[str, Any]:
         },
         "languages": dict(data.languages.most_common()),
         "segment_language_hours": {k: v / 3600 for k, v
-                                   in data.segment_language_seconds.most_common()},
+                                   in largest_first(data.segment_language_seconds)},
         "segments_kept": len(data.segment_durations),
         "segment_seconds": segment_lengths(data.segment_durations),
         "token_lines": data.token_lines,

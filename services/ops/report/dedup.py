@@ -4,6 +4,7 @@ copies. A result that cannot be read is shown as such; the rest of the report go
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -67,7 +68,7 @@ def text_lines(d: DedupData) -> list[str]:
     return out
 
 
-def html_section(d: DedupData, table) -> str:
+def html_section(d: DedupData, table: Callable[[list[str], list[list[object]]], str]) -> str:
     """``table``: services.ops.report.render's table writer (headers, rows, left columns)."""
     if not d.ran:
         return "<p id=\"dedup\">`onsei dedup` has not run on this output root.</p>"

@@ -6,11 +6,11 @@ enhance wrote the annotations."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.ops.report.charts import barh, chart
+from services.ops.report.charts import barh, chart, largest_first
 from services.records import Quality, Sidecar, TokenLine
 from services.tokenize.skipped import Skipped
 
@@ -26,12 +26,14 @@ class QualityData:
     annotated_seconds: float = 0.0
     kept_seconds: float = 0.0  # annotated and tokenized
     skipped_seconds: float = 0.0
-    skipped_by_reason: Counter = field(default_factory=Counter)  # seconds per reason
+    # seconds per reason
+    skipped_by_reason: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     overlap: list[float] = field(default_factory=list)  # share of voiced time, two talkers
     music: list[float] = field(default_factory=list)  # share of the pauses under a held tone
     enhanced_seconds: float = 0.0  # read from sidecars (shards without tokens)
-    speaker_seconds: Counter = field(default_factory=Counter)  # corpus speaker -> seconds
-    text_spoken: Counter = field(default_factory=Counter)  # its writer ("" none) -> segments
+    # corpus speaker -> seconds
+    speaker_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    text_spoken: Counter[str] = field(default_factory=Counter)  # its writer ("" none) -> segments
 
     def _add(self, q: Quality | None, seconds: float) -> None:
         if q is None:
@@ -91,13 +93,13 @@ class QualityData:
                 "enhanced_hours_without_tokens": self.enhanced_seconds / 3600,
                 "speakers": len(self.speaker_seconds),
                 "speaker_hours": {k: v / 3600 for k, v in
-                                  self.speaker_seconds.most_common(TOP_SPEAKERS)},
+                                  largest_first(self.speaker_seconds, TOP_SPEAKERS)},
                 "text_spoken_by": dict(self.text_spoken.most_common()),
                 "mean_overlap": mean(self.overlap),
                 "mean_music": mean(self.music),
                 "skipped_hours": self.skipped_seconds / 3600,
                 "skipped_hours_by_reason": {k: v / 3600 for k, v in
-                                            self.skipped_by_reason.most_common()},
+                                            largest_first(self.skipped_by_reason)},
                 "mean_ovrl_before": mean(self.ovrl_before),
                 "mean_ovrl_after": mean(self.ovrl_after),
                 "mean_speaker_consistency": mean(self.consistency),
@@ -137,7 +139,7 @@ def charts(q: QualityData) -> list[tuple[str, str, str]]:
                                     ("music", q.music, "#8172b2")], "share (0-1)")),
         ("speaker_hours", f"Hours per speaker (the {TOP_SPEAKERS} largest)",
          barh("Hours per speaker", {k: v / 3600 for k, v in
-                                    q.speaker_seconds.most_common(TOP_SPEAKERS)},
+                                    largest_first(q.speaker_seconds, TOP_SPEAKERS)},
               "hours", "#4c72b0")),
         ("filters", "Hours kept and removed per filter",
          barh("Hours kept and removed per filter", {k: v for k, v in hours.items() if v},

@@ -88,7 +88,7 @@ def chart_durations(data: ReportData) -> str:
 
 
 def chart_reasons(data: ReportData) -> str:
-    merged: Counter = Counter()
+    merged: Counter[str] = Counter()
     for k, v in data.drop_reasons.items():
         merged[f"file dropped: {k}"] += v
     for k, v in data.error_reasons.items():
@@ -135,7 +135,7 @@ def _table(headers: list[str], rows: list[list[object]], left: int = 1) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _cost_table(block: dict) -> str:
+def _cost_table(block: dict[str, Any]) -> str:
     if not block:
         return "<p>no done records</p>"
     rows: list[list[object]] = [

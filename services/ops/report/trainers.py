@@ -15,7 +15,7 @@ from services.records import TokenLine, corpus_id, local_name, shard_of
 @dataclass
 class TrainerData:
     # speaker label as the corpus names it (services.records.corpus_id) -> segments
-    segments_per_speaker: Counter = field(default_factory=Counter)
+    segments_per_speaker: Counter[str] = field(default_factory=Counter)
     pitch_mean: list[float] = field(default_factory=list)  # Hz, one per segment
     rates: dict[str, list[float]] = field(default_factory=dict)  # unit -> speaking rates
     min_word_probability: list[float] = field(default_factory=list)
@@ -35,7 +35,7 @@ class TrainerData:
         if q.speaking_rate is not None:
             self.rates.setdefault(q.speaking_rate_unit or "?", []).append(float(q.speaking_rate))
 
-    def speakers_per_file(self) -> Counter:
+    def speakers_per_file(self) -> Counter[tuple[str, int | None]]:
         """source file (its key, with its shard where known) -> distinct speakers among its
         kept segments."""
         return Counter((local_name(sid).rsplit("#", 1)[0], shard_of(sid))

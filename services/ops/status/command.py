@@ -36,7 +36,10 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
     out: dict[str, Any] = {"output": redact_text(settings.output_url),
                            "range": None if ids is None else [ids.start, ids.stop - 1],
                            "redis": redis_ok, "stages": {}}
-    in_range = (lambda i: True) if ids is None else (lambda i: i in ids)
+
+    def in_range(i: int) -> bool:
+        return ids is None or i in ids
+
     records: dict[str, list[Trimmed]] = {}
     for stage in STAGES:
         # one listing (the done count); record bodies from the local cache, the store's
