@@ -24,12 +24,9 @@ such short segment is nearer to it than the cluster's centroid by more than ``PE
 that is a voice heard only in short turns (a telephone file's long turns of one voice can end
 up as two clusters, and the other voice's turns would join the nearer). The short ones left over
 are grouped among themselves (average linkage at ``SHORT_THRESHOLD``): such a voice still gets
-one label. A group with no voiced partial at all (under ~0.8 s of speech in any 1.6 s window)
-founds no label, though: its embedding says too little about the voice (a 0.4 s turn of one
-voice came out nearer the other voice of its file, by its centroid and by crops of that voice
-as short as itself), so its segments get none (``None``: voice unknown) rather than a label of
-their own that would split a voice in two. With no long segment, all are clustered alike.
-Labels are numbered by first appearance: ``<source key>#s0``, ``#s1``, ...
+one label. With no long
+segment, all are clustered alike. Labels are numbered by first appearance: ``<source key>#s0``,
+``#s1``, ...
 
 A source file lives in one raw shard and its segments reach the writer one after another, so
 :class:`SpeakerLabeller` holds a file's encoded segments back until the next file starts (or
@@ -56,16 +53,13 @@ JOIN_NEAREST = 0.6  # the same to the nearest of two clusters or more
 PEER_MARGIN = 0.1  # how much nearer another short segment keeps a short one out of a cluster
 SHORT_THRESHOLD = 0.7  # mean pairwise cosine grouping the short segments that join no cluster
 MIN_PARTS = 2  # voiced 1.6 s partials for a segment to take part in the clustering itself
-UNKNOWN = -1  # a segment's raw cluster when it gets no label
 
 
 def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
             parts: list[int] | None = None, min_parts: int = MIN_PARTS, join: float = JOIN,
             join_nearest: float = JOIN_NEAREST, peer_margin: float = PEER_MARGIN,
-            short_threshold: float = SHORT_THRESHOLD,
-            agreement: float = AGREEMENT) -> list[int | None]:
-    """Cluster numbers (0, 1, ... by first appearance) for ``embeddings`` (module docstring);
-    ``None`` for a segment without a voiced partial that joins no label.
+            short_threshold: float = SHORT_THRESHOLD, agreement: float = AGREEMENT) -> list[int]:
+    """Cluster numbers (0, 1, ... by first appearance) for ``embeddings`` (module docstring).
 
     ``parts``: voiced partials behind each embedding (None: all count as ``min_parts``; a
     segment with none, its embedding taken over its quiet partials, counts as one)."""
@@ -98,12 +92,8 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
         rest = short[~joins]
         if rest.size:
             raw[rest] = _agglomerate(x[rest], short_threshold) + ids.max() + 1
-            for c in np.unique(raw[rest]):  # founded by no voiced partial: voice unknown
-                mine = rest[raw[rest] == c]
-                if not voiced[np.isin(short, mine)].any():
-                    raw[mine] = UNKNOWN
     first: dict[int, int] = {}
-    return [None if c == UNKNOWN else first.setdefault(int(c), len(first)) for c in raw]
+    return [first.setdefault(int(c), len(first)) for c in raw]
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -217,10 +207,9 @@ class SpeakerLabeller(Generic[T]):
         labels: dict[int, str] = {}
         if have:
             nums = cluster([e for _, e, _ in have], self.threshold, [p for _, _, p in have])
-            labels = {i: speaker_label(key, c) for (i, _, _), c in zip(have, nums)
-                      if c is not None}
+            labels = {i: speaker_label(key, c) for (i, _, _), c in zip(have, nums)}
             self.files += 1
-            self.speakers += len({c for c in nums if c is not None})
+            self.speakers += max(nums) + 1
         for i, (_, _, item) in enumerate(held):
             self.emit(item, labels.get(i))
 
