@@ -70,7 +70,7 @@ def test_recover_decodes_short_clips_in_parts_and_flags_what_stays_short() -> No
     texts = _texts(full, full, "x" * 20, "x" * 10, full)
     calls: list[tuple[list[tuple[float, float]], int]] = []
 
-    def decode(batch: list[Clip], beam: int) -> list[ClipText]:
+    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
         calls.append(([(c.start, c.end) for c in batch], beam))
         # the parts of clip 2 carry their text; clip 3 (no pause) stays short
         return [ClipText("y" * 60 if c.start in (22, 27) else "z" * 12, -0.3, 0.02)
