@@ -31,6 +31,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from common.ledger.records import Seconds
 from common.record import Record, RecordError, omitted, written_keys
 
 __all__ = ["Record", "RecordError", "written_keys"]
@@ -315,7 +316,6 @@ class SkippedSegment(Record):
 # whose every segment is filtered would otherwise write one entry per segment. The tally is
 # complete whatever the cap.
 MAX_SKIPPED_ENTRIES = 200
-Tally = Annotated[float, Field(ge=0, le=366 * 86400.0, allow_inf_nan=False)]
 
 
 class SkipTally(Record):
@@ -323,7 +323,7 @@ class SkipTally(Record):
     counts under ``duplicate_of``; a segment with two reasons under both)."""
 
     segments: int = Field(0, ge=0)
-    seconds: Tally = 0.0
-    seconds_annotated: Tally = 0.0  # of segments with quality annotations
+    seconds: Seconds = 0.0
+    seconds_annotated: Seconds = 0.0  # of segments with quality annotations
     segments_by_reason: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
-    seconds_by_reason: dict[str, Tally] = Field(default_factory=dict)
+    seconds_by_reason: dict[str, Seconds] = Field(default_factory=dict)
