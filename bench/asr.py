@@ -88,8 +88,8 @@ def _side_by_side(stage, files: list[LongForm], rounds: int) -> dict:
     def peer() -> float:
         t0 = time.perf_counter()
         for i, f in enumerate(files):
-            hyp["peer"][i] = peer_transcribe(model, f.audio, s.languages, s.asr_batch_size,
-                                             s.asr_beam_size, s.language_threshold,
+            hyp["peer"][i] = peer_transcribe(model, f.audio, s.asr_languages, s.asr_batch_size,
+                                             s.asr_beam_size, s.asr_language_threshold,
                                              word_timestamps=s.asr_word_timestamps).text
         return time.perf_counter() - t0
 
@@ -99,13 +99,13 @@ def _side_by_side(stage, files: list[LongForm], rounds: int) -> dict:
         for name, fn in order:
             walls[name].append(fn())
     errors: dict[str, dict[str, float]] = {}
-    for lang in sorted({f.language for f in files if f.language in s.languages}):
+    for lang in sorted({f.language for f in files if f.language in s.asr_languages}):
         idx = [i for i, f in enumerate(files) if f.language == lang]
         ref = [files[i].reference for i in idx]
         errors[lang] = {k: statistics.fmean(error_rate(lang, r, hyp[k][i])
                                             for r, i in zip(ref, idx)) for k in hyp}
     dropped = {k: sum(1 for i, f in enumerate(files)
-                      if f.language not in s.languages and not hyp[k][i]) for k in hyp}
+                      if f.language not in s.asr_languages and not hyp[k][i]) for k in hyp}
     return {"walls": walls, "errors": errors, "dropped": dropped}
 
 

@@ -123,12 +123,12 @@ def accuracy_asr(quick: bool) -> list[dict]:
         """The asr stage's rules at its defaults: a language it keeps (Japanese, English) and a
         segment no shorter than its shortest (1 s; a 1.1 s clip with 0.5 s cut is not one)."""
         rules = AsrSettings()
-        if audio.size < rules.segment_min_seconds * SR:
+        if audio.size < rules.asr_segment_min_seconds * SR:
             return False
         key = f"{model}:lang:{digest(audio)}"
         if key not in cache:
             cache[key] = m.detect_language(audio)[0]
-        return cache[key] in rules.languages
+        return cache[key] in rules.asr_languages
 
     try:
         rows = _accuracy("Whisper base transcripts", transcribe)

@@ -67,7 +67,7 @@ def throughput(quick: bool) -> list[dict]:
     seconds = sum(lengths) / RATE
     batch = 8
     with tempfile.TemporaryDirectory(prefix="onsei-bench-sidon-") as d:
-        b = SidonBackend(EnhanceSettings(sidon_model=str(build_small_sidon(d)),
+        b = SidonBackend(EnhanceSettings(enhance_sidon_model=str(build_small_sidon(d)),
                                          enhance_device="cpu"))
         b.load()
         geom = ChunkGeometry.from_seconds(RATE, 10.0, 0.5, 0.04, 320)

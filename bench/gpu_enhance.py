@@ -121,7 +121,7 @@ def main() -> None:
         sizes = build_pair(Path(d), args.device, args.tiny, args.layers)
         emit({"event": "built", **sizes, "seconds": round(time.monotonic() - t0, 1),
               "device": torch.cuda.get_device_name() if cuda else "cpu"})
-        backend = SidonBackend(EnhanceSettings(sidon_model=d, enhance_device=args.device))
+        backend = SidonBackend(EnhanceSettings(enhance_sidon_model=d, enhance_device=args.device))
         t0 = time.monotonic()
         backend.load()
         emit({"event": "loaded", "seconds": round(time.monotonic() - t0, 1)})

@@ -105,7 +105,7 @@ def cost(quick: bool) -> list[dict]:
     cache = os.environ.get("ONSEI_TEST_MODEL_CACHE",
                            os.path.expanduser("~/.cache/onsei/models"))
     base = EnhanceSettings(asr_model="bundled:whisper-base", model_cache=cache,
-                           asr_compute_type="int8", enhancer="rnnoise", enhance_device="cpu",
+                           asr_compute_type="int8", enhance_backend="rnnoise", enhance_device="cpu",
                            quality_fidelity_fraction=0.0)
     with tempfile.TemporaryDirectory(prefix="onsei-bench-quality-") as d:
         inputs = _shard(Path(d), segs, texts)

@@ -36,7 +36,7 @@ def _stage():
     from bench.word_times import _stage as stage
 
     st = stage("bundled:whisper-base", True)
-    st.settings = st.settings.model_copy(update={"languages": ["ja", "en"]})
+    st.settings = st.settings.model_copy(update={"asr_languages": ["ja", "en"]})
     return st
 
 
@@ -167,8 +167,8 @@ def lengths(quick: bool) -> list[dict]:
     if not have_espeak():
         return []
     st = _stage()
-    target = st.settings.segment_target_seconds
-    uncut = st.settings.model_copy(update={"segment_target_seconds": 0.0})
+    target = st.settings.asr_segment_target_seconds
+    uncut = st.settings.model_copy(update={"asr_segment_target_seconds": 0.0})
     rows: list[dict] = []
     durations: dict[str, list[float]] = {"ours": [], "baseline": []}
     for name, form in _forms(quick):

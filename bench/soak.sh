@@ -6,7 +6,7 @@
 #   bench/soak.sh [N_SHARDS=24] [MINUTES=3] [PIPELINE=dummy|real]
 #   SEED=2 SOAK_HTML=soak.html bench/soak.sh ...   # another fault sequence; the run report
 #
-# PIPELINE=real runs services.asr (bundled:whisper-base) + services.enhance (ONSEI_ENHANCER=none).
+# PIPELINE=real runs services.asr (bundled:whisper-base) + services.enhance (ONSEI_ENHANCE_BACKEND=none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-24}"

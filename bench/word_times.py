@@ -34,7 +34,7 @@ def _stage(model: str, words: bool):
 
     cache = os.environ.get("ONSEI_TEST_MODEL_CACHE", str(Path.home() / ".cache/onsei/models"))
     s = AsrSettings(asr_model=model, model_cache=cache, asr_device="cpu",
-                    asr_compute_type="int8", asr_word_timestamps=words, languages=["en"])
+                    asr_compute_type="int8", asr_word_timestamps=words, asr_languages=["en"])
     st = AsrStage(s)
     st.load()
     return st

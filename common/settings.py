@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     # allow_inf_nan: NaN fails every comparison (a filter at NaN is off); 1e999 reads as infinity
     model_config = SettingsConfigDict(env_prefix="ONSEI_", extra="forbid", validate_default=True,
                                       hide_input_in_errors=True, allow_inf_nan=False)
+    # a stage's section names each of its own fields with one of these (the generic class,
+    # declaring none, is exempt); ``renamed`` maps former names to current ones
+    # (common/renamed.py reads them, warning)
+    prefixes: ClassVar[tuple[str, ...]] = ()
+    renamed: ClassVar[dict[str, str]] = {}
 
     # --- locations -------------------------------------------------------------------------
     input_url: str = Field("./data/raw", description="where the raw shards are")
@@ -172,12 +177,17 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        from common.renamed import FormerEnvNames, FormerNames
+
+        sources: list[PydanticBaseSettingsSource] = [
+            FormerNames(settings_cls, init_settings, "keyword"), env_settings,
+            FormerEnvNames(settings_cls)]
         cfg = os.environ.get("ONSEI_CONFIG")
         if cfg:
             if not Path(cfg).is_file():
                 raise ConfigError(f"ONSEI_CONFIG={cfg}: no such file")
-            sources.append(_OwnKeys(settings_cls, yaml_file=cfg))
+            sources.append(FormerNames(settings_cls, _OwnKeys(settings_cls, yaml_file=cfg),
+                                       f"{cfg}: YAML key"))
         return tuple(sources)
 
     @field_validator("shard_pattern")
@@ -226,15 +236,18 @@ class Settings(BaseSettings):
 
 
 class _OwnKeys(YamlConfigSettingsSource):
-    """The YAML file holds every section's keys: each settings class reads those it declares."""
+    """The YAML file holds every section's keys: each settings class reads those it declares
+    (and their former names, renamed by the caller)."""
 
     def __call__(self) -> dict[str, Any]:
-        fields = self.settings_cls.model_fields
-        return {k: v for k, v in super().__call__().items() if k in fields}
+        from common.renamed import renames_of
+
+        known = self.settings_cls.model_fields.keys() | renames_of(self.settings_cls).keys()
+        return {k: v for k, v in super().__call__().items() if k in known}
 
 
 def describe_errors(e: ValidationError) -> str:
-    """One line per invalid setting, named as the user sets it: ``ONSEI_LANGUAGES: ...``."""
+    """One line per invalid setting, named as the user sets it: ``ONSEI_ASR_LANGUAGES: ...``."""
     lines = []
     for err in e.errors():
         msg = err["msg"].removeprefix("Value error, ")

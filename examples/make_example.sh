@@ -5,7 +5,7 @@
 #   en/sentence_one.flac   English, ~5 s     (kept, transcribed)
 #   en/sentence_two.wav    English, ~5 s, 16 kHz stereo
 #   ja/aisatsu.opus        Japanese (kana, spaces between words) in Ogg/Opus
-#   es/frase.mp3           Spanish: language ID drops it (not in ONSEI_LANGUAGES)
+#   es/frase.mp3           Spanish: language ID drops it (not in ONSEI_ASR_LANGUAGES)
 #   silence.wav            3 s of silence: nothing to transcribe
 #
 # Needs espeak-ng and ffmpeg. Re-running replaces the shard.

@@ -73,7 +73,7 @@ def measure(quick: bool) -> tuple[Score, int, float]:
             got = stage.transcribe_file(f.name, f.audio)
             out.walls.append(time.perf_counter() - t0)
             out.switches += int(got.extra.get("language_switches", 0))
-            score(got.line, f, stage.settings.languages, out)
+            score(got.line, f, stage.settings.asr_languages, out)
             if os.environ.get("ONSEI_BENCH_VERBOSE"):
                 _show(got.line, f)
     return out, len(fs), sum(f.audio.size for f in fs) / SR / 60

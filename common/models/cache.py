@@ -19,7 +19,7 @@ One completeness scheme for every entry (docs/architecture.md, "Model weights"):
   without a manifest was put there by hand; it is checked under the lock, never mid-fetch.
 
 Stage loaders may call :func:`resolve_model_dir` (``name`` as configured, e.g.
-``settings.sidon_model``): it returns a local directory with the entry's files, or None.
+``settings.enhance_sidon_model``): it returns a local directory with the entry's files, or None.
 """
 
 from __future__ import annotations

@@ -230,6 +230,8 @@ def _joined(sections: tuple[type[Settings], ...], names: tuple[str, ...]) -> typ
     Two sections may share a field only through a common base (asr and enhance: the Whisper
     section): the same name declared twice is one setting read two ways, refused here."""
     collisions(sections)
+    for section_cls in sections:
+        unprefixed(section_cls)
     bases = tuple(dict.fromkeys(c for c in reversed(sections)
                                 if not any(o is not c and issubclass(o, c) for o in sections)))
 
@@ -259,3 +261,16 @@ def collisions(sections: tuple[type[Settings], ...]) -> None:
                     f"settings ONSEI_{name.upper()} is declared by both {other.__module__}."
                     f"{other.__qualname__} and {owner.__module__}.{owner.__qualname__}: rename "
                     f"one (each section's fields carry its prefix) or move it to a shared base")
+
+
+def unprefixed(cls: type[Settings]) -> None:
+    """Refuse a section field that does not carry one of its section's prefixes: a stage's
+    settings read as ``ONSEI_<STAGE>_...`` so their owner is plain from the name."""
+    for c in cls.__mro__:
+        own = c.__dict__.get("prefixes")
+        if not own:
+            continue
+        for name in inspect.get_annotations(c):
+            if name in cls.model_fields and not name.startswith(own):
+                raise ValueError(f"setting {name} of {c.__module__}.{c.__qualname__} does not "
+                                 f"start with its section's prefix ({', '.join(own)})")

@@ -3,7 +3,7 @@
 VAD runs in windows of ``asr_chunk_seconds`` (bounded cost and memory whatever the file length;
 a span still going on at a window's end is carried into the next window, not cut). Speech spans
 (already split by VAD at pauses so none exceeds the max) are joined across pauses up to
-``asr_merge_gap_seconds`` while the clip stays within the max (``segment_max_seconds``, at most
+``asr_merge_gap_seconds`` while the clip stays within the max (``asr_segment_max_seconds``, at most
 one 30 s window). A clip becomes one TTS segment with the words spoken in it: its speech is
 decoded in windows packed across clips (windows.py), each word given to the clip it was
 aligned in. The pauses inside a clip are kept: a clip whose text comes out short is re-decoded
@@ -47,7 +47,7 @@ class Clip:
 
 
 def max_clip_seconds(settings: AsrSettings) -> float:
-    return min(settings.segment_max_seconds, WHISPER_WINDOW_SECONDS)
+    return min(settings.asr_segment_max_seconds, WHISPER_WINDOW_SECONDS)
 
 
 def vad_range(audio: np.ndarray, settings: AsrSettings, pos: int, stop: int
@@ -75,9 +75,10 @@ def file_spans(audio: np.ndarray, settings: AsrSettings, pos: int = 0) -> list[t
 
 
 def head_spans(audio: np.ndarray, settings: AsrSettings) -> tuple[list[tuple[float, float]], int]:
-    """Spans of the first ``lid_head_seconds`` (language ID looks there) and the resume point."""
+    """Spans of the first ``asr_lid_head_seconds`` (language ID looks there) and the resume
+    point."""
     max_span = max_clip_seconds(settings)
-    head = int(max(settings.lid_head_seconds, 2 * max_span) * SAMPLE_RATE)
+    head = int(max(settings.asr_lid_head_seconds, 2 * max_span) * SAMPLE_RATE)
     return vad_range(audio, settings, 0, min(audio.size, head))
 
 

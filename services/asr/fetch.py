@@ -31,7 +31,7 @@ def configured(settings: AsrSettings) -> list[ModelSpec]:
     asr = settings.asr_model.strip()
     if asr.startswith(BUNDLED_PREFIX):
         def _bundled(dest: Path, short: str = asr[len(BUNDLED_PREFIX):],
-                     data_dir: str = settings.bundled_data_dir) -> None:
+                     data_dir: str = settings.asr_bundled_data_dir) -> None:
             from services.whisper.bundled import assemble
 
             assemble(short, dest, data_dir)

@@ -1,14 +1,14 @@
 """Language ID from several windows spread over a file's head, not only its first 30 s.
 
-Up to ``lid_windows`` encoder windows (windows.py) are picked evenly over the windows of the
-first ``lid_head_seconds``: a file in another language costs VAD of its head and
+Up to ``asr_lid_windows`` encoder windows (windows.py) are picked evenly over the windows of the
+first ``asr_lid_head_seconds``: a file in another language costs VAD of its head and
 these encoder passes, never VAD or decoding of the whole file. Their encoder output is reused
 for their transcription (batched.py), so language ID costs no extra encoder pass for a kept
 file. Whisper's language distributions are averaged, weighted by the speech seconds of each window.
 
-A first look (off by default, ``lid_first_look_probability`` above 1: a file is dropped only
+A first look (off by default, ``asr_lid_first_look_probability`` above 1: a file is dropped only
 when none of the windows looked at is in a kept language) encodes one of them (the middle one):
-a window at least ``lid_first_look_probability`` sure to be in no kept language (the
+a window at least ``asr_lid_first_look_probability`` sure to be in no kept language (the
 probabilities of all the languages not kept, summed) drops the file after one encoder pass, as
 the batched peer's language ID costs. Summed, because Whisper unsure between two languages not
 kept (German 0.35, Welsh 0.14, Latvian 0.09, ... and English 0.05) is still sure the file is

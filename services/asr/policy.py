@@ -38,15 +38,15 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
                    settings: AsrSettings, cut_at: float | None = None,
                    languages: list[str | None] | None = None) -> Segments:
     """Segment records for a file's clips; ``cut_at``: where a truncated file ends;
-    ``languages``: each clip's (one not in ``settings.languages`` was not decoded: flagged
-    ``language``, not kept). Clips longer than ``settings.segment_target_seconds`` are cut at
+    ``languages``: each clip's (one not in ``settings.asr_languages`` was not decoded: flagged
+    ``language``, not kept). Clips longer than ``settings.asr_segment_target_seconds`` are cut at
     sentence ends first (sentences.py)."""
     from faster_whisper.transcribe import get_compression_ratio
 
     from services.asr.quality import flag_segment
 
     cut_up = at_sentences(clips, texts, languages or [None] * len(clips), short,
-                          settings.segment_target_seconds, settings.segment_min_seconds)
+                          settings.asr_segment_target_seconds, settings.asr_segment_min_seconds)
     clips, texts, short = cut_up.clips, cut_up.texts, cut_up.short
     languages = cut_up.languages if languages else None
     lines: list[AsrSegment] = []
@@ -57,7 +57,7 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
         words = segment_words(clip, t.words)
         start, end = trimmed(clip, words, settings.asr_word_margin_seconds, keep_end=cut)
         language = languages[i] if languages else None
-        reasons = ["language"] if language is not None and language not in settings.languages \
+        reasons = ["language"] if language is not None and language not in settings.asr_languages \
             else flag_segment(t.text, start, end, t.avg_logprob, t.no_speech_prob, cr,
                               settings, covered=i not in short, cut=cut,
                               word_probabilities=[w.probability for w in words or ()])

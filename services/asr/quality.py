@@ -59,17 +59,18 @@ def flag_segment(text: str, start: float, end: float, avg_logprob: float,
     reasons: list[str] = []
     if not text.strip():
         reasons.append("empty_text")
-    elif no_speech_prob > settings.max_no_speech_prob and avg_logprob < settings.min_avg_logprob:
+    elif (no_speech_prob > settings.asr_max_no_speech_prob
+          and avg_logprob < settings.asr_min_avg_logprob):
         reasons.append("non_speech")
-    elif avg_logprob < settings.min_avg_logprob:
+    elif avg_logprob < settings.asr_min_avg_logprob:
         reasons.append("low_confidence")
-    if text.strip() and (compression_ratio > settings.max_compression_ratio
+    if text.strip() and (compression_ratio > settings.asr_max_compression_ratio
                          or has_repeated_ngram(text)):  # is_loop, with the ratio at hand
         reasons.append("repetition")
     duration = end - start
-    if duration < settings.segment_min_seconds:
+    if duration < settings.asr_segment_min_seconds:
         reasons.append("too_short")
-    if duration > settings.segment_max_seconds:
+    if duration > settings.asr_segment_max_seconds:
         reasons.append("too_long")
     if text.strip() and not covered:
         reasons.append("text_coverage")

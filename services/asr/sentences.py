@@ -3,7 +3,7 @@
 A clip is speech joined across pauses up to the segment max (clips.py); on long-form speech
 most clips are 22-30 s and hold several sentences. TTS recipes train on sentence- or
 phrase-sized utterances (LibriTTS cuts at sentences; Emilia's segments are 3-30 s, most well
-under 20), so a clip longer than ``segment_target_seconds`` is cut after decoding, where a
+under 20), so a clip longer than ``asr_segment_target_seconds`` is cut after decoding, where a
 sentence ends: a word whose text ends in the sentence punctuation Whisper wrote, followed by a
 pause (the next word starts at least :data:`MIN_PAUSE_SECONDS` later, by the words' snapped
 times). A cut falls between two words, never inside one. Sentences are packed in order: a

@@ -3,7 +3,7 @@ segment limits and quality flags. Same ``ONSEI_*`` names and YAML keys as README
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
@@ -13,18 +13,25 @@ from services.whisper.settings import WhisperSettings
 
 
 class AsrSettings(WhisperSettings):
-    languages: Annotated[list[str], NoDecode] = Field(
+    prefixes: ClassVar[tuple[str, ...]] = ("asr_",)
+    renamed: ClassVar[dict[str, str]] = {old: f"asr_{old}" for old in (
+        "languages", "language_threshold", "lid_windows", "lid_first_look_probability",
+        "lid_head_seconds", "segment_min_seconds", "segment_max_seconds",
+        "segment_target_seconds", "max_compression_ratio", "min_avg_logprob",
+        "max_no_speech_prob")}
+
+    asr_languages: Annotated[list[str], NoDecode] = Field(
         ["ja", "en"], description="languages kept after language ID")
-    language_threshold: float = Field(
+    asr_language_threshold: float = Field(
         0.5, ge=0, le=1, description="min language probability to keep")
-    lid_windows: int = Field(
+    asr_lid_windows: int = Field(
         3, ge=1, le=100, description="clips spread over a file's head for language ID")
-    lid_first_look_probability: float = Field(
+    asr_lid_first_look_probability: float = Field(
         1.01, ge=0, le=2, description="one window this sure to be in no kept language (the "
         "languages not kept, summed) drops the file after one encoder pass; closer calls look "
         "at all the windows (above 1, the default: always all, so a file is dropped only when "
         "none of the windows looked at is in a kept language)")
-    lid_head_seconds: float = Field(
+    asr_lid_head_seconds: float = Field(
         90.0, gt=0, le=86400,
         description="language ID looks at this head; the rest is VAD-ed only if kept")
     asr_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
@@ -33,15 +40,16 @@ class AsrSettings(WhisperSettings):
         120.0, ge=30, le=86400,
         description="VAD runs in windows of this length (its memory is bounded by it)")
     asr_beam_size: int = Field(1, ge=1, le=64, description="beam size (1 = greedy, fastest)")
-    segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
-    segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
-    segment_target_seconds: float = Field(
+    asr_segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
+    asr_segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
+    asr_segment_target_seconds: float = Field(
         15.0, ge=0, le=3600, description="a segment longer than this is cut at sentence ends "
         "(punctuation and a pause) into pieces up to this long; a longer sentence stays whole; "
         "0: not cut")
-    max_compression_ratio: float = Field(2.4, gt=0, le=100, description="above: repetition loop")
-    min_avg_logprob: float = Field(-1.0, ge=-100, le=0, description="below: low confidence")
-    max_no_speech_prob: float = Field(
+    asr_max_compression_ratio: float = Field(
+        2.4, gt=0, le=100, description="above: repetition loop")
+    asr_min_avg_logprob: float = Field(-1.0, ge=-100, le=0, description="below: low confidence")
+    asr_max_no_speech_prob: float = Field(
         0.6, ge=0, le=1, description="above (with low logprob): non-speech")
     asr_vad_threshold: float = Field(
         0.5, ge=0, le=1, description="Silero VAD speech probability threshold")
@@ -64,14 +72,14 @@ class AsrSettings(WhisperSettings):
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 
-    @field_validator("languages", mode="before")
+    @field_validator("asr_languages", mode="before")
     @classmethod
     def _split_languages(cls, v: Any) -> Any:
         if isinstance(v, str):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
 
-    @field_validator("languages")
+    @field_validator("asr_languages")
     @classmethod
     def _whisper_codes(cls, v: list[str]) -> list[str]:
         from services.asr.languages import COMMON_NAMES, WHISPER_LANGUAGES
@@ -88,6 +96,6 @@ class AsrSettings(WhisperSettings):
 
     @model_validator(mode="after")
     def _segment_range(self) -> AsrSettings:
-        ordered(self.segment_min_seconds, self.segment_max_seconds, "segment_min_seconds",
-                "segment_max_seconds")
+        ordered(self.asr_segment_min_seconds, self.asr_segment_max_seconds,
+                "asr_segment_min_seconds", "asr_segment_max_seconds")
         return self

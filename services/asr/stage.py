@@ -163,7 +163,7 @@ class AsrStage(Stage):
         head = pack(units_of(clips))
         # the head's last window takes more speech once the file is kept: not looked at
         lid_idx = pick_windows(len(head) - (resume < audio.size and len(head) > 1),
-                               s.lid_windows)
+                               s.asr_lid_windows)
         looks: list[tuple[list[Window], np.ndarray, np.ndarray]] = []  # (windows, features, rows)
 
         def look(idx: list[int]) -> list[list[tuple[str, float]]]:
@@ -177,20 +177,20 @@ class AsrStage(Stage):
             first = first_look(lid_idx)
             dists = look(first)
             guess = aggregate(dists, [head[i].speech_seconds for i in first])
-            if not settled(guess, s.languages, s.lid_first_look_probability):
+            if not settled(guess, s.asr_languages, s.asr_lid_first_look_probability):
                 rest = [i for i in lid_idx if i not in first]
                 dists += look(rest) if rest else []
                 guess = aggregate(dists, [head[i].speech_seconds for i in first + rest])
         common: records.LineFields = {"language": guess.language,
                                       "language_probability": guess.probability,
                                       "duration": duration}
-        if kept_language(guess, dists, s.languages, s.language_threshold) is None:
+        if kept_language(guess, dists, s.asr_languages, s.asr_language_threshold) is None:
             return FileOutcome(records.line(key, LineStatus.DROPPED, "language", **common))
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
         looked = [w for ws, _, _ in looks for w in ws]
         taken = {u for w in looked for u in w.units}
-        dec = WindowDecoder(tr, heard, s.languages, s.asr_batch_size, self.clock.model,
+        dec = WindowDecoder(tr, heard, s.asr_languages, s.asr_batch_size, self.clock.model,
                             s.asr_word_timestamps)
         got = dec.run(looked + pack([u for u in units_of(clips) if u not in taken]), None,
                       np.concatenate([f for _, f, _ in looks]),
@@ -198,12 +198,12 @@ class AsrStage(Stage):
         clips, langs, index = by_language(clips, got.span_languages())
         texts = split(clips, relabel(got.windows, index), got.texts, audio,
                       s.asr_word_timestamps)
-        cov = recover_each(clips, texts, langs, s.languages, dec,
-                           lambda text: is_loop(text, s.max_compression_ratio))
+        cov = recover_each(clips, texts, langs, s.asr_languages, dec,
+                           lambda text: is_loop(text, s.asr_max_compression_ratio))
         segs = build_segments(clips, texts, cov.short, s, duration if truncated else None,
                               langs)
-        common.update(main_language(clips, langs, s.languages, guess))
-        if any(x in s.languages for x in langs):
+        common.update(main_language(clips, langs, s.asr_languages, guess))
+        if any(x in s.asr_languages for x in langs):
             line = records.line(key, LineStatus.OK, segments=segs.lines, **common)
         else:
             line = records.line(key, LineStatus.DROPPED, "language", **common)

@@ -3,12 +3,16 @@ every other setting."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
 from common.settings import Settings
 
 
 class DedupSettings(Settings):
+    prefixes: ClassVar[tuple[str, ...]] = ("dedup_",)
+
     dedup_memory_limit_mb: int = Field(
         4096, ge=256, le=1 << 22, description="DuckDB memory limit of the index; it spills to "
         "dedup_workdir past it")

@@ -1,4 +1,4 @@
-"""The enhancer backends by name (``ONSEI_ENHANCER``), and the one that only resamples. Each
+"""The enhancer backends by name (``ONSEI_ENHANCE_BACKEND``), and the one that only resamples. Each
 model backend imports its model stack inside ``load()``."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class NoneBackend(Backend):
 
 
 def make_backend(settings: EnhanceSettings) -> Backend:
-    name = settings.enhancer.strip().lower()
+    name = settings.enhance_backend.strip().lower()
     if name == "sidon":
         from services.enhance.sidon import SidonBackend
 
@@ -40,4 +40,4 @@ def make_backend(settings: EnhanceSettings) -> Backend:
     if name == "none":
         return NoneBackend()
     raise EnhancerUnavailable(
-        f"unknown ONSEI_ENHANCER={settings.enhancer!r}: use sidon, rnnoise or none")
+        f"unknown ONSEI_ENHANCE_BACKEND={settings.enhance_backend!r}: use sidon, rnnoise or none")

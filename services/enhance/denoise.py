@@ -36,8 +36,8 @@ class _Lib:
                 spec = importlib.util.find_spec("pyrnnoise")  # locates without importing it
                 if spec is None or not spec.submodule_search_locations:
                     raise EnhancerUnavailable(
-                        "ONSEI_ENHANCER=rnnoise needs the `pyrnnoise` package "
-                        "(pip install 'onsei[enhance]'), or set ONSEI_ENHANCER=none")
+                        "ONSEI_ENHANCE_BACKEND=rnnoise needs the `pyrnnoise` package "
+                        "(pip install 'onsei[enhance]'), or set ONSEI_ENHANCE_BACKEND=none")
                 path = Path(next(iter(spec.submodule_search_locations))) / "librnnoise.so"
                 lib = ctypes.CDLL(str(path))
                 lib.rnnoise_create.argtypes = [ctypes.c_void_p]

@@ -13,14 +13,15 @@ SIDON_FILES = ["feature_extractor_cuda.pt", "decoder_cuda.pt", "feature_extracto
 
 
 def configured(settings: EnhanceSettings) -> list[ModelSpec]:
-    if settings.enhancer != "sidon" or is_local(settings.sidon_model):
+    if settings.enhance_backend != "sidon" or is_local(settings.enhance_sidon_model):
         return []
 
-    def _sidon(dest: Path, repo: str = settings.sidon_model) -> None:
+    def _sidon(dest: Path, repo: str = settings.enhance_sidon_model) -> None:
         from huggingface_hub import hf_hub_download
 
         from_hub(f"enhance {repo}", lambda: [hf_hub_download(repo, f, local_dir=str(dest))
                                              for f in SIDON_FILES])
     from services.enhance.weights import cache_name
 
-    return [ModelSpec("enhance", settings.sidon_model, cache_name(settings.sidon_model), _sidon)]
+    repo = settings.enhance_sidon_model
+    return [ModelSpec("enhance", repo, cache_name(repo), _sidon)]

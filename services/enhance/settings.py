@@ -4,6 +4,8 @@ keys as README.md's table; the Whisper section is the fidelity check's model."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field, field_validator
 
 from common.settings import one_of
@@ -16,8 +18,13 @@ MIN_DNSMOS_HOP = 0.1
 
 
 class EnhanceSettings(WhisperSettings):
-    enhancer: str = Field("sidon", description="sidon, rnnoise or none")
-    sidon_model: str = Field("sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
+    prefixes: ClassVar[tuple[str, ...]] = ("enhance_", "quality_")
+    renamed: ClassVar[dict[str, str]] = {"enhancer": "enhance_backend",
+                                         "sidon_model": "enhance_sidon_model"}
+
+    enhance_backend: str = Field("sidon", description="sidon, rnnoise or none")
+    enhance_sidon_model: str = Field(
+        "sarulab-speech/sidon-v0.1", description="dir, s3 prefix or hub id")
     enhance_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     enhance_chunk_seconds: float = Field(
         10.0, ge=1.0, le=3600, description="fixed chunk length for restoration")
@@ -81,7 +88,7 @@ class EnhanceSettings(WhisperSettings):
         description="audio annotated together at most, seconds (a batch ends at "
         "quality_batch_segments or here): bounds the annotations' working memory")
 
-    @field_validator("enhancer")
+    @field_validator("enhance_backend")
     @classmethod
     def _known_enhancer(cls, v: str) -> str:
         return one_of(v, ENHANCERS, "enhancer")

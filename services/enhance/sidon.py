@@ -40,10 +40,10 @@ def sidon_files(device: str) -> list[str]:
 
 
 def _hint(reason: str) -> str:
-    return (f"Sidon weights unavailable ({reason}). Set ONSEI_SIDON_MODEL to a directory or an "
-            "s3:// prefix holding feature_extractor_{cuda,cpu}.pt and decoder_{cuda,cpu}.pt "
+    return (f"Sidon weights unavailable ({reason}). Set ONSEI_ENHANCE_SIDON_MODEL to a directory "
+            "or an s3:// prefix holding feature_extractor_{cuda,cpu}.pt and decoder_{cuda,cpu}.pt "
             "(see docs/enhance.md; `onsei models fetch` where the hub is reachable), or use "
-            "the offline denoiser ONSEI_ENHANCER=rnnoise, or ONSEI_ENHANCER=none.")
+            "the offline denoiser ONSEI_ENHANCE_BACKEND=rnnoise, or ONSEI_ENHANCE_BACKEND=none.")
 
 
 class SidonBackend(Backend):
@@ -74,7 +74,8 @@ class SidonBackend(Backend):
                                          torch_cuda_available)
             files = sidon_files(self.device)
             try:
-                d = resolve_model_dir(self.settings.sidon_model, files, self.settings, _hint)
+                d = resolve_model_dir(self.settings.enhance_sidon_model, files, self.settings,
+                                      _hint)
             except WeightsUnavailable as e:
                 raise EnhancerUnavailable(str(e)) from e
             if self.device.startswith("cuda"):  # TF32 matmuls: Hopper/Ampere speed, fp32 weights
@@ -162,7 +163,7 @@ class SidonBackend(Backend):
         return out
 
     def info(self) -> dict[str, Any]:
-        return {"enhancer": "sidon", "enhancer_version": self.settings.sidon_model,
+        return {"enhancer": "sidon", "enhancer_version": self.settings.enhance_sidon_model,
                 "enhancer_device": self.device}
 
 

@@ -3,7 +3,7 @@ keys as every other setting."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -11,6 +11,8 @@ from common.settings import Settings
 
 
 class SpeakersSettings(Settings):
+    prefixes: ClassVar[tuple[str, ...]] = ("speakers_",)
+
     speakers_link_threshold: float = Field(
         0.8, gt=0.0, lt=1.0, description="cosine between a file's speaker (the mean of its "
         "segments' embeddings) and a corpus speaker's centroid at or above which they are one "

@@ -10,14 +10,15 @@ from services.tokenize.settings import TokenizeSettings
 
 
 def configured(settings: TokenizeSettings) -> list[ModelSpec]:
-    if is_local(settings.neucodec_model):
+    if is_local(settings.tokenize_neucodec_model):
         return []
 
-    def _neucodec(dest: Path, repo: str = settings.neucodec_model,
-                  variant: str = settings.tokenizer) -> None:
+    def _neucodec(dest: Path, repo: str = settings.tokenize_neucodec_model,
+                  variant: str = settings.tokenize_codec) -> None:
         def go() -> None:
             from services.tokenize.source import fetch_from_hub
 
             fetch_from_hub(repo, variant, dest)
         from_hub(f"tokenize {repo}", go)
-    return [ModelSpec("tokenize", settings.neucodec_model, settings.neucodec_model, _neucodec)]
+    repo = settings.tokenize_neucodec_model
+    return [ModelSpec("tokenize", repo, repo, _neucodec)]

@@ -80,8 +80,9 @@ def checkpoint_file(directory: Path) -> Path:
         if p.is_file():
             return p
     raise ModelLoadError(
-        f"no pytorch_model.bin or model.safetensors in {directory}: point ONSEI_NEUCODEC_MODEL "
-        "at a NeuCodec model directory, an s3:// prefix holding one, or a hub id")
+        f"no pytorch_model.bin or model.safetensors in {directory}: point "
+        "ONSEI_TOKENIZE_NEUCODEC_MODEL at a NeuCodec model directory, an s3:// prefix holding "
+        "one, or a hub id")
 
 
 def read_state_dict(path: Path) -> dict[str, Any]:

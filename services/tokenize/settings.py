@@ -4,6 +4,8 @@ README.md's table."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field, field_validator
 
 from common.settings import Settings, one_of
@@ -14,8 +16,13 @@ POLICIES: tuple[str, ...] = ("exact", "stitched", "padded", "library")
 
 
 class TokenizeSettings(Settings):
-    tokenizer: str = Field("neucodec", description="neucodec or distill-neucodec")
-    neucodec_model: str = Field("neuphonic/neucodec", description="dir, s3 prefix or hub id")
+    prefixes: ClassVar[tuple[str, ...]] = ("tokenize_", "filter_")
+    renamed: ClassVar[dict[str, str]] = {"tokenizer": "tokenize_codec",
+                                         "neucodec_model": "tokenize_neucodec_model"}
+
+    tokenize_codec: str = Field("neucodec", description="neucodec or distill-neucodec")
+    tokenize_neucodec_model: str = Field(
+        "neuphonic/neucodec", description="dir, s3 prefix or hub id")
     tokenize_device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     tokenize_batch_seconds: float = Field(
         240.0, gt=0, le=86400, description="audio seconds per model call")
@@ -57,7 +64,7 @@ class TokenizeSettings(Settings):
         1.0, ge=0.0, le=1.0, description="segments with more of their voiced time under two "
         "talkers at once than this (quality.overlap) get no tokens (1: off)")
 
-    @field_validator("tokenizer")
+    @field_validator("tokenize_codec")
     @classmethod
     def _known_tokenizer(cls, v: str) -> str:
         return one_of(v, TOKENIZERS, "tokenizer")

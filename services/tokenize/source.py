@@ -1,4 +1,4 @@
-"""``ONSEI_NEUCODEC_MODEL`` -> a local, self-sufficient model directory.
+"""``ONSEI_TOKENIZE_NEUCODEC_MODEL`` -> a local, self-sufficient model directory.
 
 A local dir is used as is; an ``s3://`` prefix is downloaded once into the model cache; a hub id
 is looked up in ``ONSEI_MODEL_CACHE`` first (dir or s3 prefix), then fetched from the hub
@@ -75,8 +75,8 @@ def fetch_from_hub(repo_id: str, variant: str, dest: Path) -> Path:
             f"cannot fetch {repo_id} from the Hugging Face hub ({type(e).__name__}: "
             f"{str(e)[:200]}). Offline? Download it elsewhere (pytorch_model.bin, plus "
             f"{SEMANTIC_HUB_IDS[variant]}'s config.json as semantic_config.json and "
-            "preprocessor_config.json) and set ONSEI_NEUCODEC_MODEL to that directory or to an "
-            f"s3:// prefix holding it, or place it at ONSEI_MODEL_CACHE/{repo_id}; "
+            "preprocessor_config.json) and set ONSEI_TOKENIZE_NEUCODEC_MODEL to that directory or "
+            f"to an s3:// prefix holding it, or place it at ONSEI_MODEL_CACHE/{repo_id}; "
             "`onsei models fetch` on a machine with hub access fills the model cache "
             "(`--to s3://bucket/models` to share it)") from e
 
@@ -108,5 +108,5 @@ def resolve_model_dir(spec: str, variant: str, settings: Settings) -> Path:
             if _s3_has(url, settings):
                 return fetch_prefix(url, cached, settings)
         return fetch_from_hub(spec, variant, cached)
-    raise ModelLoadError(f"ONSEI_NEUCODEC_MODEL={spec!r} is not a directory, an s3:// prefix "
-                         "or a hub id (owner/name)")
+    raise ModelLoadError(f"ONSEI_TOKENIZE_NEUCODEC_MODEL={spec!r} is not a directory, an s3:// "
+                         "prefix or a hub id (owner/name)")

@@ -8,7 +8,7 @@ from services.tokenize.settings import TokenizeSettings
 
 
 def _codec(settings: Settings) -> str:
-    return section(settings, TokenizeSettings).tokenizer
+    return section(settings, TokenizeSettings).tokenize_codec
 
 
 SPEC = StageSpec(

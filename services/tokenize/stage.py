@@ -44,10 +44,10 @@ class TokenizeStage(Stage):
 
         s = self.settings
         t0 = time.monotonic()
-        directory = resolve_model_dir(s.neucodec_model, s.tokenizer, s)
-        self.codec = load_codec(directory, s.tokenizer, s.tokenize_device)
+        directory = resolve_model_dir(s.tokenize_neucodec_model, s.tokenize_codec, s)
+        self.codec = load_codec(directory, s.tokenize_codec, s.tokenize_device)
         self.load_seconds = time.monotonic() - t0
-        log.info("tokenize: %s loaded from %s on %s in %.1f s", s.tokenizer, directory,
+        log.info("tokenize: %s loaded from %s on %s in %.1f s", s.tokenize_codec, directory,
                  self.codec.device, self.load_seconds)
 
     @property
@@ -65,8 +65,8 @@ class TokenizeStage(Stage):
 
         c = self.codec
         return {
-            "model": self.settings.neucodec_model,
-            "tokenizer": self.settings.tokenizer,
+            "model": self.settings.tokenize_neucodec_model,
+            "tokenizer": self.settings.tokenize_codec,
             "version": md.version("neucodec"),
             "device": c.device if c else None,
             "checkpoint_bytes": c.checkpoint_bytes if c else None,

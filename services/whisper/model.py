@@ -50,7 +50,7 @@ def resolve_model(settings: WhisperSettings) -> ResolvedModel:
         cached = resolve_model_dir(name, settings, REQUIRED_FILES)  # in an (s3) cache?
         if cached is not None and _is_model_dir(cached):
             return ResolvedModel(name, str(cached), bundled_version(short))
-        path = ensure_bundled(short, local_root(settings), settings.bundled_data_dir)
+        path = ensure_bundled(short, local_root(settings), settings.asr_bundled_data_dir)
         return ResolvedModel(name, str(path), bundled_version(short))
     direct = Path(name).expanduser()
     if _is_model_dir(direct):

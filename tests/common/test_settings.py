@@ -70,7 +70,7 @@ def test_onsei_config_command_redacts(monkeypatch: pytest.MonkeyPatch) -> None:
     values = json.loads(out)
     assert values["ONSEI_BROKER_URL"] == "redis://:***@127.0.0.1:6379/0"
     assert "hunter2" not in out
-    assert "ONSEI_LANGUAGES" in values
+    assert "ONSEI_ASR_LANGUAGES" in values
     assert values["ONSEI_DEDUP_MEMORY_LIMIT_MB"] == 4096  # onsei dedup's section too
 
 
@@ -116,15 +116,15 @@ def test_missing_config_file_is_an_error(tmp_path, monkeypatch: pytest.MonkeyPat
 
 
 def test_cli_says_one_line_per_bad_setting(tmp_path) -> None:
-    env = dict(__import__("os").environ, ONSEI_LANGUAGES="japanese", ONSEI_ENHANCER="x",
+    env = dict(__import__("os").environ, ONSEI_ASR_LANGUAGES="japanese", ONSEI_ENHANCE_BACKEND="x",
                ONSEI_BROKER_URL="redis://127.0.0.1:1/0")
     r = subprocess.run([sys.executable, "-m", "services.ops.cli", "run", "--range", "0",
                         "--input", str(tmp_path), "--output", str(tmp_path / "out")], env=env,
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert lines[0].startswith("Error: ONSEI_LANGUAGES: 'japanese' is not a Whisper language")
-    assert any(x.startswith("ONSEI_ENHANCER: unknown enhancer") for x in lines), lines
+    assert lines[0].startswith("Error: ONSEI_ASR_LANGUAGES: 'japanese' is not a Whisper language")
+    assert any(x.startswith("ONSEI_ENHANCE_BACKEND: unknown enhancer") for x in lines), lines
     assert not (tmp_path / "out").exists()  # nothing started
     env = dict(__import__("os").environ, ONSEI_CONFIG=str(tmp_path / "missing.yaml"))
     r = subprocess.run([sys.executable, "-m", "services.ops.cli", "config"], env=env,

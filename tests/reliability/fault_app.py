@@ -4,7 +4,7 @@
 
 ``ONSEI_FAULT_PIPELINE``: ``dummy`` (tests/dummy: the real Stage contract, no model, exact and
 fast) or ``real`` (services.asr with ``bundled:whisper-base`` and services.enhance, typically with
-``ONSEI_ENHANCER=none``; tokenize is left out of fault runs: a NeuCodec per worker process is
+``ONSEI_ENHANCE_BACKEND=none``; tokenize is left out of fault runs: a NeuCodec per worker process is
 ~1.5 GB). ``ONSEI_FAULT_HANG=asr:3,enhance:5`` makes the first attempt of those shards hang in a
 way that the soft time limit cannot interrupt (SIGUSR1 blocked, like a stuck GPU call): only the
 hard time limit frees them. ``ONSEI_FAULT_PAUSE_AFTER_DONE=asr:0`` makes the first attempt of

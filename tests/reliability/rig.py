@@ -108,7 +108,7 @@ class Rig:
             "AWS_ENDPOINT_URL": endpoint, "ONSEI_S3_ENDPOINT_URL": endpoint,
             "ONSEI_FAULT_PIPELINE": pipeline, "ONSEI_FAULT_DIR": str(root),
             "ONSEI_ASR_MODEL": "bundled:whisper-base", "ONSEI_ASR_DEVICE": "cpu",
-            "ONSEI_ENHANCER": "none", "ONSEI_UNTIL": CHAINS[pipeline][-1],
+            "ONSEI_ENHANCE_BACKEND": "none", "ONSEI_UNTIL": CHAINS[pipeline][-1],
             # Redelivery of unacked messages is only needed where a worker is lost (kill -9,
             # Redis down: those tests ask for REDELIVER_SECONDS); elsewhere a short timeout
             # only hands a reserved (prefetched, or retried with a countdown) message to a

@@ -94,7 +94,7 @@ def test_the_shard_fails_with_the_reason_and_nothing_is_published(case, raw_shar
 
     out = tmp_path / "out"
     _write(out, BAD[case][0])
-    s = make_settings(input_url=str(raw_shard), output_url=str(out), enhancer="none")
+    s = make_settings(input_url=str(raw_shard), output_url=str(out), enhance_backend="none")
     res = Engine(s, PIPELINE, EnhanceStage(s)).attempt(0)
     assert res.status == "failed" and isinstance(res.error, AsrInputError), res
     assert res.reason.startswith("AsrInputError: asr/shard-000000.jsonl line "), res.reason
@@ -122,7 +122,7 @@ def test_non_finite_samples_fail_the_shard_naming_the_member(bad, tmp_path, make
     raw, out = tmp_path / "raw", tmp_path / "out"
     make_shard(raw / "shard-000000.tar", {"k1": {"wav": _float_wav(x)}})
     _write(out, _line("k1"))
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="none")
     with pytest.raises(SegmentMismatch) as ei:
         Engine(s, PIPELINE, EnhanceStage(s)).run(0)
     assert "k1_0000 (error:non_finite_samples)" in str(ei.value), str(ei.value)

@@ -6,7 +6,8 @@ outputs, nothing dead-lettered.
 
 Default run: the dummy pipeline (tests/dummy: the real Stage contract, executor, task body,
 queues and storage; no model), about 2-3 minutes. ``-m slow`` adds the same faults on the real
-stages (asr with bundled:whisper-base, enhance with ONSEI_ENHANCER=none) and longer kill series:
+stages (asr with bundled:whisper-base, enhance with ONSEI_ENHANCE_BACKEND=none) and longer kill
+series:
 
     pytest tests/reliability/test_faults.py -m "slow or not slow"
 

@@ -76,7 +76,7 @@ def test_tokenize_worker_without_its_model_hands_back_and_exits(rigs, tmp_path, 
     """The load fails at process start (logged) and again at the first shard: that shard goes
     back, uncounted, and the worker exits; the other two were never taken."""
     rig = Rig.create(tmp_path / "rig", s3_endpoint, pipeline="dummy", shards=3,
-                     ONSEI_NEUCODEC_MODEL=str(tmp_path / "no-such-model"))
+                     ONSEI_TOKENIZE_NEUCODEC_MODEL=str(tmp_path / "no-such-model"))
     rigs.append(rig)
     led = rig._ledger()
     for i in rig.ids:  # its inputs are there: only the model is missing

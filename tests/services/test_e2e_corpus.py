@@ -52,9 +52,9 @@ def test_two_pack_audio_runs_make_one_corpus(make_settings, tmp_path: Path, code
         folder.mkdir()
         (folder / "clip.wav").write_bytes(wav_bytes(synth(text, voice=voice, speed=160)))
         (folder / "same.wav").write_bytes(same)
-    s = make_settings(asr_model="bundled:whisper-base", asr_device="cpu", enhancer="rnnoise",
+    s = make_settings(asr_model="bundled:whisper-base", asr_device="cpu", enhance_backend="rnnoise",
                       enhance_device="cpu", quality_annotations=True,
-                      quality_fidelity_fraction=0.0, neucodec_model=codec,
+                      quality_fidelity_fraction=0.0, tokenize_neucodec_model=codec,
                       tokenize_device="cpu", filter_min_ovrl=0.0, filter_min_speech_fraction=0.0,
                       filter_max_music=1.0)
     for i in (0, 1):

@@ -56,8 +56,9 @@ def env(tmp_path: Path, s3_bucket: str, private_redis_url: str, models) -> dict[
     return pipeline_env(
         private_redis_url, f"s3://{s3_bucket}/raw", f"s3://{s3_bucket}/out", tmp_path / "scratch",
         ONSEI_VISIBILITY_TIMEOUT="600", ONSEI_ASR_MODEL="bundled:whisper-base",
-        ONSEI_ASR_DEVICE="cpu", ONSEI_ENHANCER="sidon", ONSEI_SIDON_MODEL=models["sidon"],
-        ONSEI_ENHANCE_DEVICE="cpu", ONSEI_NEUCODEC_MODEL=models["neucodec"],
+        ONSEI_ASR_DEVICE="cpu", ONSEI_ENHANCE_BACKEND="sidon",
+        ONSEI_ENHANCE_SIDON_MODEL=models["sidon"],
+        ONSEI_ENHANCE_DEVICE="cpu", ONSEI_TOKENIZE_NEUCODEC_MODEL=models["neucodec"],
         ONSEI_TOKENIZE_DEVICE="cpu", ONSEI_TOKENIZE_BATCH_SECONDS="20")
 
 
@@ -77,7 +78,7 @@ def test_three_fleets_end_to_end(env, request) -> None:
         kept = sum(1 for r in asr for seg in r.get("segments", []) if seg.get("kept"))
         assert kept >= 1, asr
         tokens = [json.loads(x) for x in led.store.read_bytes(
-            f"tokens/{s.tokenizer}/{s.shard_stem(i)}.jsonl").decode().splitlines()]
+            f"tokens/{s.tokenize_codec}/{s.shard_stem(i)}.jsonl").decode().splitlines()]
         assert len(tokens) == kept and len({t["id"] for t in tokens}) == kept  # each once
         assert all(t["codes"]["neu_tokens"] and t["text"] for t in tokens)
         # the text as spoken, from asr through the sidecar (Japanese: its reading too)

@@ -48,7 +48,7 @@ def env(tmp_path: Path, s3_bucket: str, private_redis_url: str) -> dict[str, str
 def _segments(env: dict[str, str], shard_id: int) -> list[str]:
     led = ledger_for(env)
     s = settings_from(env)
-    key = f"tokens/{s.tokenizer}/{s.shard_stem(shard_id)}.jsonl"
+    key = f"tokens/{s.tokenize_codec}/{s.shard_stem(shard_id)}.jsonl"
     lines = led.store.read_bytes(key).decode().splitlines()
     return [json.loads(x)["id"] for x in lines]
 

@@ -25,16 +25,16 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_defaults_match_design(clean_env) -> None:
     s = PipelineSettings()
-    assert s.languages == ["ja", "en"]
+    assert s.asr_languages == ["ja", "en"]
     assert s.asr_model == "large-v3-turbo"
     assert (s.asr_device, s.asr_compute_type) == ("auto", "auto")
     assert s.asr_batch_size == 16
     assert s.asr_chunk_seconds == 120
-    assert s.enhancer == "sidon"
-    assert s.sidon_model == "sarulab-speech/sidon-v0.1"
+    assert s.enhance_backend == "sidon"
+    assert s.enhance_sidon_model == "sarulab-speech/sidon-v0.1"
     assert s.enhance_chunk_seconds == 10
-    assert s.tokenizer == "neucodec"
-    assert s.neucodec_model == "neuphonic/neucodec"
+    assert s.tokenize_codec == "neucodec"
+    assert s.tokenize_neucodec_model == "neuphonic/neucodec"
     assert s.model_cache.endswith(".cache/onsei/models")
 
 
@@ -51,10 +51,10 @@ def test_each_spec_names_its_section_and_the_pipeline_joins_them() -> None:
 
 @pytest.mark.parametrize("section, field, env, yaml, want_env, want_yaml", [
     (AsrSettings, "asr_batch_size", "32", "4", 32, 4),
-    (AsrSettings, "languages", "ja, en ,zh", "en", ["ja", "en", "zh"], ["en"]),
+    (AsrSettings, "asr_languages", "ja, en ,zh", "en", ["ja", "en", "zh"], ["en"]),
     (EnhanceSettings, "enhance_chunk_seconds", "8", "6", 8.0, 6.0),
     (EnhanceSettings, "quality_fidelity_fraction", "0.5", "0.25", 0.5, 0.25),
-    (TokenizeSettings, "tokenizer", "distill-neucodec", "distill-neucodec", "distill-neucodec",
+    (TokenizeSettings, "tokenize_codec", "distill-neucodec", "distill-neucodec", "distill-neucodec",
      "distill-neucodec"),
     (TokenizeSettings, "filter_min_ovrl", "1.5", "2.5", 1.5, 2.5),
 ])
@@ -107,9 +107,9 @@ def test_the_stage_reads_its_section(make_settings) -> None:
     from services.asr.stage import AsrStage
     from services.tokenize.stage import TokenizeStage
 
-    s = make_settings(asr_batch_size=3, tokenizer="distill-neucodec")
+    s = make_settings(asr_batch_size=3, tokenize_codec="distill-neucodec")
     assert AsrStage(s).settings.asr_batch_size == 3
-    assert TokenizeStage(s).settings.tokenizer == "distill-neucodec"
+    assert TokenizeStage(s).settings.tokenize_codec == "distill-neucodec"
     assert PIPELINE.output_key("tokenize", make_settings(), 1).startswith("tokens/neucodec/")
     assert PIPELINE.output_key("tokenize", s, 1) == "tokens/distill-neucodec/shard-000001.jsonl"
 
@@ -148,8 +148,8 @@ def test_no_section_float_takes_nan_or_infinity(clean_env, value: str) -> None:
     ("enhance_frontend", "jax", "ONSEI_ENHANCE_FRONTEND: unknown Sidon frontend 'jax'"),
     ("quality_dnsmos_hop_seconds", 0.01,
      "ONSEI_QUALITY_DNSMOS_HOP_SECONDS: 0.01 s is below the finest hop, 0.1 s"),
-    ("segment_min_seconds", 40,
-     "ONSEI_SEGMENT_MIN_SECONDS (40) must be below ONSEI_SEGMENT_MAX_SECONDS (30)"),
+    ("asr_segment_min_seconds", 40,
+     "ONSEI_ASR_SEGMENT_MIN_SECONDS (40) must be below ONSEI_ASR_SEGMENT_MAX_SECONDS (30)"),
 ])
 def test_section_values_checked_up_front(field: str, value, want: str) -> None:
     msg = _errors(**{field: value})
@@ -171,10 +171,10 @@ def _errors(**kw) -> str:
 
 
 def test_language_names_are_refused_with_the_valid_codes() -> None:
-    msg = _errors(languages="ja,japanese")
-    assert msg.startswith("ONSEI_LANGUAGES: 'japanese' is not a Whisper language code")
+    msg = _errors(asr_languages="ja,japanese")
+    assert msg.startswith("ONSEI_ASR_LANGUAGES: 'japanese' is not a Whisper language code")
     assert "did you mean ja?" in msg and ", yue" in msg and "\n" not in msg
-    assert "ONSEI_LANGUAGES" in _errors(languages="")
+    assert "ONSEI_ASR_LANGUAGES" in _errors(asr_languages="")
 
 
 def test_our_language_list_is_whispers() -> None:
@@ -185,9 +185,9 @@ def test_our_language_list_is_whispers() -> None:
 
 
 @pytest.mark.parametrize("field,value,want", [
-    ("enhancer", "sidonn", ("ONSEI_ENHANCER: unknown enhancer 'sidonn': choose one of sidon, "
-                           "rnnoise, none")),
-    ("tokenizer", "encodec", "ONSEI_TOKENIZER: unknown tokenizer 'encodec'"),
+    ("enhance_backend", "sidonn", ("ONSEI_ENHANCE_BACKEND: unknown enhancer 'sidonn': choose one "
+                                  "of sidon, rnnoise, none")),
+    ("tokenize_codec", "encodec", "ONSEI_TOKENIZE_CODEC: unknown tokenizer 'encodec'"),
 ])
 def test_choices_checked(field: str, value: str, want: str) -> None:
     msg = _errors(**{field: value})
@@ -195,10 +195,11 @@ def test_choices_checked(field: str, value: str, want: str) -> None:
 
 
 def test_every_bad_setting_of_every_section_is_one_line() -> None:
-    msg = _errors(languages="japanese", enhancer="x", tokenizer="y", broker_url="http://h/0")
+    msg = _errors(asr_languages="japanese", enhance_backend="x", tokenize_codec="y",
+                  broker_url="http://h/0")
     names = [line.split(":", 1)[0] for line in msg.splitlines()]
-    assert sorted(names) == ["ONSEI_BROKER_URL", "ONSEI_ENHANCER", "ONSEI_LANGUAGES",
-                             "ONSEI_TOKENIZER"]
+    assert sorted(names) == ["ONSEI_ASR_LANGUAGES", "ONSEI_BROKER_URL", "ONSEI_ENHANCE_BACKEND",
+                             "ONSEI_TOKENIZE_CODEC"]
 
 
 def test_no_library_module_reads_a_setting_from_the_environment() -> None:

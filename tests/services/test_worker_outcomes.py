@@ -21,7 +21,7 @@ def _worker(tmp_path: Path, redis_url: str) -> tuple[subprocess.Popen, Path]:
     from tests.services.enhance.helpers import build_inputs
 
     build_inputs(tmp_path / "raw", tmp_path / "out")
-    env = {**os.environ, "ONSEI_BROKER_URL": redis_url, "ONSEI_ENHANCER": "none",
+    env = {**os.environ, "ONSEI_BROKER_URL": redis_url, "ONSEI_ENHANCE_BACKEND": "none",
            "ONSEI_OUTPUT_URL": str(tmp_path / "out"), "ONSEI_INPUT_URL": str(tmp_path / "raw"),
            "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"), "ONSEI_RETRY_BACKOFF_SECONDS": "0.02",
            "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}

@@ -180,7 +180,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
 
     store = open_store(output_url, settings)
     ledger = open_ledger(settings, store)
-    codec = section(settings, TokenizeSettings).tokenizer
+    codec = section(settings, TokenizeSettings).tokenize_codec
     data = ReportData(output_url=output_url, tokenizer=codec,
                       generated_at=time.time(), stages={s: StageSummary(s) for s in STAGES})
     slow: list[dict[str, Any]] = []

@@ -71,7 +71,7 @@ def test_done_record_is_atomic(env, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_tokenizer_has_its_own_ledger(env) -> None:
     _, _, make = env
-    neu, distill = make(tokenizer="neucodec"), make(tokenizer="distill-neucodec")
+    neu, distill = make(tokenize_codec="neucodec"), make(tokenize_codec="distill-neucodec")
     neu.mark_done("tokenize", 1, {})
     neu.mark_failed("tokenize", 2, "oom")
     assert neu.done_ids("tokenize") == {1} and distill.done_ids("tokenize") == set()

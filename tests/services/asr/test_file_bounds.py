@@ -50,7 +50,7 @@ def test_dropped_file_costs_its_head_only(asr_stage, vad_calls, encoded_rows,
     other = make_longform(language, seconds=240.0, min_sentences=10)
     line = asr_stage.transcribe_file(language, other.audio).line.to_dict()
     assert line["status"] == "dropped:language" and line["language"] == language
-    head = max(s.lid_head_seconds, 60.0)
+    head = max(s.asr_lid_head_seconds, 60.0)
     assert vad_calls and max(end for _, end in vad_calls) <= head + 0.01
     # the head's windows only (a file is dropped when none of them is in a kept language), never
     # the 8 windows of the whole file
@@ -78,7 +78,7 @@ def test_kept_file_encodes_each_window_once_and_decodes_in_full_batches(
     english = make_longform("en", seconds=100.0, min_sentences=10, seed=3)
     # clips uncut: one segment per clip
     monkeypatch.setattr(asr_stage, "settings",
-                        asr_stage.settings.model_copy(update={"segment_target_seconds": 0.0}))
+                        asr_stage.settings.model_copy(update={"asr_segment_target_seconds": 0.0}))
     out = asr_stage.transcribe_file("en", english.audio)
     n = out.segments
     assert out.line.status == "ok" and out.extra.get("coverage_retried", 0) == 0

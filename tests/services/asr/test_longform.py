@@ -43,7 +43,7 @@ def _compare(stage, form: LongForm) -> Compared:
     joiner = "" if form.language == "ja" else " "
     hyp = joiner.join(s["text"] for s in line["segments"] if s["kept"])
     s = stage.settings
-    peer = peer_transcribe(stage._loaded.model, form.audio, s.languages, s.asr_batch_size,
+    peer = peer_transcribe(stage._loaded.model, form.audio, s.asr_languages, s.asr_batch_size,
                            s.asr_beam_size)
     c = Compared(form, line, error_rate(form.language, form.reference, hyp),
                  error_rate(form.language, form.reference, peer.text))

@@ -98,7 +98,7 @@ def test_build_segments_cuts_and_keeps_the_flags_index_for_index() -> None:
     assert [x.idx for x in segs.lines] == [0, 1, 2]
     assert [x.kept for x in segs.lines] == [True, True, False]
     assert segs.lines[2].reason is not None and "text_coverage" in segs.lines[2].reason
-    assert all(x.end - x.start <= S.segment_target_seconds for x in segs.lines[:2])
+    assert all(x.end - x.start <= S.asr_segment_target_seconds for x in segs.lines[:2])
     assert segs.lines[0].end <= segs.lines[1].start
 
 
@@ -131,7 +131,7 @@ def test_sentence_punctuation_kept_across_a_multi_sentence_clip(asr_stage, pause
     text = " ".join(s.text for s in kept)
     for word in ("dog.", "bread.", "week."):
         assert word in text, text
-    target = asr_stage.settings.segment_target_seconds
+    target = asr_stage.settings.asr_segment_target_seconds
     for s in kept:
         assert s.text.rstrip()[-1] in ".?!"
         assert s.end - s.start <= target

@@ -95,7 +95,7 @@ def test_real_stage_word_times_against_known_offsets(tmp_path) -> None:
 
     # the words are espeak's: Whisper base's language probability for them sits near the 0.5
     # default (0.47 with CTranslate2 4.8.5), and language ID is not what is measured here
-    stage = AsrStage(asr_settings(tmp_path, language_threshold=0.3))
+    stage = AsrStage(asr_settings(tmp_path, asr_language_threshold=0.3))
     stage.load()
     utts = utterances(3)
     errs, lines = [], []

@@ -41,7 +41,7 @@ def _run(make_settings, base: Path, tmp_path: Path, **over) -> tuple[Path, dict]
 @pytest.mark.parametrize(("enhancer", "annotate"), [("none", False), ("rnnoise", True)])
 def test_stage_writes_a_signature_per_segment(base, make_settings, tmp_path, enhancer: str,
                                               annotate: bool) -> None:
-    out, rec = _run(make_settings, base, tmp_path, enhancer=enhancer,
+    out, rec = _run(make_settings, base, tmp_path, enhance_backend=enhancer,
                     quality_annotations=annotate, quality_fidelity_fraction=0.0)
     key = "enhanced/shard-000000.signatures.parquet"
     assert key in rec.outputs and rec.counts["signatures"] == 3
@@ -68,10 +68,10 @@ def test_stage_writes_a_signature_per_segment(base, make_settings, tmp_path, enh
 
 
 def test_rerun_rewrites_the_signature_file(base, make_settings, tmp_path) -> None:
-    out, _ = _run(make_settings, base, tmp_path, enhancer="none", quality_annotations=False)
+    out, _ = _run(make_settings, base, tmp_path, enhance_backend="none", quality_annotations=False)
     sig = out / "enhanced/shard-000000.signatures.parquet"
     sig.write_bytes(b"not parquet")
-    s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhancer="none",
+    s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhance_backend="none",
                       quality_annotations=False, enhance_device="cpu")
     Engine(s, PIPELINE, EnhanceStage(s)).run(0, check_done=False)
     assert read_signatures(sig).num_rows == 3
@@ -81,8 +81,8 @@ def test_device_spectrograms_give_the_same_signatures(base, make_settings, tmp_p
     from services.dedup.spectrum import numpy_powers
     from services.enhance.signature_powers import DevicePowers
 
-    s = make_settings(input_url=str(base / "raw"), enhancer="none", quality_annotations=False,
-                      enhance_device="cpu")
+    s = make_settings(input_url=str(base / "raw"), enhance_backend="none",
+                      quality_annotations=False, enhance_device="cpu")
     stage = EnhanceStage(s)
     stage.load()
     assert stage._signature_powers is numpy_powers  # no GPU: numpy
@@ -90,7 +90,7 @@ def test_device_spectrograms_give_the_same_signatures(base, make_settings, tmp_p
     for name, powers in (("numpy", numpy_powers), ("torch", DevicePowers("cpu"))):
         out = tmp_path / name
         shutil.copytree(base / "out", out)
-        s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhancer="none",
+        s = make_settings(input_url=str(base / "raw"), output_url=str(out), enhance_backend="none",
                           quality_annotations=False, enhance_device="cpu")
         stage = EnhanceStage(s)
         stage._signature_powers = powers

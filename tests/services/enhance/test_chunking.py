@@ -18,7 +18,7 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def identity_backend(tmp_path_factory: pytest.TempPathFactory) -> SidonBackend:
     d = build_small_sidon(tmp_path_factory.mktemp("sidon-id"), identity=True)
-    b = SidonBackend(EnhanceSettings(sidon_model=str(d), enhance_device="cpu"))
+    b = SidonBackend(EnhanceSettings(enhance_sidon_model=str(d), enhance_device="cpu"))
     b.load()
     return b
 

@@ -43,7 +43,7 @@ HOSTILE = [  # what the issue reproduced, in one shard
 
 
 def test_asr_and_enhance_take_the_same_audio(make_settings, tmp_path: Path) -> None:
-    s = make_settings(enhancer="none", max_sidecar_bytes=1024)
+    s = make_settings(enhance_backend="none", max_sidecar_bytes=1024)
     make_tar(Path(s.input_url) / "shard-000000.tar", HOSTILE)
     asr: dict[str, list] = {}
     for d in decoded_members(Path(s.input_url) / "shard-000000.tar", s):
@@ -74,7 +74,7 @@ def test_asr_and_enhance_take_the_same_audio(make_settings, tmp_path: Path) -> N
 def test_enhance_refuses_a_key_asr_could_not_have_kept(make_settings, tmp_path: Path) -> None:
     """The reported case: asr's line says a was transcribed (from one of a.wav / a.flac); the
     shard fails with the reason and nothing is published or marked done."""
-    s = make_settings(enhancer="none")
+    s = make_settings(enhance_backend="none")
     make_tar(Path(s.input_url) / "shard-000000.tar", HOSTILE[:3])
     _write_asr(Path(s.output_url), [asr_line("a", "ok", [(0.25, 1.75, True)]),
                                     asr_line("clip", "ok", [(0.25, 1.75, True)])])

@@ -21,7 +21,7 @@ def small_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_front_end_is_built_offline_and_shapes_follow_the_contract(small_dir,
                                                                    make_settings) -> None:
-    b = make_backend(make_settings(enhancer="sidon", sidon_model=str(small_dir),
+    b = make_backend(make_settings(enhance_backend="sidon", enhance_sidon_model=str(small_dir),
                                    enhance_device="cpu"))
     assert isinstance(b, SidonBackend)
     b.load()
@@ -39,7 +39,7 @@ def test_loads_from_an_s3_prefix_once(small_dir, make_settings, s3_bucket, tmp_p
     for f in ("feature_extractor_cpu.pt", "decoder_cpu.pt"):
         s3.upload_file(str(small_dir / f), s3_bucket, f"models/sidon/{f}")
     cache = tmp_path / "cache"
-    s = make_settings(enhancer="sidon", sidon_model=f"s3://{s3_bucket}/models/sidon",
+    s = make_settings(enhance_backend="sidon", enhance_sidon_model=f"s3://{s3_bucket}/models/sidon",
                       enhance_device="cpu", model_cache=str(cache))
     b = SidonBackend(s)
     b.load()
@@ -54,18 +54,19 @@ def test_loads_from_an_s3_prefix_once(small_dir, make_settings, s3_bucket, tmp_p
 
 def test_missing_weights_say_what_to_do(make_settings, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    s = make_settings(enhancer="sidon", sidon_model="sarulab-speech/sidon-v0.1",
+    s = make_settings(enhance_backend="sidon", enhance_sidon_model="sarulab-speech/sidon-v0.1",
                       enhance_device="cpu", model_cache=str(tmp_path / "empty"))
     with pytest.raises(EnhancerUnavailable) as e:
         SidonBackend(s).load()
     msg = str(e.value)
-    assert all(n in msg for n in ("ONSEI_SIDON_MODEL", "ONSEI_ENHANCER=rnnoise", "HF_HUB_OFFLINE"))
+    assert all(n in msg for n in ("ONSEI_ENHANCE_SIDON_MODEL", "ONSEI_ENHANCE_BACKEND=rnnoise",
+                                  "HF_HUB_OFFLINE"))
     (tmp_path / "partial").mkdir()
-    s2 = make_settings(enhancer="sidon", sidon_model=str(tmp_path / "partial"),
+    s2 = make_settings(enhance_backend="sidon", enhance_sidon_model=str(tmp_path / "partial"),
                        enhance_device="cpu")
     with pytest.raises(EnhancerUnavailable, match="lacks feature_extractor_cpu.pt"):
         SidonBackend(s2).load()
-    with pytest.raises(EnhancerUnavailable, match="unknown ONSEI_ENHANCER"):
+    with pytest.raises(EnhancerUnavailable, match="unknown ONSEI_ENHANCE_BACKEND"):
         make_backend(make_settings().model_copy(update={"enhancer": "magic"}))
 
 
@@ -88,7 +89,7 @@ def test_torch_filterbank_matches_transformers(small_dir, make_settings) -> None
     # And the two front-end settings give the same restored audio.
     outs = []
     for fe in ("torch", "transformers"):
-        b = SidonBackend(make_settings(sidon_model=str(small_dir), enhance_device="cpu",
+        b = SidonBackend(make_settings(enhance_sidon_model=str(small_dir), enhance_device="cpu",
                                        enhance_frontend=fe))
         b.load()
         outs.append(b.run(b.prepare(rows[:, :32000])))
@@ -98,7 +99,7 @@ def test_torch_filterbank_matches_transformers(small_dir, make_settings) -> None
 def test_out_of_gpu_memory_halves_the_batch(small_dir, make_settings) -> None:
     import torch
 
-    b = SidonBackend(make_settings(sidon_model=str(small_dir), enhance_device="cpu"))
+    b = SidonBackend(make_settings(enhance_sidon_model=str(small_dir), enhance_device="cpu"))
     b.load()
     rows = (0.1 * np.random.default_rng(2).standard_normal((4, 16000))).astype(np.float32)
     expected = b.run(b.prepare(rows))

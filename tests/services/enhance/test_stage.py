@@ -58,8 +58,8 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
         return real(data, *a, **k)
 
     monkeypatch.setattr(segments_mod, "decode_chunks", spy)
-    _s, out, rec = run_stage(make_settings, base, tmp_path, enhancer=enhancer,
-                            sidon_model=str(model))
+    _s, out, rec = run_stage(make_settings, base, tmp_path, enhance_backend=enhancer,
+                            enhance_sidon_model=str(model))
     # Dropped (b), errored (c) and nothing-kept (d) members are never decoded: their garbage
     # bytes would have been an error record.
     assert len(decoded) == 2
@@ -90,7 +90,7 @@ def test_stage_writes_kept_segments_only(prepared, make_settings, tmp_path, monk
 
 def test_none_backend_cuts_the_right_audio(prepared, make_settings, tmp_path) -> None:
     base, _, _model = prepared
-    _, out, _ = run_stage(make_settings, base, tmp_path, enhancer="none")
+    _, out, _ = run_stage(make_settings, base, tmp_path, enhance_backend="none")
     members = dict(read_tar(out / "enhanced/shard-000000.tar"))
     got, _ = sf.read(io.BytesIO(members["a_0002.flac"]), dtype="float32")
     src = resample(speech(14.0, 1), 16000, 24000)[int(5.0 * 24000):int(13.5 * 24000)]
@@ -103,7 +103,7 @@ def test_member_left_in_the_tar_gives_the_same_output(prepared, make_settings, t
                                                      monkeypatch) -> None:
     """A large member is decoded from the shard file (never held as bytes): same tar."""
     base, _, _model = prepared
-    _, out, _ = run_stage(make_settings, base, tmp_path / "held", enhancer="none")
+    _, out, _ = run_stage(make_settings, base, tmp_path / "held", enhance_backend="none")
     held = read_tar(out / "enhanced/shard-000000.tar")
     kinds: list[str] = []
     real = segments_mod.decode_chunks
@@ -114,7 +114,7 @@ def test_member_left_in_the_tar_gives_the_same_output(prepared, make_settings, t
 
     monkeypatch.setattr(segments_mod, "LEAVE_IN_TAR_BYTES", 1)
     monkeypatch.setattr(segments_mod, "decode_chunks", spy)
-    _, out, rec = run_stage(make_settings, base, tmp_path / "left", enhancer="none")
+    _, out, rec = run_stage(make_settings, base, tmp_path / "left", enhance_backend="none")
     assert kinds == ["MemberSlice", "MemberSlice"] and rec.counts["errors"] == 0
     assert read_tar(out / "enhanced/shard-000000.tar") == held
 
@@ -139,7 +139,7 @@ def test_bad_members_fail_the_shard_with_every_reason(make_settings, tmp_path) -
     (out / "asr").mkdir(parents=True)
     (out / "asr/shard-000007.jsonl").write_text(
         "".join(json.dumps(x) + "\n" for x in lines) + "{not json\n")
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="none")
     with pytest.raises(SegmentMismatch) as ei:
         Engine(s, PIPELINE, EnhanceStage(s)).run(7)
     msg = str(ei.value)
@@ -157,7 +157,7 @@ def test_shard_with_nothing_kept_gives_an_empty_tar(make_settings, tmp_path) -> 
     (out / "asr").mkdir(parents=True)
     (out / "asr/shard-000003.jsonl").write_text(
         json.dumps(asr_line("x", "dropped:language", [], language="de")) + "\n")
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none")
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="none")
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(3).record
     assert rec.counts["segments"] == 0 and rec.counts["members_decoded"] == 0
     assert rec.stat("padded_fraction") == 0.0 and rec.audio_seconds_out == 0.0

@@ -27,7 +27,7 @@ def test_worker_answers_ping_and_enhances_a_shard(isolated_redis_url: str, tmp_p
     from tests.services.enhance.helpers import build_inputs
 
     build_inputs(tmp_path / "raw", tmp_path / "out")
-    env = {**os.environ, "ONSEI_BROKER_URL": isolated_redis_url, "ONSEI_ENHANCER": "none",
+    env = {**os.environ, "ONSEI_BROKER_URL": isolated_redis_url, "ONSEI_ENHANCE_BACKEND": "none",
            "ONSEI_OUTPUT_URL": str(tmp_path / "out"), "ONSEI_INPUT_URL": str(tmp_path / "raw"),
            "OMP_NUM_THREADS": "1"}
     name = f"enhance-test-{os.getpid()}@%h"

@@ -40,7 +40,7 @@ def test_runs_all_stages_then_skips(make_settings) -> None:
 
 class _NoModel(DummyEnhance):
     def load(self) -> None:
-        raise RuntimeError("Sidon weights not found offline: set ONSEI_SIDON_MODEL")
+        raise RuntimeError("Sidon weights not found offline: set ONSEI_ENHANCE_SIDON_MODEL")
 
 
 def test_model_unavailable_fails_clearly_after_saving_earlier_stages(make_settings) -> None:

@@ -18,7 +18,7 @@ LABELS = {"a_0000": ("spk00000003", 0.91), "a_0001": ("spk00000003", 0.88)}
 
 
 def _engine(make_settings, codec, shards=(3, 4)):
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu")
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu")
     for shard in shards:
         write_enhanced_tar(Path(s.output_url) / output_key("enhance", s, shard), SEGS)
     stage = TokenizeStage(s)

@@ -41,7 +41,7 @@ def test_policy_applies_the_list_only_to_covered_shards(tmp_path: Path) -> None:
 
 
 def _run(make_settings, codec, shard: int, **kw):
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu", **kw)
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu", **kw)
     write_enhanced_tar(Path(s.output_url) / output_key("enhance", s, shard), SEGS)
     stage = TokenizeStage(s)
     stage.codec = codec

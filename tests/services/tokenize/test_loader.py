@@ -59,7 +59,7 @@ def test_hub_id_offline_says_what_to_do(tmp_path: Path, make_settings, monkeypat
     s = make_settings(model_cache=str(tmp_path / "cache"))
     with pytest.raises(ModelLoadError) as e:
         resolve_model_dir("neuphonic/neucodec", "neucodec", s)
-    assert "ONSEI_NEUCODEC_MODEL" in str(e.value) and "neuphonic/neucodec" in str(e.value)
+    assert "ONSEI_TOKENIZE_NEUCODEC_MODEL" in str(e.value) and "neuphonic/neucodec" in str(e.value)
     assert "`onsei models fetch`" in str(e.value)
 
 

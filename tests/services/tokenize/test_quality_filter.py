@@ -33,7 +33,7 @@ SEGS = {  # key -> (seconds, quality or None)
 
 
 def _run(make_settings, codec, shard: int = 3, **kw):
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu", **kw)
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu", **kw)
     tar = Path(s.output_url) / output_key("enhance", s, shard)
     with ShardWriter(tar) as w:
         for i, (key, (sec, q)) in enumerate(SEGS.items()):

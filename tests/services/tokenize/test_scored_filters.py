@@ -57,7 +57,7 @@ def test_tokens_line_has_the_score_and_the_filter_skips(field: str, make_setting
                                                         codec) -> None:
     _, setting = SCORES[field]
     extra = {} if setting is None else {f"filter_max_{field}": setting}
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu", **extra)
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu", **extra)
     limit = setting if setting is not None else SCORES[field][0]
     segs = {"m_0000": 0.05, "m_0001-1": 0.93, "m_0002": None}
     write_enhanced_tar(Path(s.output_url) / output_key("enhance", s, 6),

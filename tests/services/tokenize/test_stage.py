@@ -19,7 +19,7 @@ SEGMENTS = [("000000051649_0000", 0.6, "hello there"), ("000000051649_0001", 1.0
 
 
 def _setup(make_settings, tmp_path: Path, codec, **kw) -> tuple:
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu",
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu",
                       tokenize_batch_seconds=2.0, **kw)
     tar = Path(s.output_url) / output_key("enhance", s, 7)
     bad = {"000000051651_0000": {"flac": b"not audio", "json": b'{"text": "x"}'},

@@ -42,7 +42,7 @@ SEGS = {  # key -> (speaker_id, speech fraction)
 
 
 def test_lines_carry_speaker_and_prosody_and_silence_is_skipped(make_settings, codec) -> None:
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu")
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu")
     tar = Path(s.output_url) / output_key("enhance", s, 5)
     with ShardWriter(tar) as w:
         for i, (key, (sid, speech)) in enumerate(SEGS.items()):

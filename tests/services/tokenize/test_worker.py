@@ -27,13 +27,13 @@ def test_worker_answers_ping_and_tokenizes_a_shard(isolated_redis_url: str, tmp_
                                                    neucodec_dir: Path) -> None:
     out = tmp_path / "out"
     s = PipelineSettings(broker_url=isolated_redis_url, output_url=str(out),
-                 scratch_dir=str(tmp_path / "scratch"), neucodec_model=str(neucodec_dir),
+                 scratch_dir=str(tmp_path / "scratch"), tokenize_neucodec_model=str(neucodec_dir),
                  tokenize_device="cpu")
     write_enhanced_tar(out / output_key("enhance", s, 3),
                        [("000000000001_0000", 0.5, "one"), ("000000000001_0001", 0.7, "two")])
     env = {**os.environ, "ONSEI_BROKER_URL": isolated_redis_url, "ONSEI_OUTPUT_URL": str(out),
            "ONSEI_SCRATCH_DIR": str(tmp_path / "scratch"),
-           "ONSEI_NEUCODEC_MODEL": str(neucodec_dir),
+           "ONSEI_TOKENIZE_NEUCODEC_MODEL": str(neucodec_dir),
            "ONSEI_TOKENIZE_DEVICE": "cpu", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("ONSEI_CONFIG", None)
     log = open(tmp_path / "worker.log", "w")  # noqa: SIM115

@@ -68,7 +68,7 @@ def test_speaker_ids_and_prosody_in_the_sidecars(make_settings, tmp_path, voices
     make_shard(raw / "shard-000000.tar", {k: {"wav": wav_bytes(a)} for k, a in members.items()})
     (out / "asr").mkdir(parents=True)
     (out / "asr/shard-000000.jsonl").write_text("".join(lines))
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="rnnoise",
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="rnnoise",
                       enhance_device="cpu", quality_annotations=True,
                       quality_fidelity_fraction=0.0)
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record

@@ -45,7 +45,7 @@ def test_sidecars_carry_the_annotations(make_settings, tmp_path, voices) -> None
         lines.append(json.dumps(line) + "\n")
     (out / "asr").mkdir(parents=True)
     (out / "asr/shard-000000.jsonl").write_text("".join(lines))
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="rnnoise",
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="rnnoise",
                       enhance_device="cpu", quality_annotations=True,
                       quality_fidelity_fraction=1.0, quality_fidelity_model="bundled:whisper-base",
                       asr_compute_type="int8")
@@ -90,7 +90,7 @@ def test_an_annotation_failure_keeps_the_audio_and_records_why(make_settings, tm
     (out / "asr").mkdir(parents=True)
     (out / "asr/shard-000000.jsonl").write_text(
         json.dumps(asr_line("x", "ok", [(0.0, a.size / 16000, True)])) + "\n")
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="none",
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="none",
                       quality_annotations=True, quality_fidelity_fraction=0.0)
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record
     assert rec.counts["segments"] == 1 and rec.counts["errors"] == 1

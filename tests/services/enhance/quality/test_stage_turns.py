@@ -57,7 +57,7 @@ def test_a_segment_across_a_turn_change_is_cut_per_voice(make_settings, tmp_path
                                           "solo": {"wav": wav_bytes(add_noise(solo, 30.0, 2))}})
     (out / "asr").mkdir(parents=True)
     (out / "asr/shard-000000.jsonl").write_text(talk_line + solo_line)
-    s = make_settings(input_url=str(raw), output_url=str(out), enhancer="rnnoise",
+    s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="rnnoise",
                       enhance_device="cpu", quality_annotations=True,
                       quality_fidelity_fraction=0.0)
     rec = Engine(s, PIPELINE, EnhanceStage(s)).run(0).record

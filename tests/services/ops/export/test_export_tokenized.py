@@ -23,7 +23,7 @@ def test_tokenized_shards_export_and_load(make_settings, codec,  # noqa: F811
     from services.ops.export.run import export
     from services.ops.export.write import SplitPlan
 
-    s = make_settings(neucodec_model=str(codec.directory), tokenize_device="cpu")
+    s = make_settings(tokenize_neucodec_model=str(codec.directory), tokenize_device="cpu")
     stage = TokenizeStage(s)
     stage.codec = codec
     engine = Engine(s, PIPELINE, stage)

@@ -51,7 +51,7 @@ def write_run(settings: Settings, shards: int = 3, files_per_shard: int = 4) -> 
                           "duration": 15.0, "status": "ok", "segments": segs})
         store.write_bytes(f"asr/{stem}.jsonl",
                           "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode())
-        store.write_bytes(f"tokens/{settings.tokenizer}/{stem}.jsonl",
+        store.write_bytes(f"tokens/{settings.tokenize_codec}/{stem}.jsonl",
                           "".join(json.dumps(x) + "\n" for x in tokens).encode())
         totals["token_lines"] += len(tokens)
         for n, stage in enumerate(("asr", "enhance", "tokenize")):

@@ -30,7 +30,7 @@ def test_distributions_and_hours_per_filter(make_settings) -> None:
              for i in range(3)]
     lines.append({"id": "old_0000", "text": "x", "codes": {"neu_tokens": [1]},
                   "duration_seconds": 10.0})  # made before annotations: not counted
-    store.write_bytes(f"tokens/{s.tokenizer}/{s.shard_stem(0)}.jsonl",
+    store.write_bytes(f"tokens/{s.tokenize_codec}/{s.shard_stem(0)}.jsonl",
                       "".join(json.dumps(x) + "\n" for x in lines).encode())
     skipped = [{"key": "m_0000", "reasons": ["multi_speaker"], "seconds": 1800.0,
                 "quality": _q(2.5, 3.1, 0.5)},

@@ -65,10 +65,10 @@ def test_kept_seconds_per_segment_language() -> None:
 
 
 def test_tokens_are_read_where_the_tokenizers_spec_puts_them(make_settings):
-    s = make_settings(tokenizer="neucodec")
+    s = make_settings(tokenize_codec="neucodec")
     totals = write_run(s, shards=2)
     assert collect(s.output_url, s).token_lines == totals["token_lines"] > 0
-    other = make_settings(output_url=s.output_url, tokenizer="distill-neucodec")
+    other = make_settings(output_url=s.output_url, tokenize_codec="distill-neucodec")
     assert collect(s.output_url, other).token_lines == 0  # another codec's run: not there yet
 
 
@@ -122,7 +122,7 @@ def test_cli_writes_html_and_json(make_settings, tmp_path, monkeypatch):
     s = make_settings()
     write_run(s)
     out = tmp_path / "r" / "report.html"
-    monkeypatch.setenv("ONSEI_TOKENIZER", s.tokenizer)
+    monkeypatch.setenv("ONSEI_TOKENIZE_CODEC", s.tokenize_codec)
     res = CliRunner().invoke(
         __import__("services.ops.cli", fromlist=["cli"]).cli,
         ["report", "--output", s.output_url, "--html", str(out), "--json"])

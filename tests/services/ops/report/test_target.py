@@ -17,7 +17,7 @@ from tests.services.ops.report.synth import write_run
 def run(make_settings, monkeypatch):
     s = make_settings()
     write_run(s)
-    monkeypatch.setenv("ONSEI_TOKENIZER", s.tokenizer)
+    monkeypatch.setenv("ONSEI_TOKENIZE_CODEC", s.tokenize_codec)
     return s
 
 

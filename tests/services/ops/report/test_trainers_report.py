@@ -32,10 +32,10 @@ def test_speakers_pitch_and_rate_in_the_report(make_settings) -> None:
     lines = [_line(0, "a#s0", 110.0, 14.0), _line(1, "a#s1", 210.0, 12.0),
              _line(2, "a#s0", 115.0, 15.0), _line(3, "b#s0", 180.0, 7.5, "mora/s"),
              _line(4, None, None, None)]  # made before these fields: counted nowhere
-    store.write_bytes(f"tokens/{s.tokenizer}/{s.shard_stem(0)}.jsonl",
+    store.write_bytes(f"tokens/{s.tokenize_codec}/{s.shard_stem(0)}.jsonl",
                       "".join(json.dumps(x) + "\n" for x in lines).encode())
     # another pack-audio run's shard holds a file "a" too: another file, another voice
-    store.write_bytes(f"tokens/{s.tokenizer}/{s.shard_stem(1)}.jsonl",
+    store.write_bytes(f"tokens/{s.tokenize_codec}/{s.shard_stem(1)}.jsonl",
                       (json.dumps(_line(0, "a#s0", None, None)) + "\n").encode())
     data = collect(s.output_url, s)
     t = data.trainers
