@@ -17,7 +17,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource
 
-from common.settings import ConfigError
+from common.errors import ConfigError
 
 ENV_PREFIX = "ONSEI_"
 

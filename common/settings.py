@@ -31,11 +31,10 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from common.errors import ConfigError
+from common.renamed import FormerEnvNames, FormerNames, renames_of
+
 BROKER_SCHEMES: tuple[str, ...] = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp")
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be read (e.g. ``ONSEI_CONFIG`` names no file)."""
 
 
 def one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
@@ -177,8 +176,6 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        from common.renamed import FormerEnvNames, FormerNames
-
         sources: list[PydanticBaseSettingsSource] = [
             FormerNames(settings_cls, init_settings, "keyword"), env_settings,
             FormerEnvNames(settings_cls)]
@@ -240,8 +237,6 @@ class _OwnKeys(YamlConfigSettingsSource):
     (and their former names, renamed by the caller)."""
 
     def __call__(self) -> dict[str, Any]:
-        from common.renamed import renames_of
-
         known = self.settings_cls.model_fields.keys() | renames_of(self.settings_cls).keys()
         return {k: v for k, v in super().__call__().items() if k in known}
 

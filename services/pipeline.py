@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
-from common.settings import ConfigError, Settings, describe_errors
+from common.errors import ConfigError
+from common.settings import Settings, describe_errors
 from common.stages.spec import CorpusStep, Pipeline, StageSpec
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from typing import Any, TypeVar, cast
 import click
 from pydantic import ValidationError
 
-from common.settings import ConfigError, describe_errors
+from common.errors import ConfigError
+from common.settings import describe_errors
 from common.stages.preflight import PreflightError
 from common.storage import StorageError
 

@@ -10,8 +10,9 @@ from typing import ClassVar
 import pytest
 from pydantic import Field, ValidationError
 
+from common.errors import ConfigError
 from common.renamed import RenamedSetting, renames_of
-from common.settings import ConfigError, Settings, describe_errors
+from common.settings import Settings, describe_errors
 from common.stages.spec import unprefixed
 from services.asr.settings import AsrSettings
 from services.dedup.settings import DedupSettings

@@ -108,7 +108,7 @@ def test_http_broker_error_never_shows_the_password() -> None:
 
 
 def test_missing_config_file_is_an_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from common.settings import ConfigError
+    from common.errors import ConfigError
 
     monkeypatch.setenv("ONSEI_CONFIG", str(tmp_path / "nope.yaml"))
     with pytest.raises(ConfigError, match="nope.yaml: no such file"):
