@@ -67,7 +67,7 @@ def test_missing_weights_say_what_to_do(make_settings, tmp_path, monkeypatch) ->
     with pytest.raises(EnhancerUnavailable, match="lacks feature_extractor_cpu.pt"):
         SidonBackend(s2).load()
     with pytest.raises(EnhancerUnavailable, match="unknown ONSEI_ENHANCE_BACKEND"):
-        make_backend(make_settings().model_copy(update={"enhancer": "magic"}))
+        make_backend(make_settings().model_copy(update={"enhance_backend": "magic"}))
 
 
 def test_torch_filterbank_matches_transformers(small_dir, make_settings) -> None:
