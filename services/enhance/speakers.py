@@ -33,8 +33,9 @@ voice unknown) when it lies among the file's known voices: there are two labels 
 clusters and the short voiced groups) and its centroid's cosine to the nearest is at least
 ``UNKNOWN_NEAR``; a label of its own would split its voice in two. With one label it keeps a
 label of its own: the other voice of a two-voice file may be heard in that one short turn, and
-such a turn of a new voice (0.70-0.74) comes out nearer the known voice than a turn of a known
-voice does among two (0.63-0.70), so no cosine bound alone tells them apart. Labels are
+such a turn of a new voice (0.65-0.73 to the one known) comes out as near it as a turn of a
+known voice does among two (0.495-0.70 to the nearest): no cosine bound alone tells them apart
+(``UNKNOWN_NEAR`` only keeps a label for a turn far from every known voice). Labels are
 numbered by first appearance: ``<source key>#s0``, ``#s1``, ...
 
 A source file lives in one raw shard and its segments reach the writer one after another, so
