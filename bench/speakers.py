@@ -85,8 +85,9 @@ def files(vs: dict[str, list[np.ndarray]], seed: int = 0) -> list[File]:
     return out
 
 
-def embed(fs: list[File]) -> list[tuple[np.ndarray, list[int], list[int]]]:
-    """Per file: its segments' embeddings, voiced partials, and labels within the file."""
+def embed(fs: list[File]) -> list[tuple[np.ndarray, list[int], list[int | None]]]:
+    """Per file: its segments' embeddings, voiced partials, and labels within the file (None:
+    voice unknown)."""
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.speakers import cluster
 
