@@ -13,7 +13,9 @@ Every segment is embedded as the enhance stage does (Resemblyzer, on 16 kHz audi
 with white noise at ``snr`` dB first); the files are clustered at each threshold and scored:
 purity (share of segments in their cluster's majority speaker), wrong merges (pairs of
 different speakers given one label / all such pairs), wrong splits (pairs of one speaker given
-two labels / all such pairs), and how many files get the right number of speakers.
+two labels / all such pairs), and how many files get the right number of speakers. A segment
+given no label (voice unknown: too little speech to say) is counted in ``unlabelled`` and takes
+no part in the pairs; ``wrong_split_unlabelled_own`` counts it as a label of its own instead.
 
     python -m bench.speaker_labels [--snr 20]
 """
@@ -122,23 +124,31 @@ def embed(files: list[File], snr: float | None = None,
     return out
 
 
-def score(labels: list[int], truth: list[str]) -> dict[str, float]:
-    n = len(labels)
+def score(labels: list[int | None], truth: list[str]) -> dict[str, int]:
+    own = [n_ if c is None else c for n_, c in enumerate(labels, start=len(labels))]
+    kept = [i for i, c in enumerate(labels) if c is not None]
     pur = 0
-    for c in set(labels):
-        mine = [truth[i] for i in range(n) if labels[i] == c]
+    for c in {labels[i] for i in kept}:
+        mine = [truth[i] for i in kept if labels[i] == c]
         pur += max(mine.count(t) for t in set(mine))
-    merges = splits = diff = same = 0
-    for i in range(n):
-        for j in range(i + 1, n):
+    merges = splits = diff = same = split_own = same_all = 0
+    for i in range(len(labels)):
+        for j in range(i + 1, len(labels)):
+            if truth[i] == truth[j]:
+                same_all += 1
+                split_own += own[i] != own[j]
+            if labels[i] is None or labels[j] is None:
+                continue
             if truth[i] == truth[j]:
                 same += 1
                 splits += labels[i] != labels[j]
             else:
                 diff += 1
                 merges += labels[i] == labels[j]
-    return {"n": n, "pure": pur, "merges": merges, "diff": diff, "splits": splits, "same": same,
-            "right_count": int(len(set(labels)) == len(set(truth)))}
+    return {"n": len(kept), "pure": pur, "merges": merges, "diff": diff, "splits": splits,
+            "same": same, "unlabelled": len(labels) - len(kept), "split_own": split_own,
+            "same_all": same_all,
+            "right_count": int(len({labels[i] for i in kept}) == len(set(truth)))}
 
 
 GROUPS = {"natural": ("pyannote", "pocketsphinx"), "fillets": ("fillets",),
@@ -162,9 +172,13 @@ def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], threshold
                 continue
             tot = {k: sum(m[k] for m in mine) for k in mine[0]}
             rows.append({"threshold": t, "group": group, "files": len(mine),
-                         "segments": tot["n"], "purity": round(tot["pure"] / tot["n"], 3),
+                         "segments": tot["n"] + tot["unlabelled"],
+                         "purity": round(tot["pure"] / max(tot["n"], 1), 3),
                          "wrong_merge": round(tot["merges"] / max(tot["diff"], 1), 3),
                          "wrong_split": round(tot["splits"] / max(tot["same"], 1), 3),
+                         "unlabelled": tot["unlabelled"],
+                         "wrong_split_unlabelled_own": round(
+                             tot["split_own"] / max(tot["same_all"], 1), 3),
                          "right_count": tot["right_count"],
                          "per_file": {k: v for k, v in per.items() if k.startswith(prefixes)}})
     return rows

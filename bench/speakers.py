@@ -85,8 +85,9 @@ def files(vs: dict[str, list[np.ndarray]], seed: int = 0) -> list[File]:
     return out
 
 
-def embed(fs: list[File]) -> list[tuple[np.ndarray, list[int], list[int]]]:
-    """Per file: its segments' embeddings, voiced partials, and labels within the file."""
+def embed(fs: list[File]) -> list[tuple[np.ndarray, list[int], list[int | None]]]:
+    """Per file: its segments' embeddings, voiced partials, and labels within the file (None:
+    voice unknown)."""
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.speakers import cluster
 
@@ -115,6 +116,8 @@ def write_root(root: Path, fs: list[File], embs, per_shard: int = 2):
         w = EmbeddingsWriter()
         for f, (e, parts, labels) in list(zip(fs, embs))[shard * per_shard:(shard + 1) * per_shard]:
             for j, (v, p, lb) in enumerate(zip(e, parts, labels)):
+                if lb is None:  # no voice label within its file: the writer leaves it out too
+                    continue
                 seg = f"{f.key}_{j:04d}"
                 w.add(seg, f"{f.key}#s{lb}", v, p)
                 truth[f"{seg}@{shard:06d}"] = f.voices[j]

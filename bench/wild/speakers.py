@@ -192,22 +192,25 @@ def two_voices(cuts: list[Cut]) -> int:
     return sum(sorted(voice_seconds(c).values())[-2:-1] >= [TWO_VOICES] for c in cuts)
 
 
-def labels_right(convs: list[Conversation], cuts: list[Cut]) -> tuple[int, int]:
-    """(conversations whose pieces get two labels, each voice's under one; conversations)."""
+def labels_right(convs: list[Conversation], cuts: list[Cut]) -> tuple[int, int, int]:
+    """(conversations whose labelled pieces get two labels, each voice's under one;
+    conversations; pieces left without a label, voice unknown)."""
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.speakers import cluster
 
     enc = SpeakerEncoder()
-    right = 0
+    right = unknown = 0
     for conv in convs:
         mine = [c for c in cuts if c.conv is conv and voice_seconds(c)]
         scores = enc.score([conv.audio[int(c.start * SR):int(c.end * SR)] for c in mine])
-        labels = cluster([s.embedding for s in scores], parts=[s.parts for s in scores])
+        every = cluster([s.embedding for s in scores], parts=[s.parts for s in scores])
         major = [max(voice_seconds(c).items(), key=lambda kv: kv[1])[0] for c in mine]
-        per_voice = {v: {lab for lab, m in zip(labels, major) if m == v} for v in set(major)}
-        right += len(set(labels)) == 2 and all(len(s) == 1 for s in per_voice.values()) and len(
-            per_voice) == 2
-    return right, len(convs)
+        pairs = [(lab, m) for lab, m in zip(every, major) if lab is not None]
+        unknown += len(every) - len(pairs)
+        per_voice = {v: {lab for lab, m in pairs if m == v} for v in {m for _, m in pairs}}
+        right += len({lab for lab, _ in pairs}) == 2 and all(
+            len(s) == 1 for s in per_voice.values()) and len(per_voice) == 2
+    return right, len(convs), unknown
 
 
 def change_rows(quick: bool) -> list[dict]:
@@ -236,11 +239,11 @@ def change_rows(quick: bool) -> list[dict]:
                      "ratio": None, "unit": f"share of {len(cuts)} (baseline: asr's {len(segs)})",
                      "goal": "<= 0.02"})
         if group is not nat:
-            right, n = labels_right(group, cuts)
+            right, n, unknown = labels_right(group, cuts)
             rows.append({"name": f"two speaker_ids, one per voice, {label}",
                          "ours": right, "baseline": labels_right(group, segs)[0], "ratio": None,
                          "unit": f"conversations of {n} (baseline: asr segments uncut)",
-                         "goal": f"{n} of {n}"})
+                         "goal": f"{n} of {n}", "pieces_unlabelled": unknown})
     return rows
 
 
@@ -349,10 +352,11 @@ def label_rows(seeds: list[int]) -> list[dict]:
         convs = spliced(v, seed)
         english = [c for c in convs if "fillets" not in c.name]
         for label, group in (("spliced", convs), ("spliced, English voices", english)):
-            right, n = labels_right(group, cut_conversations(group)[1])
+            right, n, unknown = labels_right(group, cut_conversations(group)[1])
             rows.append({"name": f"two speaker_ids, one per voice, {label}, seed {seed}",
                          "ours": right, "baseline": None, "ratio": None,
-                         "unit": f"conversations of {n}", "goal": f"{n} of {n}"})
+                         "unit": f"conversations of {n}", "goal": f"{n} of {n}",
+                         "pieces_unlabelled": unknown})
     return rows
 
 

@@ -66,6 +66,10 @@ class EnhanceSettings(WhisperSettings):
         0.88, ge=-1.0, le=1.0, description="cosine similarity between two voices, estimated "
         "from the centroids of a source file's segments corrected for their noise, at which "
         "they get one speaker_id")
+    quality_speaker_unknown_near: float = Field(
+        0.4, ge=-1.0, le=2.0, description="a short unvoiced turn that joins no voice gets no "
+        "speaker_id when its file has two voices or more and it is at least this near (cosine) "
+        "one of them (above 1: it always gets one of its own)")
     quality_speaker_changes: bool = Field(
         True, description="cut a segment at the speaker changes inside it (needs the asr "
         "word times), each piece a segment of its own")

@@ -24,9 +24,19 @@ such short segment is nearer to it than the cluster's centroid by more than ``PE
 that is a voice heard only in short turns (a telephone file's long turns of one voice can end
 up as two clusters, and the other voice's turns would join the nearer). The short ones left over
 are grouped among themselves (average linkage at ``SHORT_THRESHOLD``): such a voice still gets
-one label. With no long
-segment, all are clustered alike. Labels are numbered by first appearance: ``<source key>#s0``,
-``#s1``, ...
+one label. With no long segment, all are clustered alike.
+
+A group left over with no voiced partial at all (under ~0.8 s of speech in any 1.6 s window)
+says little about its voice: a 0.4 s turn of one voice came out nearer its file's other voice,
+by the centroids and by crops of both voices as short as itself. It gets no label (``None``:
+voice unknown) when it lies among the file's known voices: there are two labels or more (the
+clusters and the short voiced groups) and its centroid's cosine to the nearest is at least
+``UNKNOWN_NEAR``; a label of its own would split its voice in two. With one label it keeps a
+label of its own: the other voice of a two-voice file may be heard in that one short turn, and
+such a turn of a new voice (0.65-0.73 to the one known) comes out as near it as a turn of a
+known voice does among two (0.495-0.70 to the nearest): no cosine bound alone tells them apart
+(``UNKNOWN_NEAR`` only keeps a label for a turn far from every known voice). Labels are
+numbered by first appearance: ``<source key>#s0``, ``#s1``, ...
 
 A source file lives in one raw shard and its segments reach the writer one after another, so
 :class:`SpeakerLabeller` holds a file's encoded segments back until the next file starts (or
@@ -53,13 +63,17 @@ JOIN_NEAREST = 0.6  # the same to the nearest of two clusters or more
 PEER_MARGIN = 0.1  # how much nearer another short segment keeps a short one out of a cluster
 SHORT_THRESHOLD = 0.7  # mean pairwise cosine grouping the short segments that join no cluster
 MIN_PARTS = 2  # voiced 1.6 s partials for a segment to take part in the clustering itself
+UNKNOWN_NEAR = 0.4  # cosine to the nearest of two labels or more: an unvoiced group gets none
+UNKNOWN = -1  # a segment's raw cluster when it gets no label
 
 
 def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
             parts: list[int] | None = None, min_parts: int = MIN_PARTS, join: float = JOIN,
             join_nearest: float = JOIN_NEAREST, peer_margin: float = PEER_MARGIN,
-            short_threshold: float = SHORT_THRESHOLD, agreement: float = AGREEMENT) -> list[int]:
-    """Cluster numbers (0, 1, ... by first appearance) for ``embeddings`` (module docstring).
+            short_threshold: float = SHORT_THRESHOLD, agreement: float = AGREEMENT,
+            unknown_near: float = UNKNOWN_NEAR) -> list[int | None]:
+    """Cluster numbers (0, 1, ... by first appearance) for ``embeddings`` (module docstring);
+    ``None`` for an unvoiced short segment whose voice is not known (above 1: never).
 
     ``parts``: voiced partials behind each embedding (None: all count as ``min_parts``; a
     segment with none, its embedding taken over its quiet partials, counts as one)."""
@@ -92,8 +106,26 @@ def cluster(embeddings: list[np.ndarray], threshold: float = DEFAULT_THRESHOLD,
         rest = short[~joins]
         if rest.size:
             raw[rest] = _agglomerate(x[rest], short_threshold) + ids.max() + 1
+            _withhold_unknown(raw, x, weight, rest[~voiced[~joins]], unknown_near)
     first: dict[int, int] = {}
-    return [first.setdefault(int(c), len(first)) for c in raw]
+    return [None if c == UNKNOWN else first.setdefault(int(c), len(first)) for c in raw]
+
+
+def _withhold_unknown(raw: np.ndarray, x: np.ndarray, weight: np.ndarray, unvoiced: np.ndarray,
+                      near: float) -> None:
+    """Set to ``UNKNOWN`` (in place) the groups of ``raw`` made only of ``unvoiced`` segments
+    that lie among two labels or more: their centroid's cosine to the nearest other group's
+    (each segment weighted by its partials) at least ``near``."""
+    groups = np.unique(raw)
+    blind = np.array([np.isin(np.flatnonzero(raw == c), unvoiced).all() for c in groups])
+    known = groups[~blind]
+    if known.size < 2 or not blind.any():
+        return
+    cents = _unit(np.stack([(x[raw == c] * weight[raw == c, None]).sum(axis=0) for c in known]))
+    for c in groups[blind]:
+        mine = raw == c
+        if float((_unit(x[mine].sum(axis=0)) @ cents.T).max()) >= near:
+            raw[mine] = UNKNOWN
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -183,9 +215,10 @@ class SpeakerLabeller(Generic[T]):
     takes no part in the clustering."""
 
     def __init__(self, emit: Callable[[T, str | None], None],
-                 threshold: float = DEFAULT_THRESHOLD) -> None:
+                 threshold: float = DEFAULT_THRESHOLD, unknown_near: float = UNKNOWN_NEAR) -> None:
         self.emit = emit
         self.threshold = threshold
+        self.unknown_near = unknown_near
         self._key: str | None = None
         self._held: list[tuple[np.ndarray | None, int, T]] = []
         self.files = 0
@@ -206,10 +239,12 @@ class SpeakerLabeller(Generic[T]):
         have = [(i, e, parts) for i, (e, parts, _) in enumerate(held) if e is not None]
         labels: dict[int, str] = {}
         if have:
-            nums = cluster([e for _, e, _ in have], self.threshold, [p for _, _, p in have])
-            labels = {i: speaker_label(key, c) for (i, _, _), c in zip(have, nums)}
+            nums = cluster([e for _, e, _ in have], self.threshold, [p for _, _, p in have],
+                           unknown_near=self.unknown_near)
+            labels = {i: speaker_label(key, c) for (i, _, _), c in zip(have, nums)
+                      if c is not None}
             self.files += 1
-            self.speakers += max(nums) + 1
+            self.speakers += len({c for c in nums if c is not None})
         for i, (_, _, item) in enumerate(held):
             self.emit(item, labels.get(i))
 

@@ -117,6 +117,7 @@ class EnhanceStage(Stage):
                                 batch=s.quality_batch_segments,
                                 signature_path=workdir / "out" / sig_key,
                                 speaker_threshold=s.quality_speaker_label_threshold,
+                                speaker_unknown_near=s.quality_speaker_unknown_near,
                                 change_threshold=(s.quality_speaker_change_threshold
                                                   if s.quality_speaker_changes else None),
                                 batch_seconds=s.quality_batch_seconds,

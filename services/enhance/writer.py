@@ -39,7 +39,12 @@ from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
 from services.enhance.errors import SegmentError
 from services.enhance.segments import CutSegment, SegmentSpec
-from services.enhance.speakers import DEFAULT_THRESHOLD, HeldSegments, SpeakerLabeller
+from services.enhance.speakers import (
+    DEFAULT_THRESHOLD,
+    UNKNOWN_NEAR,
+    HeldSegments,
+    SpeakerLabeller,
+)
 from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
 from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, pieces, word_gaps
 from services.records import Sidecar, segment_id
@@ -62,7 +67,8 @@ class EnhancedWriter:
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
                  change_threshold: float | None = DEFAULT_CHANGE_THRESHOLD,
-                 speakers_path: Path | None = None) -> None:
+                 speakers_path: Path | None = None,
+                 speaker_unknown_near: float = UNKNOWN_NEAR) -> None:
         self.rate = rate
         self.signature_path = signature_path
         self.speakers_path = speakers_path
@@ -82,7 +88,8 @@ class EnhancedWriter:
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
         # held in the stage's scratch, not /tmp
         self._held: HeldSegments[CutSegment, Sidecar] = HeldSegments(directory=path.parent)
-        self.labeller: SpeakerLabeller[int] = SpeakerLabeller(self._emit, speaker_threshold)
+        self.labeller: SpeakerLabeller[int] = SpeakerLabeller(
+            self._emit, speaker_threshold, speaker_unknown_near)
         # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
             WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish,

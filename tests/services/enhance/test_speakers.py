@@ -71,10 +71,12 @@ def _at(u: np.ndarray, cos: float, seed: int) -> np.ndarray:
 def test_a_short_segment_needs_more_to_join_the_only_cluster() -> None:
     """With one voice among the long segments there is nothing to compare with: a short one at
     0.72 (another voice's short turn through the same noise and restoration) keeps its own
-    label; at two voices, 0.65 to the nearer is enough."""
+    label, voiced or not (one known voice: it may be the file's other voice); at two voices,
+    0.65 to the nearer is enough."""
     one, _ = _voices(1, 4, 0.3)
     u = np.sum(one, axis=0) / np.linalg.norm(np.sum(one, axis=0))
     assert cluster(one + [_at(u, 0.72, 1)], parts=[6] * 4 + [0]) == [0] * 4 + [1]
+    assert cluster(one + [_at(u, 0.72, 1)], parts=[6] * 4 + [1]) == [0] * 4 + [1]
     assert cluster(one + [_at(u, 0.85, 1)], parts=[6] * 4 + [0]) == [0] * 5
     two, who = _voices(2, 4, 0.3)
     v = np.sum(two[1::2], axis=0) / np.linalg.norm(np.sum(two[1::2], axis=0))
@@ -100,6 +102,47 @@ def test_a_voice_heard_only_in_short_turns_keeps_its_own_label() -> None:
     assert cluster(two + shorts, parts=[6] * 8 + [1] * 3, peer_margin=2.0) == who + [0] * 3
 
 
+def _centre(embs: list) -> np.ndarray:
+    c = np.sum(embs, axis=0)
+    out: np.ndarray = c / np.linalg.norm(c)
+    return out
+
+
+def test_an_unvoiced_turn_among_known_voices_gets_no_label() -> None:
+    """A short turn without a voiced partial that joins neither of two voices (0.55 to one,
+    below the 0.6 to join) but lies near them gets no label: its embedding cannot say which
+    voice it is, and a label of its own would split that voice in two. Far from both (a third
+    voice, cosine ~0), or with one voice only, it keeps a label of its own; voiced, too."""
+    two, who = _voices(2, 4, 0.3)
+    v = _centre(two[1::2])
+    near = _at(v, 0.55, 3)
+    assert cluster(two + [near], parts=[6] * 8 + [0]) == who + [None]
+    assert cluster(two + [near], parts=[6] * 8 + [1]) == who + [2]  # voiced: a label
+    assert cluster(two + [near], parts=[6] * 8 + [0], unknown_near=2.0) == who + [2]  # off
+    between = _at(_centre([_centre(two[0::2]), v]), 0.78, 4)  # ~0.55 to both
+    assert cluster(two + [between], parts=[6] * 8 + [0]) == who + [None]
+    far = np.random.default_rng(11).standard_normal(256)
+    assert cluster(two + [far / np.linalg.norm(far)], parts=[6] * 8 + [0]) == who + [2]
+    one = two[0::2]  # one voice: the turn may be the file's other voice
+    assert cluster(one + [near], parts=[6] * 4 + [0]) == [0] * 4 + [1]
+    assert cluster(one + [_at(_centre(one), 0.55, 3)], parts=[6] * 4 + [0]) == [0] * 4 + [1]
+
+
+def test_a_voiced_short_group_counts_as_a_known_voice() -> None:
+    """One long voice, a second heard in two voiced short turns (their own label), and an
+    unvoiced turn near that group but not grouped with it: two voices are known, so it gets
+    none. Without the voiced group it founds a label of its own."""
+    one, _ = _voices(1, 4, 0.3)
+    rng = np.random.default_rng(9)
+    b = rng.standard_normal(256)
+    b /= np.linalg.norm(b)
+    group = [_at(b, 0.93, 21), _at(b, 0.93, 22)]
+    lone = _at(b, 0.72, 23)
+    assert group[0] @ group[1] > 0.7 and (lone @ group[0] + lone @ group[1]) / 2 < 0.7
+    assert cluster(one + group + [lone], parts=[6] * 4 + [1, 1, 0]) == [0] * 4 + [1, 1, None]
+    assert cluster(one + [lone], parts=[6] * 4 + [0]) == [0] * 4 + [1]
+
+
 def test_noisy_centroids_of_one_voice_are_merged() -> None:
     """Two-partial segments of one voice agree ~0.8 (below a plain 0.88 cut); corrected for
     their noise they are one voice, and two voices ~0.5 apart stay two."""
@@ -116,6 +159,21 @@ def test_noisy_centroids_of_one_voice_are_merged() -> None:
     same = [x[i] @ x[j] for i in range(12) for j in range(i + 2, 12, 2)]
     assert max(same) < DEFAULT_THRESHOLD  # a plain centroid cut would split every segment off
     assert cluster(out, parts=[2] * 12) == who
+
+
+def test_labeller_leaves_an_unknown_voice_without_a_label() -> None:
+    out: list[tuple[str, str | None]] = []
+    embs, _ = _voices(2, 2, 0.2)
+    near = _at(_centre(embs[1::2]), 0.55, 2)
+    for unknown_near, want in ((0.4, None), (2.0, "f#s2")):
+        out.clear()
+        lab = SpeakerLabeller(lambda item, sid: out.append((item, sid)),
+                              unknown_near=unknown_near)
+        for i, e in enumerate(embs + [near]):
+            lab.put("f", e, f"f_{i}", parts=6 if i < 4 else 0)
+        lab.flush()
+        assert [s for _, s in out] == ["f#s0", "f#s1", "f#s0", "f#s1", want]
+        assert lab.speakers == (2 if want is None else 3)  # the unknown one is no speaker
 
 
 def test_labeller_holds_a_file_until_the_next_and_keeps_order() -> None:
@@ -167,3 +225,25 @@ def test_two_real_readers_taking_turns(readers) -> None:
     assert labels == [0, 1] * 5
     alone = SpeakerEncoder().score(readers["librivox"])
     assert set(cluster([s.embedding for s in alone], parts=[s.parts for s in alone])) == {0}
+
+
+def test_short_real_cuts_never_found_a_third_label(readers) -> None:
+    """0.4 s cut from each line of the two readers (no voiced 1.6 s partial), each added alone to
+    the two readers' lines: it joins one of the two voices or gets no label (voice unknown),
+    never a third label that would split its voice."""
+    from services.enhance.quality.speaker import SpeakerEncoder
+
+    enc = SpeakerEncoder()
+    lines = enc.score([x for pair in zip(readers["librivox"], readers["cards"]) for x in pair])
+    cuts = enc.score([line[int(a * 16000):int((a + 0.4) * 16000)]
+                      for voice in ("librivox", "cards") for line in readers[voice]
+                      for a in (0.5, 1.0)])
+    assert all(c.parts == 0 for c in cuts)
+    got = [cluster([s.embedding for s in lines] + [c.embedding],
+                   parts=[s.parts for s in lines] + [c.parts])[-1] for c in cuts]
+    assert set(got) <= {0, 1, None} and None in got
+    assert got[:10] == [0] * 10  # the reader's cuts all join the reader
+    alone = [cluster([s.embedding for s in lines] + [c.embedding],
+                     parts=[s.parts for s in lines] + [c.parts], unknown_near=2.0)[-1]
+             for c in cuts]
+    assert 2 in alone  # without the rule some found a third label
