@@ -161,6 +161,7 @@ class EnhancedWriter:
         wins = self.annotator.speaker.windows([resample(batch[i][1], OUT_RATE, 16000)
                                                for i in todo])
         out = list(batch)
+        trimmed: dict[str, float] = {}  # kept only if the whole batch is cut (else written whole)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
             cand = pauses(w.power) + word_gaps(seg.spec.words or [], seg.spec.start)
@@ -174,14 +175,16 @@ class EnhancedWriter:
                 self.quality.cut_segments += 1
                 self.quality.speaker_changes += len(parts) - 1
             if kept != parts:
-                self._count_trim(seg, parts, kept)
+                self._count_trim(seg, parts, kept, trimmed)
             if len(kept) > 1 or kept != parts:
                 out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, kept)
+        self.trimmed.update(trimmed)
         return out
 
-    def _count_trim(self, seg: CutSegment, parts: list[Piece], kept: list[Piece]) -> None:
+    def _count_trim(self, seg: CutSegment, parts: list[Piece], kept: list[Piece],
+                    trimmed: dict[str, float]) -> None:
         s = seg.spec
-        self.trimmed[segment_id(s.key, s.idx)] = (sum(p.end - p.start for p in parts)
+        trimmed[segment_id(s.key, s.idx)] = (sum(p.end - p.start for p in parts)
                                                   - sum(p.end - p.start for p in kept))
         self.quality.overlap_trimmed += sum(p not in parts for p in kept)
         self.quality.overlap_dropped += len(parts) - len(kept)
