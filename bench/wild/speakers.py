@@ -11,7 +11,9 @@ stage's change detection (``services/enhance/turns.py``) on its audio as it is. 
 - changes found: true changes inside the span of the kept segments with a segment edge or a cut
   within 0.5 s (goal >= 0.9);
 - kept segments holding two voices: >= 0.5 s of a second voice's turn in a piece (goal <= 2 %;
-  the asr segments before cutting for comparison);
+  the asr segments before cutting for comparison), after the pieces' edges are trimmed where
+  two voices overlap as the stage does (``services/enhance/edges.py``, ``--trim`` seconds), and
+  the asr words trimmed with them;
 - two voices: the pieces of each spliced conversation labelled as the stage does
   (``speakers.cluster``): two labels, each voice's pieces under one (goal: every file).
 
@@ -137,11 +139,16 @@ class Cut:
     conv: Conversation
     start: float  # seconds in the conversation
     end: float
+    words: int = 0  # asr words in it
+
+
+TRIM = [0.5]  # edges.py's window (``--trim``; 0: off)
 
 
 def cut_conversations(convs: list[Conversation], threshold: float | None = None,
                       ) -> tuple[list[Cut], list[Cut]]:
     """(asr kept segments, their pieces after the change detection) of every conversation."""
+    from services.enhance.edges import firing, trim_all
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.segments import SegmentSpec
     from services.enhance.turns import DEFAULT_THRESHOLD, changes, pauses, pieces, word_gaps
@@ -154,13 +161,15 @@ def cut_conversations(convs: list[Conversation], threshold: float | None = None,
         line = asr_line(conv, box)
         kept = [s for s in line.segments if s.kept]  # type: ignore[attr-defined]
         clips = [conv.audio[int(s.start * SR):int(s.end * SR)] for s in kept]
-        for s, w in zip(kept, enc.windows(clips)):
-            segs.append(Cut(conv, s.start, s.end))
+        for s, w, clip in zip(kept, enc.windows(clips), clips):
+            segs.append(Cut(conv, s.start, s.end, len(s.words or [])))
             spec = SegmentSpec("k", s.idx, s.start, s.end, s.text, "en", words=s.words)
             found = changes(w, pauses(w.power) + word_gaps(s.words or [], s.start),
                             DEFAULT_THRESHOLD if threshold is None else threshold)
-            out += [Cut(conv, s.start + p.start, s.start + p.end)
-                    for p in pieces(spec, found)]
+            parts = pieces(spec, found)
+            if TRIM[0] > 0:
+                parts = trim_all(parts, firing(clip, SR), s.start, TRIM[0])
+            out += [Cut(conv, s.start + p.start, s.start + p.end, len(p.words)) for p in parts]
     return segs, out
 
 
@@ -238,6 +247,10 @@ def change_rows(quick: bool) -> list[dict]:
                      "baseline": round(two_voices(segs) / max(len(segs), 1), 3),
                      "ratio": None, "unit": f"share of {len(cuts)} (baseline: asr's {len(segs)})",
                      "goal": "<= 0.02"})
+        rows.append({"name": f"asr words trimmed at overlapping edges ({TRIM[0]} s), {label}",
+                     "ours": sum(c.words for c in segs) - sum(c.words for c in cuts),
+                     "baseline": None, "ratio": None,
+                     "unit": f"words of {sum(c.words for c in segs)}", "goal": "few"})
         if group is not nat:
             right, n, unknown = labels_right(group, cuts)
             rows.append({"name": f"two speaker_ids, one per voice, {label}",
@@ -365,12 +378,16 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--labels", default="", help="seeds (0,1,2): only the two-voices rows")
+    ap.add_argument("--trim", type=float, default=TRIM[0],
+                    help="seconds at a piece's edges trimmed where two voices overlap (0: off)")
+    ap.add_argument("--changes", action="store_true", help="the change rows only")
     a = ap.parse_args()
+    TRIM[0] = a.trim
     if a.labels:
         for r in label_rows([int(x) for x in a.labels.split(",")]):
             print(json.dumps(r))
         return
-    for fn in ROWS:
+    for fn in ROWS[:1] if a.changes else ROWS:
         for r in fn(False):
             print(json.dumps(r))
 

@@ -76,6 +76,10 @@ class EnhanceSettings(WhisperSettings):
     quality_speaker_change_threshold: float = Field(
         0.84, ge=-1.0, le=1.0, description="cosine similarity between the voices either side "
         "of a pause below which the segment is cut there")
+    quality_overlap_trim_seconds: float = Field(
+        0.5, ge=0.0, le=5.0, description="a piece of a segment starts after the last frame "
+        "where two voices overlap within this many seconds of its start, and ends before the "
+        "first within this of its end, at word edges, its words trimmed with it (0: off)")
     quality_fidelity_fraction: float = Field(
         0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
         "(0-1)")

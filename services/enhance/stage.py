@@ -123,7 +123,8 @@ class EnhanceStage(Stage):
                                 batch_seconds=s.quality_batch_seconds,
                                 ahead_seconds=s.enhance_write_ahead_seconds,
                                 signature_powers=self._signature_powers,
-                                speakers_path=workdir / "out" / spk_key)
+                                speakers_path=workdir / "out" / spk_key,
+                                trim_window=s.quality_overlap_trim_seconds)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
@@ -144,7 +145,8 @@ class EnhanceStage(Stage):
             raise
         writer.close()
         errors = plan.errors + reader.errors
-        check_written(plan, writer.durations, errors)  # else the shard fails, nothing published
+        # else the shard fails, nothing published
+        check_written(plan, writer.durations, errors, writer.trimmed)
         errors += writer.errors  # annotation failures: the segments were written all the same
         st = engine.stats
         counts = {

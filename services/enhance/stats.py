@@ -23,6 +23,9 @@ class QualityStats(Record):
     speakers: int = 0
     cut_segments: int = 0
     speaker_changes: int = 0
+    overlap_trimmed: int = 0  # pieces trimmed at edges where two voices overlap (edges.py)
+    overlap_dropped: int = 0
+    overlap_trimmed_words: int = 0
     seconds: float = 0.0  # spent annotating
 
 

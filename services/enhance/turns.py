@@ -131,19 +131,21 @@ def cut_segment(seg: CutSegment, after: np.ndarray, after_rate: int,
                 before: np.ndarray | None, before_rate: int, parts: list[Piece],
                 ) -> list[tuple[CutSegment, np.ndarray, np.ndarray | None]]:
     """``(segment, restored audio, input audio)`` for each piece: the audio sliced at the same
-    times, the spec's times, text and words those of the piece, ``part`` numbered from 1."""
+    times, the spec's times, text and words those of the piece, ``part`` numbered from 1 (None
+    when one piece is left: the segment keeps its name, only its edges were trimmed)."""
     out = []
     s = seg.spec
+    length = s.end - s.start
     for k, p in enumerate(parts, 1):
-        last = k == len(parts)
-        a_out, b_out = round(p.start * after_rate), None if last else round(p.end * after_rate)
+        whole = p.end >= length  # to the segment's end: its last samples too, whatever rounding
+        a_out, b_out = round(p.start * after_rate), None if whole else round(p.end * after_rate)
         piece_in = None
         if before is not None:
             a_in = round(p.start * before_rate)
-            piece_in = before[a_in:None if last else round(p.end * before_rate)]
+            piece_in = before[a_in:None if whole else round(p.end * before_rate)]
         text = text_of(p.words)
-        spec = replace(s, start=s.start + p.start, end=s.end if last else s.start + p.end,
-                       text=text, words=p.words, part=k,
+        spec = replace(s, start=s.start + p.start, end=s.end if whole else s.start + p.end,
+                       text=text, words=p.words, part=k if len(parts) > 1 else None,
                        forms=piece_forms(s.forms, text, s.language),
                        min_word_probability=min((w.probability for w in p.words), default=None))
         out.append((replace(seg, spec=spec), after[a_out:b_out], piece_in))

@@ -5,10 +5,14 @@ kept, and still be marked done. Whatever the cause (a reader disagreeing with as
 undecodable member, an asr line that cannot be parsed), a shard whose output differs
 from asr's kept segments -- by count, by key, or by a ``duration_seconds`` more than 20 ms away
 from ``end - start`` -- fails here, before anything is published or marked done. A segment
-cut at speaker changes (``turns.py``) counts as its pieces together.
+cut at speaker changes (``turns.py``) counts as its pieces together, plus what the writer says
+it trimmed off their edges where two voices overlap (``edges.py``): all of it, if no piece was
+left.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from services.enhance.errors import SegmentError
 from services.enhance.segments import Plan, SegmentSpec
@@ -32,9 +36,11 @@ def _some(names: list[str]) -> str:
 
 
 def check_written(plan: Plan, written: list[tuple[SegmentSpec, float]],
-                  errors: list[SegmentError]) -> None:
+                  errors: list[SegmentError], trimmed: Mapping[str, float] | None = None,
+                  ) -> None:
     """Raise :class:`SegmentMismatch` unless ``written`` ((spec, duration_seconds) in output
-    order) is exactly the plan's kept segments, each within 20 ms of its asr length."""
+    order) is exactly the plan's kept segments, each within 20 ms of its asr length with the
+    seconds ``trimmed`` off it (by segment name)."""
     expected = {segment_name(s): s for specs in plan.by_key.values() for s in specs}
     got: dict[str, float] = {}  # a segment cut at speaker changes: its pieces' total
     doubled: list[str] = []
@@ -45,6 +51,8 @@ def check_written(plan: Plan, written: list[tuple[SegmentSpec, float]],
         if piece in pieces:
             doubled.append(piece)
         pieces.add(piece)
+        got[name] = got.get(name, 0.0) + seconds
+    for name, seconds in (trimmed or {}).items():
         got[name] = got.get(name, 0.0) + seconds
     problems = []
     missing = sorted(expected.keys() - got.keys())

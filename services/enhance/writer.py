@@ -37,6 +37,8 @@ from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
+from services.enhance.edges import DEFAULT_WINDOW as DEFAULT_TRIM_WINDOW
+from services.enhance.edges import firing, trim_all
 from services.enhance.errors import SegmentError
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import (
@@ -46,7 +48,15 @@ from services.enhance.speakers import (
     SpeakerLabeller,
 )
 from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
-from services.enhance.turns import MIN_PIECE, changes, cut_segment, pauses, pieces, word_gaps
+from services.enhance.turns import (
+    MIN_PIECE,
+    Piece,
+    changes,
+    cut_segment,
+    pauses,
+    pieces,
+    word_gaps,
+)
 from services.records import Sidecar, segment_id
 from services.speakers.embeddings import EmbeddingsWriter
 
@@ -68,7 +78,8 @@ class EnhancedWriter:
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
                  change_threshold: float | None = DEFAULT_CHANGE_THRESHOLD,
                  speakers_path: Path | None = None,
-                 speaker_unknown_near: float = UNKNOWN_NEAR) -> None:
+                 speaker_unknown_near: float = UNKNOWN_NEAR,
+                 trim_window: float = DEFAULT_TRIM_WINDOW) -> None:
         self.rate = rate
         self.signature_path = signature_path
         self.speakers_path = speakers_path
@@ -79,6 +90,8 @@ class EnhancedWriter:
         self.seconds_out = 0.0
         self.annotator = annotator
         self.change_threshold = change_threshold  # None: segments are not cut at changes
+        self.trim_window = trim_window  # 0: pieces are not trimmed where two voices overlap
+        self.trimmed: dict[str, float] = {}  # segment -> seconds trimmed off its pieces
         self.in_rate = in_rate
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
@@ -144,7 +157,8 @@ class EnhancedWriter:
         give_back()
 
     def _cut_turns(self, batch: list[Item]) -> list[Item]:
-        """The batch with each segment that holds a speaker change replaced by its pieces."""
+        """The batch with each segment that holds a speaker change replaced by its pieces, and
+        each piece's edges trimmed where two voices sound at once (``edges.py``)."""
         todo = [i for i, (seg, audio, _) in enumerate(batch)
                 if self.change_threshold is not None and seg.spec.words
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
@@ -154,15 +168,35 @@ class EnhancedWriter:
         wins = self.annotator.speaker.windows([resample(batch[i][1], OUT_RATE, 16000)
                                                for i in todo])
         out = list(batch)
+        trimmed: dict[str, float] = {}  # kept only if the whole batch is cut (else written whole)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
             cand = pauses(w.power) + word_gaps(seg.spec.words or [], seg.spec.start)
             parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
+            kept = parts
+            if self.trim_window > 0:  # on the input, as the overlap annotation is
+                src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
+                fires = firing(src, rate, self.annotator.device)
+                kept = trim_all(parts, fires, seg.spec.start, self.trim_window)
             if len(parts) > 1:
-                out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, parts)
                 self.quality.cut_segments += 1
                 self.quality.speaker_changes += len(parts) - 1
+            if kept != parts:
+                self._count_trim(seg, parts, kept, trimmed)
+            if len(kept) > 1 or kept != parts:
+                out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, kept)
+        self.trimmed.update(trimmed)
         return out
+
+    def _count_trim(self, seg: CutSegment, parts: list[Piece], kept: list[Piece],
+                    trimmed: dict[str, float]) -> None:
+        s = seg.spec
+        trimmed[segment_id(s.key, s.idx)] = (sum(p.end - p.start for p in parts)
+                                                  - sum(p.end - p.start for p in kept))
+        self.quality.overlap_trimmed += sum(p not in parts for p in kept)
+        self.quality.overlap_dropped += len(parts) - len(kept)
+        self.quality.overlap_trimmed_words += (sum(len(p.words) for p in parts)
+                                               - sum(len(p.words) for p in kept))
 
     def _annotate(self, batch: list[Item]) -> list[QualityRecord]:
         from services.enhance.quality.annotate import AnnotationInput
@@ -261,6 +295,9 @@ class QualityTally:
         self.speakers = 0  # labels given, all files together
         self.cut_segments = 0  # asr segments cut at speaker changes
         self.speaker_changes = 0  # cuts made (pieces written less the segments cut)
+        self.overlap_trimmed = 0  # pieces whose edges were trimmed where two voices overlap
+        self.overlap_dropped = 0  # pieces nothing was left of
+        self.overlap_trimmed_words = 0  # asr words trimmed with them
 
     def add(self, rec: QualityRecord) -> None:
         self.annotated += 1
@@ -278,4 +315,7 @@ class QualityTally:
                 "mean_ovrl_before": round(self.ovrl_before / n, 3),
                 "mean_ovrl_after": round(self.ovrl_after / n, 3),
                 "speaker_files": self.speaker_files, "speakers": self.speakers,
-                "cut_segments": self.cut_segments, "speaker_changes": self.speaker_changes}
+                "cut_segments": self.cut_segments, "speaker_changes": self.speaker_changes,
+                "overlap_trimmed": self.overlap_trimmed,
+                "overlap_dropped": self.overlap_dropped,
+                "overlap_trimmed_words": self.overlap_trimmed_words}
