@@ -12,6 +12,8 @@ sentence's language and span are known, so each segment's language can be checke
 - speech lost at a switch: the first and last sentence of each block (next to a switch) not
   covered, for at least half its length, by a kept segment (a sentence in a language not kept:
   by a segment flagged ``language``); goal 0;
+- segments ending early: kept segments ending more than ``EARLY`` (0.3 s) before the last
+  reference sentence in them does (its tail lost); goal 0;
 - invented segments: kept segments over no reference speech; goal 0;
 - hallucinations kept: kept segments whose text is a known hallucination
   (services/asr/hallucination.py: a stock phrase, a sound tag, a credit) that the reference
@@ -30,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fixtures.languages import Score, Spliced, score, splice, truth_of
+from fixtures.languages import EARLY, Score, Spliced, score, splice, truth_of
 from fixtures.longform import SR, real_english
 from fixtures.nonspeech import FetchError
 
@@ -99,6 +101,9 @@ def language_per_segment(quick: bool) -> list[dict]:
         {"name": f"wild language: sentences lost at a switch (of {sc.edge_sentences} next "
                  "to one)", "ours": sc.lost_at_switch, "baseline": None, "ratio": None,
          "unit": "sentences", "goal": "0"},
+        {"name": f"wild language: kept segments ending > {EARLY} s before their last sentence "
+                 f"does (worst {sc.worst_end:+.2f} s)", "ours": sc.ends_early, "baseline": None,
+         "ratio": None, "unit": f"segments of {sc.kept}", "goal": "0"},
         {"name": "wild language: invented segments (kept, over no reference speech)",
          "ours": sc.invented, "baseline": None, "ratio": None, "unit": "segments",
          "goal": "0"},

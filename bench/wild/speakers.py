@@ -5,8 +5,9 @@ Conversations are spliced from real recordings of two voices taking turns, 0.2-1
 "elk" voices, pyannote's sample turns of each of its two speakers, and cross pairs of them);
 natural conversation is pyannote's sample call with its reference turns (fetched from its
 wheel into the cache). Each is transcribed by the asr stage (bundled whisper-base, word times;
-lines cached under ``~/.cache/onsei/bench/wild``), and each kept segment goes through the enhance
-stage's change detection (``services/enhance/turns.py``) on its audio as it is. Figures:
+lines cached under ``~/.cache/onsei/bench/wild``, keyed by the audio and the asr's code), and
+each kept segment goes through the enhance stage's change detection
+(``services/enhance/turns.py``) on its audio as it is. Figures:
 
 - changes found: true changes inside the span of the kept segments with a segment edge or a cut
   within 0.5 s (goal >= 0.9);
@@ -116,18 +117,36 @@ def natural() -> list[Conversation]:
     return [conv]
 
 
+ASR_MODEL = "bundled:whisper-base"
+
+
+def asr_version() -> str:
+    """What an asr line depends on besides the audio: the asr stage's code (every source file
+    under services/asr and the records) and the settings the bench runs it with. A line cached
+    under another version is not served: it came from other code."""
+    import services.asr
+    import services.records
+
+    h = hashlib.sha256(f"{ASR_MODEL} words".encode())
+    root = Path(services.asr.__file__).parent
+    for f in sorted(root.rglob("*.py")) + [Path(services.records.__file__)]:
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def asr_line(conv: Conversation, stage_box: list) -> object:
-    """The asr stage's line for the conversation (cached by the audio's hash)."""
+    """The asr stage's line for the conversation (cached by the audio's hash and the asr's
+    :func:`asr_version`)."""
     from services.records import AsrLine
 
     digest = hashlib.sha256(conv.audio.tobytes()).hexdigest()[:16]
-    path = CACHE / f"asr-{digest}.json"
+    path = CACHE / f"asr-{digest}-{asr_version()}.json"
     if path.is_file():
         return AsrLine.from_json(path.read_text())
     if not stage_box:
         from bench.word_times import _stage
 
-        stage_box.append(_stage("bundled:whisper-base", True))
+        stage_box.append(_stage(ASR_MODEL, True))
     line = stage_box[0].transcribe_file(conv.name, conv.audio).line
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_text(line.to_json())

@@ -14,7 +14,11 @@ aligned too, and at a window's end they take its last second of speech (a window
 「ありがとうございます。」: the word 0.44 s long, the rest of the 2 s sentence given to 「。」 and
 the end token, both merged away), so the segment trimmed to its words lost most of its last
 sentence. :func:`run_on` moves such a word's end on through the speech that follows it without
-a pause, up to the next word.
+a pause, where that speech stops before the next word: at a pause, or where its span ends.
+Sound that runs on right up to the next word is not the word's: it is the next word's onset
+(aligned late), or, in conversation, the other talker answering straight after (a call's
+"Jersey." ran 0.73 s into "And", the gap that told the two voices apart closed), so the word
+keeps Whisper's end there and the gap stays in the word list.
 """
 
 from __future__ import annotations
@@ -82,23 +86,27 @@ def snapped(words: WordTimes, loud: np.ndarray, offset: float) -> WordTimes:
 def run_on(words: WordTimes, loud: np.ndarray, limits: list[float]) -> WordTimes:
     """``words`` (seconds of the audio ``loud`` was computed over, from 0) with each end moved
     on through the loud frames right after it, across quiet runs shorter than a pause
-    (``MIN_PAUSE_FRAMES``: a stop's closure), up to the next word's start and the word's
-    ``limit`` (the end of the speech span it was spoken in). A word followed by a pause, or by
-    the next word, stays as it is."""
+    (``MIN_PAUSE_FRAMES``: a stop's closure), to where they stop: a pause before the next
+    word's start, or the word's ``limit`` (the end of the speech span it was spoken in). A word
+    followed by a pause stays as it is, and so does one whose sound runs on into the next word
+    (no pause between them: not this word's sound alone)."""
     n = loud.size
     if n < 3:
         return words
     out = []
     for k, (w, a, b, p) in enumerate(words):
-        stop = min(limits[k], words[k + 1][1]) if k + 1 < len(words) else limits[k]
-        j, end = _frame(b, 0.0, n), _frame(stop, 0.0, n)
+        nxt = _frame(words[k + 1][1], 0.0, n) if k + 1 < len(words) else None
+        limit = _frame(limits[k], 0.0, n)
+        j, end = _frame(b, 0.0, n), limit if nxt is None else min(limit, nxt)
         first, last, quiet = j, j, 0
         while j < end and quiet < MIN_PAUSE_FRAMES:
             quiet = 0 if loud[j] else quiet + 1
             j += 1
             if not quiet:
                 last = j
-        out.append((w, a, max(b, last * FRAME / SAMPLE_RATE) if last > first else b, p))
+        into_next = nxt is not None and nxt <= limit and quiet < MIN_PAUSE_FRAMES
+        moved = last > first and not into_next
+        out.append((w, a, max(b, last * FRAME / SAMPLE_RATE) if moved else b, p))
     return out
 
 

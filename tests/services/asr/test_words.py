@@ -63,11 +63,40 @@ def test_a_word_the_full_stop_and_end_token_cut_short_runs_on_through_its_speech
     (seg,) = build_segments([clip], [got], set(), s).lines
     assert seg.end == pytest.approx(3.0 + s.asr_word_margin_seconds, abs=0.011)
     loud = loud_frames(audio)
-    # never past the next word's start, nor past its span's end (the limit)
+    # never past its span's end (the limit); sound running on right into the next word is not
+    # its own: the word keeps its end
     words = [(" a", 1.2, 1.6, 0.5), (" b", 2.5, 3.0, 0.5)]
-    assert run_on(words, loud, [5.0, 5.0])[0][2] == pytest.approx(2.5)
+    assert run_on(words, loud, [5.0, 5.0])[0][2] == pytest.approx(1.6)
+    assert run_on(words, loud, [2.2, 5.0])[0][2] == pytest.approx(2.2)  # the span ends first
     assert run_on(words[:1], loud, [2.2])[0][2] == pytest.approx(2.2)
     assert run_on([(" c", 3.5, 4.0, 0.5)], loud, [5.0]) == [(" c", 3.5, 4.0, 0.5)]  # silence
+
+
+def test_a_word_answered_at_once_by_a_second_voice_keeps_its_gap_in_the_word_list() -> None:
+    """In conversation the other talker may answer with no pause: Whisper's full stop took the
+    sound between the two words, and that sound runs straight into the answer. Closing the gap
+    there took away the only cut between the two voices a speaker-change scan had (enhance's
+    word gaps); a sentence tail followed by a pause, and the window's last words, still run on,
+    so the segment ends after its last sentence's tail."""
+    audio = np.zeros(6 * SR, np.float32)
+    audio[int(0.5 * SR):int(1.5 * SR)] = 0.5  # "New Jersey." and its tail, then a pause
+    audio[int(1.8 * SR):int(2.8 * SR)] = 0.5  # "Jersey." (voice one) ...
+    audio[int(2.8 * SR):int(3.6 * SR)] = 0.3  # ... and "And Texas." (voice two) at once
+    clip = Clip(0.0, 6.0)
+    t = ClipText("New Jersey. Jersey. And Texas.", -0.1, 0.01,
+                 [(" New", 0.3, 0.8, 0.9), (" Jersey.", 0.8, 1.1, 0.9),
+                  (" Jersey.", 1.1, 2.2, 0.9), (" And", 2.6, 3.0, 0.9),
+                  (" Texas.", 3.0, 3.2, 0.9)])
+    (got,) = split([clip], [Window([((0.0, 6.0), 0)])], [t], audio)
+    ends = [round(w[2], 2) for w in got.words or []]
+    starts = [round(w[1], 2) for w in got.words or []]
+    assert ends[1] == pytest.approx(1.5, abs=0.011)  # a tail before a pause: runs on
+    assert ends[2] == pytest.approx(2.2, abs=0.011)  # runs into the answer: Whisper's end
+    assert starts[3] - ends[2] >= 0.15  # the gap a word-gap cut needs
+    assert ends[4] == pytest.approx(3.6, abs=0.011)  # the window's last word: its whole sound
+    s = AsrSettings()
+    (seg,) = build_segments([clip], [got], set(), s).lines
+    assert seg.end == pytest.approx(3.6 + s.asr_word_margin_seconds, abs=0.011)
 
 
 def test_segments_trimmed_to_words_plus_margin() -> None:
