@@ -199,6 +199,15 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
 
 
 @pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No ``ONSEI_*`` variable of the calling shell reaches the settings built in the test."""
+    for k in list(os.environ):
+        if k.startswith("ONSEI_"):
+            monkeypatch.delenv(k)
+    return monkeypatch
+
+
+@pytest.fixture
 def make_settings(tmp_path: Path):
     """The pipeline's settings (every stage's section) rooted in tmp dirs; keyword overrides
     win."""

@@ -3,7 +3,6 @@ warning naming the new one; both names at once refused; every section's fields p
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -24,11 +23,8 @@ from services.whisper.settings import WhisperSettings
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for k in list(os.environ):
-        if k.startswith("ONSEI_"):
-            monkeypatch.delenv(k)
-    return monkeypatch
+def env(clean_env: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    return clean_env
 
 
 def test_a_former_variable_sets_the_new_field_and_warns(env) -> None:

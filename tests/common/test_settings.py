@@ -11,10 +11,7 @@ import pytest
 from common.settings import Settings
 
 
-def test_defaults_match_design(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k in list(__import__("os").environ):
-        if k.startswith("ONSEI_"):
-            monkeypatch.delenv(k)
+def test_defaults_match_design(clean_env: pytest.MonkeyPatch) -> None:
     s = Settings()
     assert s.input_url == "./data/raw"
     assert s.output_url == "./data/out"

@@ -3,8 +3,6 @@ keys as README.md's table reach the stage, checked up front, listed by `onsei co
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from pydantic import ValidationError
 
@@ -13,14 +11,6 @@ from services.asr.settings import AsrSettings
 from services.enhance.settings import EnhanceSettings
 from services.stages import PIPELINE, PipelineSettings
 from services.tokenize.settings import TokenizeSettings
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for k in list(os.environ):
-        if k.startswith("ONSEI_"):
-            monkeypatch.delenv(k)
-    return monkeypatch
 
 
 def test_defaults_match_design(clean_env) -> None:
