@@ -35,9 +35,9 @@ CPU_DECODE_ROWS = 4
 def cpu_decode_parts(n: int, rows: int = CPU_DECODE_ROWS) -> list[slice]:
     """``n`` rows as decoder calls of ``rows`` each on a CPU, a last call of at most half that
     joining the one before (at most 1.5 x ``rows`` a call, 6: 222 MB). Greedy decoding steps
-    every row of a call together, so a call costs about its longest text's steps whatever its
-    rows: a file of 6 windows (3 minutes of speech) decoded as 4 + 2 took two texts' steps, as 6
-    one (generate 3.2 against 2.3-2.5 s, 2 cores, docs/asr.md)."""
+    the rows of a call together until its longest text ends, and a call of 2 rows costs nearly
+    what one of 4 does: a file of 6 windows (3 minutes of speech) decoded as 4 + 2 took 2.9-3.3
+    s of generate, as 6 in one call 2.3-2.5 s, the same texts (2 cores, docs/asr.md)."""
     starts = list(range(0, n, rows))
     if len(starts) > 1 and n - starts[-1] <= rows // 2:
         starts.pop()
