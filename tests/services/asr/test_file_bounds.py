@@ -10,7 +10,7 @@ import pytest
 from fixtures.longform import make_longform
 from fixtures.speechgen import make_shard
 from services.asr import clips as clips_mod
-from services.asr.batched import CPU_DECODE_ROWS
+from services.asr.batched import cpu_decode_parts
 from tests.services.asr.conftest import SR
 from tests.system_packages import ESPEAK, needs
 
@@ -86,8 +86,8 @@ def test_kept_file_encodes_each_window_once_and_decodes_in_full_batches(
     rows = len(encoded_rows)
     assert encoded_rows == [1] * rows  # one row per call on a CPU
     assert 3 <= rows < n  # windows packed across clips: fewer rows than segments
-    # each window decoded once, language ID's with the rest, at most CPU_DECODE_ROWS a call
-    assert batches == [min(CPU_DECODE_ROWS, rows - i) for i in range(0, rows, CPU_DECODE_ROWS)]
+    # each window decoded once, language ID's with the rest, in the CPU's decoder calls
+    assert batches == [p.stop - p.start for p in cpu_decode_parts(rows)]
 
 
 def test_truncated_file_flags_the_segment_at_the_cut(asr_stage, tmp_path) -> None:
