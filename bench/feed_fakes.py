@@ -61,8 +61,8 @@ class InstantTranscriber(ClipTranscriber):
         return [self.detect_language(np.zeros((len(r), 1, 1), np.float16)) for r in cuts]
 
     def transcribe(self, features: np.ndarray, language: str, rows: np.ndarray | None = None,
-                   beam_size: int | None = None,
-                   frames: list[int] | None = None) -> list[ClipText]:
+                   beam_size: int | None = None, frames: list[int] | None = None,
+                   no_repeat: int = 0) -> list[ClipText]:
         # words evenly over the window: their alignment is cross-attention on the device, not
         # CPU work around it, but placing them in clips is
         self.encoder_rows += len(features) - (0 if rows is None else len(rows))
