@@ -18,11 +18,9 @@ each kept segment goes through the enhance stage's change detection
 - two voices: the pieces of each spliced conversation labelled as the stage does
   (``speakers.cluster``): two labels, each voice's pieces under one (goal: every file).
 
-Overlap (``services/enhance/quality/overlap.py``): each single line of the same voices against
-the same line with another voice's line mixed in at 0, 5 and 10 dB below it (levels by RMS):
-the share of mixtures at 0-5 dB scored >= 0.3 (goal >= 0.9), of single lines (goal <= 3 %).
-Cost: CPU seconds per audio hour of the change scan and of the overlap score on the CPU
-(at a GPU node both run their networks and FFTs on the device) and of the numpy glue.
+Overlap on the same voices: ``bench/wild/overlap.py``. Cost: CPU seconds per audio hour of the
+change scan on the CPU (:func:`scan_cost_rows`; at a GPU node its network runs on the device)
+and of the numpy glue.
 """
 
 from __future__ import annotations
@@ -279,71 +277,6 @@ def change_rows(quick: bool) -> list[dict]:
     return rows
 
 
-def mixtures(v: dict[str, list[np.ndarray]], seed: int = 1,
-             ) -> tuple[list[tuple[str, np.ndarray]], list[tuple[int, str, np.ndarray]]]:
-    """((voice, single line), (dB, "voice|other voice", line with another voice's line that
-    much below it))."""
-    rng = np.random.default_rng(seed)
-    singles = [(k, c) for k, lines in v.items() for c in lines]
-    mixed = []
-    for k, c in singles:
-        others = [(k2, c2) for k2, c2 in singles if k2 != k]
-        k2, o = others[int(rng.integers(len(others)))]
-        n = min(c.size, o.size)
-        if n < SR:
-            continue
-        scale = _rms(c[:n]) / max(_rms(o[:n]), 1e-9)
-        for db in (0, 5, 10):
-            mixed.append((db, f"{k}|{k2}",
-                          (c[:n] + o[:n] * scale * 10 ** (-db / 20)).astype(np.float32)))
-    return singles, mixed
-
-
-def _rms(x: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64))))
-
-
-def overlap_rows(quick: bool) -> list[dict]:
-    import time
-
-    import torch
-
-    from services.enhance.quality.overlap import overlap
-
-    singles, mixed = mixtures(voices())
-    if not singles:
-        return []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as a worker runs it: idle threads would count as CPU
-    try:
-        t0 = time.process_time()
-        alone = [(k, overlap(c) or 0.0) for k, c in singles]
-        cpu = time.process_time() - t0
-        scan = scan_cost_rows([c for _, c in singles])
-    finally:
-        torch.set_num_threads(threads)
-    hours = sum(c.size for _, c in singles) / SR / 3600
-    both = [(db, name, overlap(x) or 0.0) for db, name, x in mixed]
-    rows = []
-    for label, keep in (("all", lambda n: True),
-                        ("natural voices", lambda n: "fillets" not in n),
-                        ("fillets character voices", lambda n: "fillets" in n)):
-        loud = [x >= 0.3 for db, n, x in both if db <= 5 and keep(n)]
-        quiet = [x >= 0.3 for db, n, x in both if db == 10 and keep(n)]
-        one = [x >= 0.3 for k, x in alone if keep(k)]
-        rows += [{"name": f"overlap >= 0.3, real voices mixed at 0-5 dB, {label}",
-                  "ours": round(float(np.mean(loud)), 3), "baseline": None, "ratio": None,
-                  "unit": f"share of {len(loud)} (10 dB: {np.mean(quiet):.3f})",
-                  "goal": ">= 0.9"},
-                 {"name": f"overlap >= 0.3, single real voices, {label}",
-                  "ours": round(float(np.mean(one)), 3), "baseline": None, "ratio": None,
-                  "unit": f"share of {len(one)}", "goal": "<= 0.03"}]
-    rows.append({"name": "overlap score, CPU s per audio hour (torch on the CPU, 1 thread)",
-                 "ours": round(cpu / hours, 1), "baseline": None, "ratio": None,
-                 "unit": "CPU s / audio h", "goal": "on the device at a GPU node"})
-    return rows + scan
-
-
 def scan_cost_rows(clips: list[np.ndarray]) -> list[dict]:
     """The change scan's CPU: all of it on the CPU, and the numpy part that stays on the CPU
     at a GPU node (resampling the restored 24 kHz audio to 16 kHz, the pauses, the merge)."""
@@ -399,19 +332,20 @@ def main() -> None:
     ap.add_argument("--labels", default="", help="seeds (0,1,2): only the two-voices rows")
     ap.add_argument("--trim", type=float, default=TRIM[0],
                     help="seconds at a piece's edges trimmed where two voices overlap (0: off)")
-    ap.add_argument("--changes", action="store_true", help="the change rows only")
+    ap.add_argument("--changes", action="store_true",
+                    help="the change rows only (the default: the overlap rows are "
+                         "bench.wild.overlap's)")
     a = ap.parse_args()
     TRIM[0] = a.trim
     if a.labels:
         for r in label_rows([int(x) for x in a.labels.split(",")]):
             print(json.dumps(r))
         return
-    for fn in ROWS[:1] if a.changes else ROWS:
-        for r in fn(False):
+    for r in change_rows(False):
             print(json.dumps(r))
 
 
-ROWS = [change_rows, overlap_rows]
+ROWS = [change_rows]  # the overlap rows: bench/wild/overlap.py
 
 if __name__ == "__main__":
     main()
