@@ -140,8 +140,8 @@ class _Sink:
                                               dtype="float32", quality="HQ"))
             self._raw_batch = frame.sample_rate  # resampled a second at a time
             self._fmt = fmt
-        if self._av_resampler is None:
-            self._push(frame.to_ndarray().reshape(-1))
+        if self._av_resampler is None:  # the plane's samples (``to_ndarray`` would stack it)
+            self._push(np.frombuffer(frame.planes[0], np.float32, frame.samples))
             return
         for out in self._av_resampler.resample(frame):
             self._push(out.to_ndarray().reshape(-1))
