@@ -98,7 +98,7 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     from common.shards.tar import ShardWriter
     from services.dedup.signature import SignatureWriter
     from services.enhance import chunking, flow, segments, writer
-    from services.enhance.quality import annotate, music, prosody, speaker
+    from services.enhance.quality import annotate, music, overlap, prosody, speaker
     from services.enhance.quality.mel import MelSpec
     from services.enhance.quality.vad import SileroTorch
     from services.enhance.signature_powers import DevicePowers
@@ -131,6 +131,9 @@ def run_enhance(root: Path, settings: Any, backend: Any) -> dict[str, Any]:
     m.patch(prosody, "pitch", "annotations: pitch (pyworld)")
     m.patch(prosody, "speech_windows", "annotations: speech fraction (VAD, onnxruntime)")
     m.patch(music, "music_score", "annotations: music (held tones)")
+    # found once per segment, for the edge trimming and the overlap annotation (its FFTs run on
+    # the stage's device at a GPU node; counted here all the same)
+    m.patch(overlap, "frames", "annotations: overlap frames (two voices)")
     m.patch(SignatureWriter, "add", "dedup signature (fingerprint, text and audio keys)")
     m.patch(DevicePowers, "__call__", DEVICE)
     m.patch(MelSpec, "__call__", DEVICE)

@@ -25,6 +25,9 @@ from common.shards.spool import Spool
 
 log = logging.getLogger(__name__)
 
+# sample formats whose mono frames are float32 samples as they are (planar or packed)
+_FLOAT_FORMATS = frozenset({"flt", "fltp"})
+
 AUDIO_EXTENSIONS = frozenset(
     {"flac", "wav", "mp3", "ogg", "opus", "m4a", "aac", "webm", "mka", "mp4", "wma", "aiff",
      "aif", "au", "caf", "amr", "3gp", "spx", "ac3", "mkv", "mov"}
@@ -101,7 +104,12 @@ def probe_seconds(src: Source) -> float | None:
 
 
 class _Sink:
-    """Collects mono float32 chunks at the output rate; raises ``too_long`` past the limit."""
+    """Collects mono float32 chunks at the output rate; raises ``too_long`` past the limit.
+
+    Per-frame work is kept small (a frame is 20-60 ms, an hour of opus is 180,000 of them): a
+    mono float frame is taken as it is (the format conversion to packed float would only copy
+    it), and the samples are resampled about a second at a time (soxr's stream gives the same
+    samples however its input is split)."""
 
     def __init__(self, sample_rate: int, max_seconds: float | None) -> None:
         self.sample_rate = sample_rate
@@ -110,9 +118,12 @@ class _Sink:
         self.chunks: list[np.ndarray] = []
         self.total = 0
         self.waiting = 0  # samples in ``chunks``
-        self._av_resampler: Any = None
+        self._av_resampler: Any = None  # None: the frames are mono float already
         self._soxr: Any = None
         self._fmt: tuple[str, str, int] | None = None
+        self._raw: list[np.ndarray] = []  # at the file's rate, not yet resampled
+        self._raw_size = 0
+        self._raw_batch = 0
 
     def frame(self, frame: Any) -> None:
         fmt = (frame.format.name, frame.layout.name, frame.sample_rate)
@@ -121,18 +132,31 @@ class _Sink:
             import soxr
 
             av = _av()
-            self._av_resampler = av.AudioResampler(format="flt", layout="mono",
-                                                   rate=frame.sample_rate)
+            direct = frame.format.name in _FLOAT_FORMATS and frame.layout.nb_channels == 1
+            self._av_resampler = None if direct else av.AudioResampler(
+                format="flt", layout="mono", rate=frame.sample_rate)
             self._soxr = (None if frame.sample_rate == self.sample_rate else
                           soxr.ResampleStream(frame.sample_rate, self.sample_rate, 1,
                                               dtype="float32", quality="HQ"))
+            self._raw_batch = frame.sample_rate  # resampled a second at a time
             self._fmt = fmt
+        if self._av_resampler is None:  # the plane's samples (``to_ndarray`` would stack it)
+            self._push(np.frombuffer(frame.planes[0], np.float32, frame.samples))
+            return
         for out in self._av_resampler.resample(frame):
             self._push(out.to_ndarray().reshape(-1))
 
     def _push(self, mono: np.ndarray, last: bool = False) -> None:
         if self._soxr is not None:
-            mono = self._soxr.resample_chunk(mono, last=last)
+            if mono.size:
+                self._raw.append(mono)
+                self._raw_size += mono.size
+            if self._raw_size < self._raw_batch and not last:
+                return
+            raw = self._raw[0] if len(self._raw) == 1 else np.concatenate(
+                self._raw or [np.zeros(0, np.float32)])
+            self._raw, self._raw_size = [], 0
+            mono = self._soxr.resample_chunk(raw, last=last)
         if mono.size:
             self.chunks.append(mono)
             self.total += mono.size
@@ -141,10 +165,11 @@ class _Sink:
             raise AudioError("too_long", f"longer than {self.max_seconds:g} s")
 
     def flush(self) -> None:
-        if self._av_resampler is None:
+        if self._fmt is None:
             return
-        for out in self._av_resampler.resample(None):
-            self._push(out.to_ndarray().reshape(-1))
+        if self._av_resampler is not None:
+            for out in self._av_resampler.resample(None):
+                self._push(out.to_ndarray().reshape(-1))
         if self._soxr is not None:
             self._push(np.zeros(0, dtype=np.float32), last=True)
         self._av_resampler = self._soxr = self._fmt = None

@@ -72,7 +72,9 @@ class SignatureWriter:
 
     def add(self, seg_id: str, key: str, idx: int, seconds: float, text: str,
             language: str | None, ovrl: float | None, audio: np.ndarray, rate: int,
-            quality: Quality | None = None) -> None:
+            quality: Quality | None = None, telephone: np.ndarray | None = None) -> None:
+        """One segment's row; ``telephone``: ``telephone_rate(audio, rate)`` when the caller
+        already has it (not resampled again)."""
         r = self.rows
         r["id"].append(seg_id)
         r["key"].append(key)
@@ -82,7 +84,7 @@ class SignatureWriter:
         r["language"].append(language)
         r["ovrl"].append(ovrl)
         r["bands"].append(text_keys(text, language))
-        x = telephone_rate(audio, rate)
+        x = telephone_rate(audio, rate) if telephone is None else telephone
         powers = self.powers(x, PHASE_STARTS)  # the first phase is the fingerprint's too
         akeys, skeys = audio_key_families(x, powers)
         r["akeys"].append(akeys)

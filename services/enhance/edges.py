@@ -33,8 +33,13 @@ DEFAULT_WINDOW = 0.5  # seconds at each edge; docs/quality.md has how it was cho
 def firing(x: np.ndarray, rate: int, device: str = "cpu") -> np.ndarray:
     """Start times (seconds from the clip's start) of the frames of ``x`` (at ``rate``) where
     two voices sound at once."""
-    two, _ = overlap.frame_flags(resample(x, rate, overlap.SR), device)
-    return np.flatnonzero(two) * FRAME_HOP
+    return fires(overlap.frames(resample(x, rate, overlap.SR), device))
+
+
+def fires(frames: overlap.Frames) -> np.ndarray:
+    """Start times (seconds from the clip's start) of ``frames`` where two voices sound at once
+    (the writer keeps the frames: the piece's overlap annotation is taken from them)."""
+    return np.flatnonzero(frames.two) * FRAME_HOP
 
 
 def trim(p: Piece, fires: np.ndarray, offset: float, window: float = DEFAULT_WINDOW,

@@ -35,11 +35,14 @@ from common.node.allocator import give_back
 from common.shards.audio import flac_bytes, resample
 from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
+from services.dedup.fingerprint import RATE as TELEPHONE
 from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
 from services.enhance.edges import DEFAULT_WINDOW as DEFAULT_TRIM_WINDOW
-from services.enhance.edges import firing, trim_all
+from services.enhance.edges import fires, trim_all
 from services.enhance.errors import SegmentError
+from services.enhance.quality import overlap
+from services.enhance.resampled import Resampled
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import (
     DEFAULT_THRESHOLD,
@@ -142,51 +145,63 @@ class EnhancedWriter:
         if not batch:
             return
         records: Sequence[QualityRecord | None] = [None] * len(batch)
+        rs = Resampled()  # the batch's clips at the rates its steps share
         try:
-            batch = self._cut_turns(batch)
+            batch, frames = self._cut_turns(batch, rs)
             records = [None] * len(batch)
-            records = self._annotate(batch)
+            records = self._annotate(batch, frames, rs)
         except Exception as e:
             log.exception("quality annotation failed for %d segments", len(batch))
             reason = f"quality:{type(e).__name__}:{str(e)[:120]}"
             self.errors += [{"key": _seg_id(seg), "reason": reason} for seg, _, _ in batch]
         for (seg, audio, before), rec in zip(batch, records):
-            self._write(seg, audio, rec, before)
+            self._write(seg, audio, rec, before, rs)
         # the batch's activations (DNSMOS, the speaker LSTM, the fidelity decode) are freed now;
         # what the heaps keep of them goes back (a 3-hour member's peak: -52 MB)
         give_back()
 
-    def _cut_turns(self, batch: list[Item]) -> list[Item]:
+    def _cut_turns(self, batch: list[Item], rs: Resampled | None = None,
+                   ) -> tuple[list[Item], list[overlap.Frames | None]]:
         """The batch with each segment that holds a speaker change replaced by its pieces, and
-        each piece's edges trimmed where two voices sound at once (``edges.py``)."""
+        each piece's edges trimmed where two voices sound at once (``edges.py``); with each
+        item, the overlap frames of its input where they were found (its segment's, clipped to
+        the piece: the overlap annotation is taken from them, not found again)."""
+        rs = rs or Resampled()
+        found: list[overlap.Frames | None] = [None] * len(batch)
         todo = [i for i, (seg, audio, _) in enumerate(batch)
                 if self.change_threshold is not None and seg.spec.words
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
         if not todo or self.change_threshold is None:
-            return batch
+            return batch, found
         assert self.annotator is not None  # segments are batched only to be annotated
-        wins = self.annotator.speaker.windows([resample(batch[i][1], OUT_RATE, 16000)
-                                               for i in todo])
+        wins = self.annotator.speaker.windows([rs(batch[i][1], OUT_RATE, 16000) for i in todo])
         out = list(batch)
         trimmed: dict[str, float] = {}  # kept only if the whole batch is cut (else written whole)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
             cand = pauses(w.power) + word_gaps(seg.spec.words or [], seg.spec.start)
             parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
-            kept = parts
-            if self.trim_window > 0:  # on the input, as the overlap annotation is
-                src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
-                fires = firing(src, rate, self.annotator.device)
-                kept = trim_all(parts, fires, seg.spec.start, self.trim_window)
+            kept, frames = parts, None
+            # on the input, as the overlap annotation is
+            src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
+            if self.trim_window > 0:
+                frames = overlap.frames(rs(src, rate, overlap.SR), self.annotator.device)
+                kept = trim_all(parts, fires(frames), seg.spec.start, self.trim_window)
             if len(parts) > 1:
                 self.quality.cut_segments += 1
                 self.quality.speaker_changes += len(parts) - 1
             if kept != parts:
                 self._count_trim(seg, parts, kept, trimmed)
             if len(kept) > 1 or kept != parts:
-                out[i:i + 1] = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, kept)
+                cut = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, kept)
+                out[i:i + 1] = cut
+                found[i:i + 1] = [None if frames is None else frames.clip(
+                    round(p.start * rate) / rate, (a if b is None else b).size / rate)
+                    for p, (_, a, b) in zip(kept, cut)]
+            else:
+                found[i] = frames
         self.trimmed.update(trimmed)
-        return out
+        return out, found
 
     def _count_trim(self, seg: CutSegment, parts: list[Piece], kept: list[Piece],
                     trimmed: dict[str, float]) -> None:
@@ -198,19 +213,20 @@ class EnhancedWriter:
         self.quality.overlap_trimmed_words += (sum(len(p.words) for p in parts)
                                                - sum(len(p.words) for p in kept))
 
-    def _annotate(self, batch: list[Item]) -> list[QualityRecord]:
+    def _annotate(self, batch: list[Item], frames: list[overlap.Frames | None],
+                  rs: Resampled) -> list[QualityRecord]:
         from services.enhance.quality.annotate import AnnotationInput
 
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
                                  self.in_rate if before is not None else OUT_RATE,
-                                 audio, OUT_RATE)
-                 for seg, audio, before in batch]
+                                 audio, OUT_RATE, f)
+                 for (seg, audio, before), f in zip(batch, frames)]
         assert self.annotator is not None  # segments are batched only to be annotated
-        return self.annotator.annotate(items)
+        return self.annotator.annotate(items, rs)
 
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
-               before: np.ndarray | None = None) -> None:
+               before: np.ndarray | None = None, rs: Resampled | None = None) -> None:
         out = audio  # already at OUT_RATE (put)
         s = seg.spec
         seconds = round(out.size / OUT_RATE, 3)
@@ -225,10 +241,12 @@ class EnhancedWriter:
         if self.signature_path is not None:
             src, rate = (before, self.in_rate) if before is not None and self.in_rate else (
                 out, OUT_RATE)
+            # at 8 kHz, as the overlap frames took it (the same call on the same samples)
+            x8 = rs(src, rate, TELEPHONE) if rs is not None and src.dtype == np.float32 else None
             self.signatures.add(_seg_id(seg), s.key, s.idx, seconds, s.text,
                                 s.language, None if quality is None else
                                 round(float(quality.dnsmos_after.ovrl), 4), src, rate,
-                                quality=meta.quality)
+                                quality=meta.quality, telephone=x8)
         if self.annotator is None:
             self._emit((seg, flac, meta), None)
             return

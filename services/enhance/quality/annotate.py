@@ -7,6 +7,11 @@ on the restored audio, the prosody measures (speech fraction, pitch, speaking ra
 fidelity re-transcription on the sampled ones; DNSMOS, the speaker
 encoder, the speech-fraction VAD (on a GPU: ``vad.py``) and Whisper run batched over the
 items. ``seconds`` accumulates the time spent (the stage reports it).
+
+The overlap (``overlap.py``) is scored on the input at 8 kHz, resampled from its own rate: from
+the frames the writer already found in it when it has them (``overlap_frames``: its segment's,
+clipped to the piece), else from its own. The writer's :class:`Resampled` hands back what it
+already resampled (the restored audio at 16 kHz, the input at 8 kHz) instead of doing it again.
 """
 
 from __future__ import annotations
@@ -16,15 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from common.shards.audio import resample
-from services.enhance.quality import music
+from services.enhance.quality import music, overlap
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
-from services.enhance.quality.overlap import overlap
 from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
 from services.enhance.quality.vad import SpeechFraction
+from services.enhance.resampled import Resampled
 from services.enhance.settings import EnhanceSettings
 
 SR = 16000
@@ -39,6 +43,7 @@ class AnnotationInput:
     before_rate: int
     after: np.ndarray
     after_rate: int
+    overlap_frames: overlap.Frames | None = None  # ``before``'s, when the caller has them
 
 
 class Annotator:
@@ -70,12 +75,14 @@ class Annotator:
                 "speaker_threshold": self.speaker_threshold,
                 "fidelity_fraction": self.fraction, "fidelity_cer": self.cer_threshold}
 
-    def annotate(self, items: list[AnnotationInput]) -> list[QualityRecord]:
+    def annotate(self, items: list[AnnotationInput],
+                 resampled: Resampled | None = None) -> list[QualityRecord]:
         if not items:
             return []
         t0 = time.perf_counter()
-        before = [resample(it.before, it.before_rate, SR) for it in items]
-        after = [resample(it.after, it.after_rate, SR) for it in items]
+        rs = resampled or Resampled()
+        before = [rs(it.before, it.before_rate, SR) for it in items]
+        after = [rs(it.after, it.after_rate, SR) for it in items]
         mos = self.dnsmos.score(before + after)
         spk = self.speaker.score(after)
         windows = self.vad.windows(after)  # the pauses music.py looks in, and the fraction
@@ -99,7 +106,15 @@ class Annotator:
                 rec.fidelity_cer, rec.fidelity_text = sc.cer, sc.transcript
                 rec.restoration_changed_text = sc.cer > self.cer_threshold
             self.fidelity_checked += len(picked)
-        for rec, x in zip(out, before):
-            rec.overlap = overlap(x, self.device)
+        for rec, it, x in zip(out, items, before):
+            rec.overlap = self._overlap(it, x.size, rs)
         self.seconds += time.perf_counter() - t0
         return out
+
+    def _overlap(self, it: AnnotationInput, size16k: int, rs: Resampled) -> float | None:
+        if size16k < overlap.MIN_SECONDS * SR:
+            return None
+        f = it.overlap_frames
+        if f is None:
+            f = overlap.frames(rs(it.before, it.before_rate, overlap.SR), self.device)
+        return f.share()

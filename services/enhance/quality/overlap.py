@@ -20,6 +20,7 @@ a weak cue, so the filter on it is off by default.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,13 +58,46 @@ def _difference(frames: torch.Tensor, n: int) -> torch.Tensor:
     return d
 
 
-def frame_flags(x: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
-    """(two voices, loud) per frame of ``x`` at 8 kHz."""
+@dataclass(frozen=True)
+class Frames:
+    """The test's frames of a clip at 8 kHz (frame ``i`` starts at sample ``i * HOP``): whether
+    one period fails to explain it and its remainder is periodic (``periodic``), its power, and
+    whether it is within ``QUIET_DB`` of the clip's loud frames (``loud``, from that power)."""
+
+    periodic: np.ndarray
+    power: np.ndarray
+    loud: np.ndarray
+
+    @property
+    def two(self) -> np.ndarray:
+        """Both voices voiced at once: a loud frame that two periods explain."""
+        out: np.ndarray = self.loud & self.periodic
+        return out
+
+    def share(self) -> float:
+        """The overlap: the share of loud frames that fire, over ``DETECTED``, at most 1."""
+        two, loud = self.two, self.loud
+        return min(1.0, float(two.sum() / loud.sum()) / DETECTED) if loud.any() else 0.0
+
+    def clip(self, start: float, seconds: float) -> Frames:
+        """The frames of ``seconds`` of this clip from ``start`` (s), as the test would find
+        them in that stretch alone: the frames on the nearest start of the clip's frame grid
+        (20 ms) that lie in it, loud against the stretch's own loud frames."""
+        first = max(0, round(start * SR / HOP))
+        count = (int(seconds * SR) - (N + 2 * LMAX)) // HOP + 1
+        sl = slice(first, max(first, min(self.power.size, first + count)))
+        power = self.power[sl]
+        return Frames(self.periodic[sl], power, _loud(power))
+
+
+def frames(x: np.ndarray, device: str = "cpu") -> Frames:
+    """The test's frames of ``x`` (8 kHz)."""
     import torch
 
     length = N + 2 * LMAX
     if x.size < length:
-        return np.zeros(0, bool), np.zeros(0, bool)
+        none = np.zeros(0, bool)
+        return Frames(none, np.zeros(0, np.float32), none)
     t = torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(device)
     fr = t.unfold(0, length, HOP)
     d1 = _difference(fr, N + LMAX)[:, LMIN:]
@@ -79,8 +113,26 @@ def frame_flags(x: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, np.ndar
     second = torch.where(near, torch.full_like(d2, 9.0), d2).min(dim=1).values
     power = (fr[:, :N] ** 2).mean(dim=1)
     loud = power >= torch.quantile(power, 0.95) * 10 ** (-QUIET_DB / 10)
-    two = loud & (best > SINGLE) & (second < SECOND)
-    return two.cpu().numpy(), loud.cpu().numpy()
+    periodic = (best > SINGLE) & (second < SECOND)
+    return Frames(periodic.cpu().numpy(), power.cpu().numpy(), loud.cpu().numpy())
+
+
+def _loud(power: np.ndarray) -> np.ndarray:
+    """``frames``' loudness gate over ``power`` (float32), in torch as there (the same
+    quantile)."""
+    import torch
+
+    if power.size == 0:
+        return np.zeros(0, bool)
+    p = torch.from_numpy(power)
+    out: np.ndarray = (p >= torch.quantile(p, 0.95) * 10 ** (-QUIET_DB / 10)).numpy()
+    return out
+
+
+def frame_flags(x: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """(two voices, loud) per frame of ``x`` at 8 kHz."""
+    f = frames(x, device)
+    return f.two, f.loud
 
 
 def overlap(x16k: np.ndarray, device: str = "cpu") -> float | None:
@@ -90,5 +142,4 @@ def overlap(x16k: np.ndarray, device: str = "cpu") -> float | None:
 
     if x16k.size < MIN_SECONDS * 16000:
         return None
-    two, loud = frame_flags(resample(x16k, 16000, SR), device)
-    return min(1.0, float(two.sum() / loud.sum()) / DETECTED) if loud.any() else 0.0
+    return frames(resample(x16k, 16000, SR), device).share()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 from pathlib import Path
@@ -177,3 +178,32 @@ def test_truncation_is_noted_when_the_header_says_more(tmp_path: Path) -> None:
     clean: list[str] = []
     decode_audio(whole, 16000, notes=clean)
     assert clean == []  # a whole file gets no note
+
+
+def _frame_by_frame(data: bytes, rate: int) -> np.ndarray:
+    """Every frame through the format conversion to packed mono float, then soxr's stream one
+    frame at a time: how ``decode_chunks`` once did it, the reference for the samples."""
+    import av
+    import soxr
+
+    out = []
+    with av.open(io.BytesIO(data)) as c:
+        stream = c.streams.audio[0]
+        conv = av.AudioResampler(format="flt", layout="mono", rate=stream.rate)
+        rs = soxr.ResampleStream(stream.rate, rate, 1, dtype="float32", quality="HQ")
+        for fr in c.decode(stream):
+            out += [rs.resample_chunk(o.to_ndarray().reshape(-1)) for o in conv.resample(fr)]
+        out += [rs.resample_chunk(o.to_ndarray().reshape(-1)) for o in conv.resample(None)]
+        out.append(rs.resample_chunk(np.zeros(0, np.float32), last=True))
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("name", ["mp3", "opus", "ogg_vorbis", "m4a", "stereo", "flac"])
+def test_frames_taken_as_they_are_and_resampled_a_second_at_a_time_give_the_same_samples(
+        files: dict[str, Path], name: str) -> None:
+    """Mono float frames skip the format conversion and soxr gets about a second at a time:
+    the very samples of the frame-by-frame path, at the file's rate and at others."""
+    data = files[name].read_bytes()
+    for rate in (16000, 44100, 48000):
+        got = np.concatenate(list(audio_mod.decode_chunks(data, rate)))
+        assert np.array_equal(got, _frame_by_frame(data, rate))

@@ -11,7 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from common.shards.audio import resample
 from services.enhance.edges import FRAME_SPAN, firing, trim, trim_all
+from services.enhance.quality.overlap import frames as overlap_frames
+from services.enhance.quality.overlap import overlap
 from services.enhance.quality.speaker import Windows
 from services.enhance.segments import CutSegment, Plan, SegmentSpec
 from services.enhance.turns import Piece, cut_segment, pieces
@@ -123,7 +126,7 @@ def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> No
     w = EnhancedWriter(tmp_path / "e.tar", OUT_RATE, in_rate=SR, annotator=SimpleNamespace(
         device="cpu", speaker=SimpleNamespace(windows=lambda clips: [one_voice] * len(clips))))
     after = np.arange(3 * OUT_RATE, dtype=np.float32)
-    (seg, audio, inp), = w._cut_turns([(_segment(), after, before)])
+    ((seg, audio, inp),), (frames,) = w._cut_turns([(_segment(), after, before)])
     assert seg.spec.words == WORDS[1:] and seg.spec.text == "two three four"
     assert seg.spec.part is None and seg.spec.end == OFFSET + 3.0
     assert 0.3 <= seg.spec.start - OFFSET <= 0.4
@@ -132,7 +135,17 @@ def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> No
     assert w.trimmed == {"k_0003": pytest.approx(seg.spec.start - OFFSET)}
     assert (w.quality.overlap_trimmed, w.quality.overlap_trimmed_words) == (1, 1)
     plain = EnhancedWriter(tmp_path / "f.tar", OUT_RATE, in_rate=SR, annotator=w.annotator)
-    (same, _, _), = plain._cut_turns([(_segment(), after, _voice(140, 3.0))])
+    ((same, _, alone),), (whole,) = plain._cut_turns([(_segment(), after, _voice(140, 3.0))])
     assert same.spec == _segment().spec and plain.trimmed == {}  # one voice: untouched
+    # the overlap frames go with each item: the trimmed piece's are the segment's from its
+    # start on; the untouched segment's are its own, the annotation's value exactly
+    assert frames is not None and whole is not None
+    seg_frames = overlap_frames(resample(before, SR, 8000))
+    own = (inp.size // 2 - 520) // 160 + 1  # the piece's own frames, had it been scanned
+    assert own - 1 <= frames.power.size <= own
+    assert np.array_equal(frames.power, seg_frames.power[-frames.power.size:])
+    assert np.array_equal(frames.periodic, seg_frames.periodic[-frames.power.size:])
+    assert frames.share() == pytest.approx(overlap(inp), abs=0.05)
+    assert whole.share() == overlap(alone) == 0.0
     w.abort()
     plain.abort()

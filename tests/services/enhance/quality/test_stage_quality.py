@@ -80,7 +80,7 @@ def test_an_annotation_failure_keeps_the_audio_and_records_why(make_settings, tm
                                                                monkeypatch, voices) -> None:
     from services.enhance.quality.annotate import Annotator
 
-    def boom(self, items):
+    def boom(self, items, resampled=None):
         raise RuntimeError("scorer exploded")
 
     monkeypatch.setattr(Annotator, "annotate", boom)
