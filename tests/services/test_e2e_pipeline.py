@@ -2,7 +2,7 @@
 
 ASR: the offline Whisper base (CTranslate2, int8 on CPU); enhance: a small Sidon-contract
 TorchScript pair; tokenize: a small random NeuCodec built from the real classes. Input: short
-espeak-ng speech. `enqueue-shards --range 0-3` -> every output and done record; again -> 0.
+espeak-ng speech. `enqueue-shards --range 0-1` -> every output and done record; again -> 0.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.harness import (
 from tests.system_packages import ESPEAK, needs
 
 pytestmark = needs(ESPEAK)
-N = 3
+N = 2  # a shard per language: every stage pays per second of audio (the codec most)
 # (language, text, espeak speed): Whisper base keeps this Japanese slowed to 130 wpm with
 # confidence (avg logprob -0.78); "きょう は とても いい てんき です ね" at 160 fell below -1.0
 # and had no kept segment.

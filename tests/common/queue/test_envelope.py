@@ -140,13 +140,21 @@ FUZZ = settings(max_examples=1500, deadline=None, derandomize=True, database=Non
                 suppress_health_check=list(HealthCheck))
 
 
-@pytest.mark.parametrize("family,examples", [
-    (entries.random_bytes, 1500), (entries.any_json, 1000), (entries.deep_nesting, 300),
-    (entries.huge_strings, 60), (entries.envelope_types(), 1200), (entries.body_types, 1200),
-], ids=["random-bytes", "any-json", "deep-nesting", "huge-strings", "envelope-types",
-        "body-types"])
-def test_fuzz(family: st.SearchStrategy[str], examples: int) -> None:
-    @settings(FUZZ, max_examples=examples)
+FAMILIES: dict[str, tuple[st.SearchStrategy[str], int]] = {
+    "random-bytes": (entries.random_bytes, 1500), "any-json": (entries.any_json, 1000),
+    "deep-nesting": (entries.deep_nesting, 300), "huge-strings": (entries.huge_strings, 60),
+    "envelope-types": (entries.envelope_types(), 1200), "body-types": (entries.body_types, 1200)}
+
+
+# The default run draws a quarter of each family's examples (seconds, not most of a minute);
+# ``-m slow`` draws them all.
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("share", [pytest.param(4, id="quarter"),
+                                   pytest.param(1, marks=pytest.mark.slow, id="all")])
+def test_fuzz(name: str, share: int) -> None:
+    family, examples = FAMILIES[name]
+
+    @settings(FUZZ, max_examples=max(1, examples // share))
     @given(family)
     def read_one(text: str) -> None:
         check(text)
