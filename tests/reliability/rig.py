@@ -213,7 +213,9 @@ class Rig:
                 key = f"out/{ledger.done_key(stage, i)}"
                 versions = [v for v in s3.list_object_versions(
                     Bucket=self.bucket, Prefix=key).get("Versions", []) if v["Key"] == key]
-                if len(versions) != 1:
+                # the same bytes twice are one write resent (its answer lost to a timeout or
+                # a reset, the SDK retried); a second run writes another record (finished_at)
+                if len({v["ETag"] for v in versions}) != 1:
                     a.redone.append(f"{stage}:{i} x{len(versions)}")
                 items = _items(stage, store.read_bytes(_out_key(s, stage, i)))
                 a.segments += len(items) if stage == self.chain[-1] else 0
