@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.wild.music import BEDS_DB, bed_track, under
+from bench.wild.music import bed_track, under
 from bench.wild.music_mask_net import WEIGHTS
-from bench.wild.music_suppression import _stage
-from fixtures.longform import SR, error_rate, real_english, real_longform
+from bench.wild.music_suppression import _stage, bed_ratios, wer_of
+from fixtures.longform import SR, real_english, real_longform
 
 
 def mask_rows(quick: bool, model: Path, baseline: bool = True) -> list[dict]:
@@ -42,11 +42,7 @@ def mask_rows(quick: bool, model: Path, baseline: bool = True) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="onsei-bench-music-mask-") as d:
         stage = _stage(Path(d), False)
 
-        def wer(x: np.ndarray) -> float:
-            out = stage.transcribe_file("x", x.astype(np.float32))
-            return error_rate("en", form.reference,
-                              " ".join(s.text for s in out.line.segments if s.kept))
-
+        wer = wer_of(stage, form)
         clean = wer(form.audio)
         gated, blocks = separate(form.audio, net, 0.75)
         rows.append({"name": "wild music mask: clean WER, mask gated / everywhere "
@@ -56,12 +52,7 @@ def mask_rows(quick: bool, model: Path, baseline: bool = True) -> list[dict]:
                      "baseline": round(clean, 4), "goal": "not higher"})
         print(rows[-1], flush=True)
         for name, fn in methods.items():
-            got = {}
-            for seed in (0, 1):
-                bed = bed_track(form.audio.size, seed)
-                for db in BEDS_DB:
-                    got[f"seed {seed} {db} dB"] = round(
-                        wer(fn(under(form.audio, form.spans, bed, db))) / clean, 3)
+            got, _ = bed_ratios(form, fn, wer, clean)
             rows.append({"name": f"wild music mask: {name}, WER under bed / clean "
                                  f"({clean:.4f}; {form.seconds / 60:.1f} min)",
                          "ours": got, "goal": "<= 1.25 each"})

@@ -118,17 +118,13 @@ def separate_block(x: np.ndarray, net: MaskNet) -> np.ndarray:
 def separate(audio: np.ndarray, net: MaskNet, gate: float) -> tuple[np.ndarray, int]:
     """(``audio`` (16 kHz) with the mask applied in each block the held-tone gate calls music;
     the number of blocks so treated)."""
+    from services.asr.music import blocks
+
     x = np.asarray(audio, np.float32)
-    block, ctx = int(BLOCK_SECONDS * SR), int(CONTEXT_SECONDS * SR)
     if x.size == 0:
         return x, 0
     out, treated = [], 0
-    starts = list(range(0, x.size, block))
-    if len(starts) > 1 and x.size - starts[-1] < block // 2:
-        starts.pop()  # a short tail joins the block before, as the gate's blocks do
-    for i, a in enumerate(starts):
-        b = starts[i + 1] if i + 1 < len(starts) else x.size
-        lo, hi = max(0, a - ctx), min(x.size, b + ctx)
+    for a, b, lo, hi in blocks(x.size, BLOCK_SECONDS, CONTEXT_SECONDS):
         if _held_share(x[lo:hi]) < gate:
             out.append(x[a:b])
             continue

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from bench.wild.music import BEDS_DB, bed_track, under
-from bench.wild.music_suppression import _stage
-from fixtures.longform import SR, error_rate, real_english, real_longform
+from bench.wild.music_suppression import _stage, bed_ratios, wer_of
+from fixtures.longform import SR, real_english, real_longform
 
 HOP = 256
 N_FFT = 1024
@@ -98,26 +96,13 @@ def repetition_rows(quick: bool) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="onsei-bench-music-rep-") as d:
         stage = _stage(Path(d), False)
 
-        def wer(x: np.ndarray) -> float:
-            out = stage.transcribe_file("x", x.astype(np.float32))
-            return error_rate("en", form.reference,
-                              " ".join(s.text for s in out.line.segments if s.kept))
-
+        wer = wer_of(stage, form)
         clean = wer(form.audio)
         for name, fn in methods.items():
-            got, cpu, secs = {}, 0.0, 0.0
-            for seed in (0, 1):
-                bed = bed_track(form.audio.size, seed)
-                for db in BEDS_DB:
-                    x = under(form.audio, form.spans, bed, db)
-                    t0 = time.process_time()
-                    y = fn(x)
-                    cpu += time.process_time() - t0
-                    secs += x.size / SR
-                    got[f"seed {seed} {db} dB"] = round(wer(y) / clean, 3)
+            got, cost = bed_ratios(form, fn, wer, clean)
             rows.append({"name": f"wild music repetition: {name}, WER under bed / clean "
                                  f"({clean:.4f}; {form.seconds / 60:.1f} min)",
-                         "ours": got, "cpu_s_per_audio_hour": round(cpu / secs * 3600, 1),
+                         "ours": got, "cpu_s_per_audio_hour": cost,
                          "goal": "<= 1.25 each"})
     return rows
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench.wild.music import BEDS_DB, bed_track, under
 from fixtures.longform import SR, error_rate, real_english, real_longform
@@ -31,6 +34,32 @@ def _stage(tmp: Path, on: bool) -> Any:
         scratch_dir=str(tmp / "scratch"), asr_music_suppression=on))
     stage.load()
     return stage
+
+
+def wer_of(stage: Any, form: Any) -> Callable[[np.ndarray], float]:
+    """The WER of ``stage``'s kept text on a treated copy of ``form``'s audio."""
+    def wer(x: np.ndarray) -> float:
+        out = stage.transcribe_file("x", x.astype(np.float32))
+        return error_rate("en", form.reference,
+                          " ".join(s.text for s in out.line.segments if s.kept))
+    return wer
+
+
+def bed_ratios(form: Any, fn: Callable[[np.ndarray], np.ndarray],
+               wer: Callable[[np.ndarray], float], clean: float) -> tuple[dict, float]:
+    """WER under each bed (both track orders, each level) over ``clean``, with ``fn`` applied
+    to the mix first; and ``fn``'s CPU seconds per audio hour."""
+    got, cpu, secs = {}, 0.0, 0.0
+    for seed in (0, 1):
+        bed = bed_track(form.audio.size, seed)
+        for db in BEDS_DB:
+            x = under(form.audio, form.spans, bed, db)
+            t0 = time.process_time()
+            y = fn(x)
+            cpu += time.process_time() - t0
+            secs += x.size / SR
+            got[f"seed {seed} {db} dB"] = round(wer(y) / clean, 3)
+    return got, round(cpu / secs * 3600, 1)
 
 
 def suppression_rows(quick: bool) -> list[dict]:

@@ -144,17 +144,23 @@ def suppress(audio: np.ndarray, gate: float) -> tuple[np.ndarray, int]:
     """(``audio`` (16 kHz) with music's held tones taken out where a block of it has a held
     tone in at least ``gate`` of its frames; the number of blocks so treated)."""
     x = np.asarray(audio, np.float32)
-    block, ctx = int(BLOCK_SECONDS * SR), int(CONTEXT_SECONDS * SR)
     if x.size == 0:
         return x, 0
     out, treated = [], 0
-    starts = list(range(0, x.size, block))
-    if len(starts) > 1 and x.size - starts[-1] < block // 2:
-        starts.pop()  # a short tail joins the block before: a few held vowels are no bed
-    for i, a in enumerate(starts):
-        b = starts[i + 1] if i + 1 < len(starts) else x.size
-        lo, hi = max(0, a - ctx), min(x.size, b + ctx)
+    for a, b, lo, hi in blocks(x.size, BLOCK_SECONDS, CONTEXT_SECONDS):
         y, share = _block(x[lo:hi], gate)
         treated += share >= gate
         out.append(y[a - lo:b - lo])
     return np.concatenate(out), treated
+
+
+def blocks(n: int, seconds: float, context: float) -> list[tuple[int, int, int, int]]:
+    """``(a, b, lo, hi)`` for each block of ``n`` samples at 16 kHz: the block ``[a, b)`` of
+    ``seconds`` and its span ``[lo, hi)`` with ``context`` either side (so a block's edges see
+    what a whole file would)."""
+    block, ctx = int(seconds * SR), int(context * SR)
+    starts = list(range(0, n, block))
+    if len(starts) > 1 and n - starts[-1] < block // 2:
+        starts.pop()  # a short tail joins the block before: a few held vowels are no bed
+    ends = starts[1:] + [n]
+    return [(a, b, max(0, a - ctx), min(n, b + ctx)) for a, b in zip(starts, ends)]
