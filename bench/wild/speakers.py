@@ -7,7 +7,8 @@ natural conversation is pyannote's sample call with its reference turns (fetched
 wheel into the cache). Each is transcribed by the asr stage (bundled whisper-base, word times;
 lines cached under ``~/.cache/onsei/bench/wild``, keyed by the audio and the asr's code), and
 each kept segment goes through the enhance stage's change detection
-(``services/enhance/turns.py``) on its audio as it is. Figures:
+(``services/enhance/cuts.py``, ``turns.py``; ``--gap-threshold``, ``--overlap-cuts`` its
+settings) on its audio as it is. Figures:
 
 - changes found: true changes inside the span of the kept segments with a segment edge or a cut
   within 0.5 s (goal >= 0.9);
@@ -160,16 +161,20 @@ class Cut:
 
 
 TRIM = [0.5]  # edges.py's window (``--trim``; 0: off)
+OPTS: dict[str, float] = {"gap_threshold": 0.90, "overlap_cuts": 1}  # cuts.py's (``--gap-...``)
 
 
 def cut_conversations(convs: list[Conversation], threshold: float | None = None,
                       ) -> tuple[list[Cut], list[Cut]]:
     """(asr kept segments, their pieces after the change detection) of every conversation."""
-    from services.enhance.edges import firing, trim_all
+    from services.enhance.cuts import CutSettings, segment_pieces
+    from services.enhance.edges import firing
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.segments import SegmentSpec
-    from services.enhance.turns import DEFAULT_THRESHOLD, changes, pauses, pieces, word_gaps
+    from services.enhance.turns import DEFAULT_THRESHOLD
 
+    cfg = CutSettings(DEFAULT_THRESHOLD if threshold is None else threshold,
+                      OPTS["gap_threshold"] or None, TRIM[0], bool(OPTS["overlap_cuts"]))
     enc = SpeakerEncoder()
     box: list = []
     segs: list[Cut] = []
@@ -181,11 +186,8 @@ def cut_conversations(convs: list[Conversation], threshold: float | None = None,
         for s, w, clip in zip(kept, enc.windows(clips), clips):
             segs.append(Cut(conv, s.start, s.end, len(s.words or [])))
             spec = SegmentSpec("k", s.idx, s.start, s.end, s.text, "en", words=s.words)
-            found = changes(w, pauses(w.power) + word_gaps(s.words or [], s.start),
-                            DEFAULT_THRESHOLD if threshold is None else threshold)
-            parts = pieces(spec, found)
-            if TRIM[0] > 0:
-                parts = trim_all(parts, firing(clip, SR), s.start, TRIM[0])
+            _, parts = segment_pieces(spec, w, firing(clip, SR) if cfg.needs_fires else None,
+                                      cfg)
             out += [Cut(conv, s.start + p.start, s.start + p.end, len(p.words)) for p in parts]
     return segs, out
 
@@ -335,8 +337,14 @@ def main() -> None:
     ap.add_argument("--changes", action="store_true",
                     help="the change rows only (the default: the overlap rows are "
                          "bench.wild.overlap's)")
+    ap.add_argument("--gap-threshold", type=float, default=OPTS["gap_threshold"],
+                    help="cosine a cut in a word gap of >= 0.3 s needs to merge (0: the plain "
+                         "threshold)")
+    ap.add_argument("--overlap-cuts", type=int, default=OPTS["overlap_cuts"],
+                    help="runs of overlap frames are candidate cuts (0: not)")
     a = ap.parse_args()
     TRIM[0] = a.trim
+    OPTS.update({k: getattr(a, k) for k in OPTS})
     if a.labels:
         for r in label_rows([int(x) for x in a.labels.split(",")]):
             print(json.dumps(r))

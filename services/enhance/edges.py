@@ -14,7 +14,11 @@ kept (word edges are not exact), never inside the firing frame.
 
 ``window`` bounds what a false firing can cost: frames fire now and then on one voice too (every
 firing on the spliced conversations, which have no overlap, is one), and a firing deep inside a
-piece says nothing about its edge.
+piece says nothing about its edge. Most false firings are one frame alone, while a real overlap
+fires a run of frames (:func:`runs`: on pyannote's call, the runs lie in 3 of its overlaps and
+none outside one): a piece is dropped whole only where a run fires in it; one that isolated
+frames alone would empty is kept as it is. The runs are also where a segment is cut when no
+pause or word gap lies at a turn change (``cuts.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from services.enhance.turns import MIN_PIECE, Piece
 FRAME_HOP = overlap.HOP / overlap.SR  # 20 ms between frame starts
 FRAME_SPAN = overlap.N / overlap.SR  # 40 ms a frame
 DEFAULT_WINDOW = 0.5  # seconds at each edge; docs/quality.md has how it was chosen
+RUN_FRAMES = 2  # firing frames that make a run
+RUN_WITHIN = 0.1  # seconds at most between the starts of a run's frames
 
 
 def firing(x: np.ndarray, rate: int, device: str = "cpu") -> np.ndarray:
@@ -40,6 +46,22 @@ def fires(frames: overlap.Frames) -> np.ndarray:
     """Start times (seconds from the clip's start) of ``frames`` where two voices sound at once
     (the writer keeps the frames: the piece's overlap annotation is taken from them)."""
     return np.flatnonzero(frames.two) * FRAME_HOP
+
+
+def runs(fires: np.ndarray, min_frames: int = RUN_FRAMES,
+         within: float = RUN_WITHIN) -> list[np.ndarray]:
+    """The runs of at least ``min_frames`` firing frames whose starts lie at most ``within`` s
+    apart (``fires`` sorted)."""
+    if fires.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(fires) > within) + 1
+    return [r for r in np.split(fires, breaks) if r.size >= min_frames]
+
+
+def overlaps(fires: np.ndarray, min_frames: int = RUN_FRAMES,
+             within: float = RUN_WITHIN) -> list[float]:
+    """The middles of the runs (:func:`runs`)."""
+    return [float(r[0] + r[-1] + FRAME_SPAN) / 2 for r in runs(fires, min_frames, within)]
 
 
 def trim(p: Piece, fires: np.ndarray, offset: float, window: float = DEFAULT_WINDOW,
@@ -72,6 +94,14 @@ def trim(p: Piece, fires: np.ndarray, offset: float, window: float = DEFAULT_WIN
 
 def trim_all(parts: list[Piece], fires: np.ndarray, offset: float,
              window: float = DEFAULT_WINDOW) -> list[Piece]:
-    """Each piece trimmed (:func:`trim`), those left with nothing dropped."""
-    out = [trim(p, fires, offset, window) for p in parts]
-    return [p for p in out if p is not None]
+    """Each piece trimmed (:func:`trim`), those left with nothing dropped where a run of frames
+    (:func:`runs`) fires in them; where only isolated frames do, the piece is kept whole."""
+    dense = np.concatenate(runs(fires) or [np.zeros(0)])
+    out = []
+    for p in parts:
+        got = trim(p, fires, offset, window)
+        if got is None and not np.any((dense + FRAME_SPAN > p.start) & (dense < p.end)):
+            got = p  # one frame firing alone is weak evidence to lose a whole turn on
+        if got is not None:
+            out.append(got)
+    return out

@@ -76,6 +76,14 @@ class EnhanceSettings(WhisperSettings):
     quality_speaker_change_threshold: float = Field(
         0.84, ge=-1.0, le=1.0, description="cosine similarity between the voices either side "
         "of a pause below which the segment is cut there")
+    quality_speaker_change_gap_threshold: float = Field(
+        0.90, ge=-1.0, le=2.0, description="the same in a gap of at least 0.3 s between asr "
+        "words: a long silence there is where talkers take turns (at most the plain threshold: "
+        "no different; above 1: every such gap is cut)")
+    quality_overlap_cuts: bool = Field(
+        True, description="a run of frames where two voices overlap is a candidate speaker "
+        "change too (a talker answering before the other has finished), cut there like at a "
+        "pause, the words straddling it trimmed with the overlapped stretch")
     quality_overlap_trim_seconds: float = Field(
         0.5, ge=0.0, le=5.0, description="a piece of a segment starts after the last frame "
         "where two voices overlap within this many seconds of its start, and ends before the "

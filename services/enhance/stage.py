@@ -16,6 +16,7 @@ from common.stages.contract import Stage, StageResult
 from services.enhance.backend import Backend
 from services.enhance.backends import make_backend
 from services.enhance.chunking import ChunkGeometry
+from services.enhance.cuts import CutSettings
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 from services.enhance.stats import EnhanceStats, QualityStats
@@ -118,13 +119,15 @@ class EnhanceStage(Stage):
                                 signature_path=workdir / "out" / sig_key,
                                 speaker_threshold=s.quality_speaker_label_threshold,
                                 speaker_unknown_near=s.quality_speaker_unknown_near,
-                                change_threshold=(s.quality_speaker_change_threshold
-                                                  if s.quality_speaker_changes else None),
+                                cuts=CutSettings(
+                                    s.quality_speaker_change_threshold,
+                                    s.quality_speaker_change_gap_threshold,
+                                    s.quality_overlap_trim_seconds, s.quality_overlap_cuts,
+                                ) if s.quality_speaker_changes else None,
                                 batch_seconds=s.quality_batch_seconds,
                                 ahead_seconds=s.enhance_write_ahead_seconds,
                                 signature_powers=self._signature_powers,
-                                speakers_path=workdir / "out" / spk_key,
-                                trim_window=s.quality_overlap_trim_seconds)
+                                speakers_path=workdir / "out" / spk_key)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures

@@ -60,9 +60,21 @@ def word_gaps(words: list[Word], start: float, min_gap: float = MIN_WORD_GAP) ->
             for a, b in pairwise(words) if b.start - a.end >= min_gap]
 
 
+def in_gaps(frames: list[int], words: list[Word], start: float, min_gap: float) -> frozenset[int]:
+    """Those of ``frames`` (from ``start``) lying in a gap of at least ``min_gap`` between
+    words."""
+    spans = [((a.end - start) / FRAME, (b.start - start) / FRAME)
+             for a, b in pairwise(words) if b.start - a.end >= min_gap]
+    return frozenset(f for f in frames if any(a <= f <= b for a, b in spans))
+
+
 def changes(w: Windows, candidates: list[int], threshold: float = DEFAULT_THRESHOLD,
-            min_voiced: float = MIN_VOICED) -> list[int]:
-    """The candidate frames left standing as speaker changes (bottom-up merging, above)."""
+            min_voiced: float = MIN_VOICED, wide: frozenset[int] = frozenset(),
+            wide_threshold: float | None = None) -> list[int]:
+    """The candidate frames left standing as speaker changes (bottom-up merging, above); the
+    ``wide`` ones among them (in a long word gap) stand unless the stretches either side are at
+    least ``wide_threshold`` alike (the higher of it and ``threshold``). The most alike pair
+    over its own threshold is merged first."""
     n = w.power.size
     bounds = [0] + sorted({c for c in candidates if 0 < c < n}) + [n]
     centre = w.starts + w.frames // 2
@@ -73,11 +85,13 @@ def changes(w: Windows, candidates: list[int], threshold: float = DEFAULT_THRESH
         sums.append(w.embeds[m].sum(axis=0) if m.any() else np.zeros(w.embeds.shape[1]))
         counts.append(int(m.sum()))
     cuts = bounds[1:-1]
+    high = threshold if wide_threshold is None else max(threshold, wide_threshold)
     while cuts:
         sims = [2.0 if counts[i] == 0 or counts[i + 1] == 0 else _cos(sums[i], sums[i + 1])
                 for i in range(len(cuts))]
-        i = int(np.argmax(sims))
-        if sims[i] < threshold:
+        margin = [s - (high if c in wide else threshold) for s, c in zip(sims, cuts)]
+        i = int(np.argmax(margin))
+        if margin[i] < 0:
             break
         sums[i:i + 2] = [sums[i] + sums[i + 1]]
         counts[i:i + 2] = [counts[i] + counts[i + 1]]

@@ -38,8 +38,8 @@ from common.shards.writebehind import WriteBehind
 from services.dedup.fingerprint import RATE as TELEPHONE
 from services.dedup.signature import SignatureWriter
 from services.dedup.spectrum import Powers, numpy_powers
-from services.enhance.edges import DEFAULT_WINDOW as DEFAULT_TRIM_WINDOW
-from services.enhance.edges import fires, trim_all
+from services.enhance.cuts import DEFAULT_CUTS, CutSettings, segment_pieces
+from services.enhance.edges import fires
 from services.enhance.errors import SegmentError
 from services.enhance.quality import overlap
 from services.enhance.resampled import Resampled
@@ -50,16 +50,7 @@ from services.enhance.speakers import (
     HeldSegments,
     SpeakerLabeller,
 )
-from services.enhance.turns import DEFAULT_THRESHOLD as DEFAULT_CHANGE_THRESHOLD
-from services.enhance.turns import (
-    MIN_PIECE,
-    Piece,
-    changes,
-    cut_segment,
-    pauses,
-    pieces,
-    word_gaps,
-)
+from services.enhance.turns import MIN_PIECE, Piece, cut_segment
 from services.records import Sidecar, segment_id
 from services.speakers.embeddings import EmbeddingsWriter
 
@@ -79,10 +70,9 @@ class EnhancedWriter:
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
                  speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
-                 change_threshold: float | None = DEFAULT_CHANGE_THRESHOLD,
+                 cuts: CutSettings | None = DEFAULT_CUTS,
                  speakers_path: Path | None = None,
-                 speaker_unknown_near: float = UNKNOWN_NEAR,
-                 trim_window: float = DEFAULT_TRIM_WINDOW) -> None:
+                 speaker_unknown_near: float = UNKNOWN_NEAR) -> None:
         self.rate = rate
         self.signature_path = signature_path
         self.speakers_path = speakers_path
@@ -92,8 +82,7 @@ class EnhancedWriter:
         self.written = 0
         self.seconds_out = 0.0
         self.annotator = annotator
-        self.change_threshold = change_threshold  # None: segments are not cut at changes
-        self.trim_window = trim_window  # 0: pieces are not trimmed where two voices overlap
+        self.cuts = cuts  # None: segments are not cut at changes (trim_window 0: not trimmed)
         self.trimmed: dict[str, float] = {}  # segment -> seconds trimmed off its pieces
         self.in_rate = in_rate
         self.batch = max(1, batch)
@@ -169,24 +158,24 @@ class EnhancedWriter:
         rs = rs or Resampled()
         found: list[overlap.Frames | None] = [None] * len(batch)
         todo = [i for i, (seg, audio, _) in enumerate(batch)
-                if self.change_threshold is not None and seg.spec.words
+                if self.cuts is not None and seg.spec.words
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
-        if not todo or self.change_threshold is None:
+        if not todo or self.cuts is None:
             return batch, found
+        cfg = self.cuts
         assert self.annotator is not None  # segments are batched only to be annotated
         wins = self.annotator.speaker.windows([rs(batch[i][1], OUT_RATE, 16000) for i in todo])
         out = list(batch)
         trimmed: dict[str, float] = {}  # kept only if the whole batch is cut (else written whole)
         for i, w in reversed(list(zip(todo, wins))):
             seg, audio, before = batch[i]
-            cand = pauses(w.power) + word_gaps(seg.spec.words or [], seg.spec.start)
-            parts = pieces(seg.spec, changes(w, cand, self.change_threshold))
-            kept, frames = parts, None
+            frames = None
             # on the input, as the overlap annotation is
             src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
-            if self.trim_window > 0:
+            if cfg.needs_fires:
                 frames = overlap.frames(rs(src, rate, overlap.SR), self.annotator.device)
-                kept = trim_all(parts, fires(frames), seg.spec.start, self.trim_window)
+            parts, kept = segment_pieces(seg.spec, w, None if frames is None else fires(frames),
+                                         cfg)
             if len(parts) > 1:
                 self.quality.cut_segments += 1
                 self.quality.speaker_changes += len(parts) - 1

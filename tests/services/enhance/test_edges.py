@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from common.shards.audio import resample
-from services.enhance.edges import FRAME_SPAN, firing, trim, trim_all
+from services.enhance.edges import FRAME_SPAN, firing, overlaps, runs, trim, trim_all
 from services.enhance.quality.overlap import frames as overlap_frames
 from services.enhance.quality.overlap import overlap
 from services.enhance.quality.speaker import Windows
@@ -60,12 +60,29 @@ def test_no_firing_near_an_edge_leaves_the_piece_as_it_is() -> None:
     assert trim(PIECE, np.array([1.9]), OFFSET, window=1.5) is not PIECE  # a wider edge
 
 
-def test_a_piece_with_nothing_left_is_dropped() -> None:
+def test_a_piece_with_nothing_left_is_dropped_where_a_run_fires_in_it() -> None:
     short = Piece(0.0, 1.4, WORDS[:2])
-    fires = np.array([0.2, 1.3])  # in "one", in "two"
+    fires = np.array([0.2, 1.3, 1.32, 1.38])  # in "one"; a run in "two"
     assert trim(short, fires, OFFSET, window=1.0) is None
     assert trim_all([short, Piece(1.45, 3.0, WORDS[2:])], fires, OFFSET,
                     window=1.0) == [Piece(1.45, 3.0, WORDS[2:])]
+
+
+def test_isolated_frames_trim_but_never_take_a_whole_piece() -> None:
+    short = Piece(0.0, 1.4, WORDS[:2])
+    fires = np.array([0.2, 1.3])  # one frame in "one", one in "two": no run
+    assert trim(short, fires, OFFSET, window=1.0) is None
+    assert trim_all([short], fires, OFFSET, window=1.0) == [short]  # kept whole
+    assert trim_all([PIECE], np.array([0.1]), OFFSET) == [Piece(0.35, 3.0, WORDS[1:])]
+
+
+def test_runs_are_frames_close_together() -> None:
+    fires = np.array([0.5, 1.0, 1.02, 1.08, 2.0, 2.3, 2.32])
+    assert [r.tolist() for r in runs(fires)] == [[1.0, 1.02, 1.08], [2.3, 2.32]]
+    assert overlaps(fires) == pytest.approx([(1.0 + 1.08 + FRAME_SPAN) / 2,
+                                             (2.3 + 2.32 + FRAME_SPAN) / 2])
+    assert [r.tolist() for r in runs(fires, min_frames=3)] == [[1.0, 1.02, 1.08]]
+    assert runs(np.array([])) == [] and overlaps(np.array([0.5])) == []
 
 
 def _segment() -> CutSegment:

@@ -9,7 +9,7 @@ import pytest
 
 from services.enhance.quality.speaker import Windows
 from services.enhance.segments import CutSegment, Plan, SegmentSpec
-from services.enhance.turns import changes, cut_segment, pauses, pieces, word_gaps
+from services.enhance.turns import changes, cut_segment, in_gaps, pauses, pieces, word_gaps
 from services.enhance.verify import SegmentMismatch, check_written
 from services.records import Word, segment_id
 
@@ -42,6 +42,30 @@ def test_stretches_of_two_voices_stay_apart_one_voice_merges() -> None:
     assert changes(two, cand, 0.84) == [300]
     one = _windows([0] * 24)
     assert changes(one, cand, 0.84) == []
+
+
+def _alike(n_a: int, n_b: int, cos: float) -> Windows:
+    """Windows of two voices whose embeddings are ``cos`` alike (no noise)."""
+    a = np.eye(8)[0]
+    b = cos * a + np.sqrt(1 - cos**2) * np.eye(8)[1]
+    emb = np.array([a] * n_a + [b] * n_b, np.float32)
+    n = n_a + n_b
+    return Windows(emb, np.arange(n) * 25, np.ones(n), np.ones(25 * n + 75), 100)
+
+
+def test_a_cut_in_a_wide_gap_needs_more_alike_voices_to_merge() -> None:
+    w = _alike(12, 12, 0.87)  # close voices (window centres from 3.5 s): between the thresholds
+    assert changes(w, [350], 0.84) == []
+    assert changes(w, [350], 0.84, wide=frozenset({350}), wide_threshold=0.90) == [350]
+    assert changes(w, [350], 0.84, wide=frozenset({150}), wide_threshold=0.90) == []
+    assert changes(w, [350], 0.84, wide=frozenset({350}), wide_threshold=0.80) == []
+    one = _alike(24, 0, 1.0)
+    assert changes(one, [350], 0.84, wide=frozenset({350}), wide_threshold=0.90) == []
+
+
+def test_in_gaps_keeps_the_frames_inside_long_word_gaps() -> None:
+    words = _words([("one", 10.0, 10.4), ("two", 10.5, 11.3), ("three", 11.7, 12.0)])
+    assert in_gaps([45, 120, 135, 150, 175], words, 10.0, 0.3) == frozenset({135, 150})
 
 
 def _words(spans: list[tuple[str, float, float]]) -> list[Word]:
