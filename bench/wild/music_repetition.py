@@ -29,24 +29,18 @@ import numpy as np
 
 from bench.wild.music_suppression import _stage, bed_ratios, wer_of
 from fixtures.longform import SR, real_english, real_longform
+from services.asr.music import blocks
 
 HOP = 256
 N_FFT = 1024
-BLOCK = 30 * SR
-
-
-def _blocks(n: int) -> list[tuple[int, int]]:
-    starts = list(range(0, n, BLOCK))
-    if len(starts) > 1 and n - starts[-1] < BLOCK // 2:
-        starts.pop()
-    return [(a, starts[i + 1] if i + 1 < len(starts) else n) for i, a in enumerate(starts)]
+BLOCK_SECONDS = 30.0  # the held-tone gate's blocks
 
 
 def repet_sim(x: np.ndarray) -> np.ndarray:
     import librosa
 
     out = []
-    for a, b in _blocks(x.size):
+    for a, b, _, _ in blocks(x.size, BLOCK_SECONDS, 0.0):
         spec = librosa.stft(x[a:b], n_fft=N_FFT, hop_length=HOP)
         mag = np.abs(spec)
         width = int(librosa.time_to_frames(2, sr=SR, hop_length=HOP))
@@ -66,7 +60,7 @@ def pause_neighbours(x: np.ndarray, spans: list[tuple[float, float]], k: int = 8
     for s, e in spans:  # a frame touching a sentence is not a pause
         pause[max(0, int(s * SR / HOP)):int(e * SR / HOP) + N_FFT // HOP + 1] = False
     gain = np.ones(spec.shape, np.float32)
-    for a, b in _blocks(x.size):
+    for a, b, _, _ in blocks(x.size, BLOCK_SECONDS, 0.0):
         lo, hi = a // HOP, min(spec.shape[0], b // HOP + N_FFT // HOP)
         mag = np.abs(spec[lo:hi])
         idx = np.flatnonzero(pause[lo:hi])

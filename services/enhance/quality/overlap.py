@@ -129,12 +129,6 @@ def _loud(power: np.ndarray) -> np.ndarray:
     return out
 
 
-def frame_flags(x: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
-    """(two voices, loud) per frame of ``x`` at 8 kHz."""
-    f = frames(x, device)
-    return f.two, f.loud
-
-
 def overlap(x16k: np.ndarray, device: str = "cpu") -> float | None:
     """The estimated share of a 16 kHz clip's voiced time with two voices (0-1, above);
     None below ``MIN_SECONDS``."""
