@@ -47,7 +47,7 @@ def overlap_rows(quick: bool) -> list[dict]:
 
     from services.enhance.quality.overlap import overlap
 
-    singles, mixed = mixtures(voices())
+    singles, mixed = mixtures(voices(prompts=True))
     if not singles:
         return []
     threads = torch.get_num_threads()

@@ -47,12 +47,17 @@ class Conversation:
     changes: list[float] = field(default_factory=list)  # seconds
 
 
-def voices() -> dict[str, list[np.ndarray]]:
+def voices(prompts: bool = False) -> dict[str, list[np.ndarray]]:
+    """Each voice's lines; ``prompts``: Asterisk's four studio prompt voices too
+    (fixtures/prompt_voices.py), for the overlap figures' natural set."""
     from fixtures.known_speakers import fillets_lines, pyannote_sample, single_turns, sphinx_lines
+    from fixtures.prompt_voices import prompt_lines
 
     out: dict[str, list[np.ndarray]] = {}
     out.update(sphinx_lines())
     out.update(fillets_lines())
+    if prompts:
+        out.update(prompt_lines())
     got = pyannote_sample(fetch=True)
     if got is not None:
         audio, turns = got
