@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 OURS = {"common", "services", "bench", "fixtures", "tests"}
-STAGE_EXTRAS = {"asr": ("asr", "asr-offline"), "enhance": ("enhance",),
+STAGE_EXTRAS = {"asr": ("asr", "asr-offline", "asr-separation"), "enhance": ("enhance",),
                 "tokenize": ("tokenize",), "report": ("report",), "dedup": ("dedup",),
                 "speakers": ("speakers",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import

@@ -69,6 +69,15 @@ class AsrSettings(WhisperSettings):
     asr_music_gate: float = Field(
         0.75, ge=0, le=1, description="a block is treated when a held tone sounds in at least "
         "this share of its frames (clean speech 0.3-0.5, under a bed 0.9-1)")
+    asr_separation_model: str = Field(
+        "", description="a Demucs bag (folder, s3:// prefix or hub repo such as "
+        "adefossez/HTDemucs) whose vocals Whisper decodes in the 30 s blocks where music is "
+        "found (services/asr/separation.py); empty: off")
+    asr_separation_name: str = Field(
+        "htdemucs", min_length=1, description="the bag's name: its <name>.yaml in that folder")
+    asr_separation_gate: float = Field(
+        0.75, ge=0, le=1, description="a block is separated when a held tone sounds in at least "
+        "this share of its frames (as asr_music_gate); 0: every block")
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 
@@ -98,4 +107,11 @@ class AsrSettings(WhisperSettings):
     def _segment_range(self) -> AsrSettings:
         ordered(self.asr_segment_min_seconds, self.asr_segment_max_seconds,
                 "asr_segment_min_seconds", "asr_segment_max_seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _one_music_front_end(self) -> AsrSettings:
+        if self.asr_separation_model and self.asr_music_suppression:
+            raise ValueError("asr_separation_model and asr_music_suppression both treat the "
+                             "blocks that hold music: set one of them")
         return self

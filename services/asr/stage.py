@@ -27,6 +27,7 @@ from services.text.forms import normaliser, with_forms
 
 if TYPE_CHECKING:  # imported at run time by load() and _transcriber(), after the worker's fork
     from services.asr.batched import ClipTranscriber
+    from services.asr.separation import Separator
     from services.whisper.model import LoadedModel
 
 
@@ -57,6 +58,7 @@ class AsrStage(Stage):
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._loaded: LoadedModel | None = None  # set by load()
         self._clip_transcriber: ClipTranscriber | None = None
+        self._separator: Separator | None = None  # set by load() when a model is given
         # the spoken forms' normalisers, built per language on first use (services/text)
         self._text = normaliser(self.settings.asr_phonemes)
 
@@ -66,11 +68,22 @@ class AsrStage(Stage):
             from services.whisper.model import load_model
 
             self._loaded = load_model(self.settings, self.settings.asr_device)
+        if self.settings.asr_separation_model and self._separator is None:
+            from services.asr.separation import Separator
+            from services.asr.separation_model import load_separation_model
+
+            self._separator = Separator(
+                load_separation_model(self.settings.asr_separation_model,
+                                      self.settings.asr_separation_name, self.settings),
+                self._loaded.device)
 
     def model_info(self) -> dict[str, Any]:
-        if self._loaded is None:
-            return {"model": self.settings.asr_model, "version": None}
-        return self._loaded.info()
+        info = ({"model": self.settings.asr_model, "version": None} if self._loaded is None
+                else self._loaded.info())
+        if self.settings.asr_separation_model:  # the decoded audio depends on it too
+            info["separation"] = self.settings.asr_separation_model
+            info["separation_name"] = self.settings.asr_separation_name
+        return info
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
         self.load()
@@ -185,7 +198,8 @@ class AsrStage(Stage):
                                       "language_probability": guess.probability,
                                       "duration": duration}
         if kept_language(guess, dists, s.asr_languages, s.asr_language_threshold) is None:
-            return FileOutcome(records.line(key, LineStatus.DROPPED, "language", **common))
+            return FileOutcome(records.line(key, LineStatus.DROPPED, "language", **common),
+                               extra={"music_blocks": music_blocks})
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
         looked = [w for ws, _, _ in looks for w in ws]
@@ -214,6 +228,10 @@ class AsrStage(Stage):
 
     def _heard(self, audio: np.ndarray) -> tuple[np.ndarray, int]:
         """(the audio Whisper decodes, the 30 s blocks of it whose music was taken out)."""
+        if self._separator is not None:
+            from services.asr.separation import separate
+
+            return separate(audio, self.settings.asr_separation_gate, self._separator)
         if not self.settings.asr_music_suppression:
             return audio, 0
         from services.asr.music import suppress

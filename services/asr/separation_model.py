@@ -1,0 +1,104 @@
+"""A Demucs source-separation model: its vocals go to the decode (services/asr/separation.py).
+
+Weights are given like Sidon's (services/enhance/weights.py): ``ONSEI_ASR_SEPARATION_MODEL`` is a
+local folder, an ``s3://`` prefix or a Hugging Face repo (``adefossez/HTDemucs``) holding a
+Demucs *bag* as demucs publishes it: ``<name>.yaml`` (``ONSEI_ASR_SEPARATION_NAME``, default
+``htdemucs``) listing its models' signatures, and each model as ``<signature>.safetensors``
+(class and arguments in the file's metadata) or, in a local folder, as demucs's own pickled
+``<signature>-<checksum>.th`` (the files of demucs's ``remote/files.txt``). Loading goes through
+demucs's own code (``demucs.hf.load_safetensors_model``, ``demucs.states.load_model``,
+``demucs.apply.BagOfModels``), so any model demucs can run loads; it must have a ``vocals``
+source. Everything is checked at load, before a shard is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from common.errors import ModelUnavailable
+from common.settings import Settings
+
+VOCALS = "vocals"
+
+
+class SeparationModelError(ModelUnavailable):
+    pass
+
+
+def _hint(spec: str, name: str) -> Callable[[str], str]:
+    def hint(reason: str) -> str:
+        return (f"cannot load the separation model {spec!r}: {reason}. "
+                "ONSEI_ASR_SEPARATION_MODEL is a folder (local, s3:// prefix, or a Hugging Face "
+                f"repo such as adefossez/HTDemucs) holding a Demucs bag: {name}.yaml and its "
+                "models as <signature>.safetensors (or demucs's <signature>-<checksum>.th); "
+                "ONSEI_ASR_SEPARATION_NAME names the bag")
+    return hint
+
+
+def _read_bag(path: Path, hint: Callable[[str], str]) -> tuple[list[str], dict[str, Any]]:
+    """(the bag's model signatures, the whole bag definition)."""
+    import yaml
+
+    try:
+        bag = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise SeparationModelError(hint(f"{path.name} is unreadable: {e}")) from e
+    sigs = bag.get("models") if isinstance(bag, dict) else None
+    if not isinstance(sigs, list) or not sigs:
+        raise SeparationModelError(hint(f"{path.name} lists no models"))
+    return [str(s) for s in sigs], bag
+
+
+def _model_file(d: Path, sig: str) -> Path | None:
+    st = d / f"{sig}.safetensors"
+    if st.is_file():
+        return st
+    th = sorted(d.glob(f"{sig}-*.th")) + sorted(d.glob(f"{sig}.th"))
+    return th[0] if th else None
+
+
+def _load_one(path: Path, hint: Callable[[str], str]) -> Any:
+    from demucs.hf import load_safetensors_model
+    from demucs.states import load_model
+
+    try:
+        if path.suffix == ".safetensors":
+            return load_safetensors_model(path)
+        return load_model(path)  # type: ignore[no-untyped-call]
+    except Exception as e:  # any unreadable or mismatched file is the user's to fix
+        raise SeparationModelError(hint(f"{path.name} does not load: "
+                                        f"{type(e).__name__}: {str(e)[:300]}")) from e
+
+
+def load_separation_model(spec: str, name: str, settings: Settings) -> Any:
+    """The bag ``name`` found at ``spec`` as a ``demucs.apply.BagOfModels`` in eval mode."""
+    from services.enhance.weights import WeightsUnavailable, resolve_model_dir
+
+    hint = _hint(spec, name)
+    try:
+        from demucs.apply import BagOfModels
+    except ImportError as e:  # the asr image carries CTranslate2, not torch and demucs
+        raise SeparationModelError(hint(f"demucs is not installed ({e}): pip install "
+                                        "'onsei[asr,asr-separation]'")) from e
+    head = [f"{name}.yaml"]
+    try:
+        d = resolve_model_dir(spec, head, settings, hint)
+        sigs, bag_yaml = _read_bag(d / head[0], hint)
+        if any(_model_file(d, s) is None for s in sigs):  # remote: fetch the models as well
+            d = resolve_model_dir(spec, head + [f"{s}.safetensors" for s in sigs], settings, hint)
+    except WeightsUnavailable as e:
+        raise SeparationModelError(str(e)) from e
+    files = [_model_file(d, s) for s in sigs]
+    missing = [s for s, f in zip(sigs, files) if f is None]
+    if missing:
+        raise SeparationModelError(hint(f"{d} lacks the models {', '.join(missing)}"))
+    models = [_load_one(f, hint) for f in files if f is not None]
+    try:
+        bag = BagOfModels(models, bag_yaml.get("weights"), bag_yaml.get("segment"))
+    except AssertionError as e:
+        raise SeparationModelError(hint("its models differ in sources, rate or channels")) from e
+    if VOCALS not in bag.sources:
+        raise SeparationModelError(hint(f"its sources are {bag.sources}, with no {VOCALS!r}"))
+    return bag.eval()

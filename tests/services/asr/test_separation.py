@@ -1,0 +1,120 @@
+"""Music separation ahead of the decode, with random-weight Demucs bags of the released
+contract (fixtures/demucs_models.py) loaded through the stage's own loader: blocks that hold
+music are replaced by the model's vocals, the others pass bit-identical; every way a model can
+be wrong is refused at load with the setting named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fixtures.demucs_models import write_bag
+from services.asr.separation import Separator, separate
+from services.asr.separation_model import SeparationModelError, load_separation_model
+from services.asr.settings import AsrSettings
+
+SR = 16000
+
+
+@pytest.fixture(scope="module")
+def bag_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_bag(tmp_path_factory.mktemp("demucs"))
+
+
+@pytest.fixture(scope="module")
+def separator(bag_dir: Path) -> Separator:
+    return Separator(load_separation_model(str(bag_dir), "htdemucs", _settings(bag_dir)))
+
+
+def _settings(tmp: Path, **kw) -> AsrSettings:
+    return AsrSettings(input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
+                       scratch_dir=str(tmp / "scratch"), model_cache=str(tmp / "cache"), **kw)
+
+
+def _chords(seconds: float) -> np.ndarray:
+    """Three held notes with harmonics, changing every 1.2 s: what the music gate calls music."""
+    rng = np.random.default_rng(0)
+    t = np.arange(int(1.2 * SR)) / SR
+    parts = []
+    for _ in range(int(np.ceil(seconds / 1.2))):
+        f0s = 220 * 2 ** (rng.choice(24, 3, replace=False) / 12)
+        parts.append(sum(np.sin(2 * np.pi * f * h * t) / h for f in f0s for h in (1, 2)))
+    return (0.1 * np.concatenate(parts)[:int(seconds * SR)]).astype(np.float32)
+
+
+def _noise(seconds: float) -> np.ndarray:
+    return (0.05 * np.random.default_rng(1).standard_normal(int(seconds * SR))).astype(np.float32)
+
+
+def test_vocals_keep_the_length_and_come_from_the_model(separator: Separator) -> None:
+    x = _chords(3.3)
+    v = separator.vocals(x)
+    assert v.dtype == np.float32 and v.shape == x.shape
+    assert np.isfinite(v).all() and not np.allclose(v, x, atol=1e-3)
+    assert separator.rate == 44100 and separator.channels == 2
+
+
+def test_only_blocks_that_hold_music_are_separated(separator: Separator) -> None:
+    music, clean = _chords(30.0), _noise(16.0)  # two blocks: 30 s, then a 16 s tail
+    x = np.concatenate([music, clean])
+    heard, treated = separate(x, 0.75, separator)
+    assert treated == 1 and heard.shape == x.shape
+    assert np.array_equal(heard[music.size:], clean)  # bit-identical where no music is found
+    assert not np.allclose(heard[:music.size], music, atol=1e-3)
+
+
+def test_gate_zero_separates_every_block(separator: Separator) -> None:
+    x = _noise(6.0)
+    heard, treated = separate(x, 0.0, separator)
+    assert treated == 1 and not np.array_equal(heard, x)
+    assert separate(np.zeros(0, np.float32), 0.0, separator)[1] == 0
+
+
+def test_the_pickled_th_format_loads_as_well(tmp_path: Path) -> None:
+    d = write_bag(tmp_path / "th", fmt="th", sig="c0ffee00")
+    bag = load_separation_model(str(d), "htdemucs", _settings(tmp_path))
+    assert "vocals" in bag.sources and bag.samplerate == 44100
+
+
+def test_a_model_without_vocals_is_refused_at_load(tmp_path: Path) -> None:
+    d = write_bag(tmp_path / "novox", sources=["drums", "bass", "other", "piano"])
+    with pytest.raises(SeparationModelError, match="no 'vocals'.*ONSEI_ASR_SEPARATION_MODEL"):
+        load_separation_model(str(d), "htdemucs", _settings(tmp_path))
+
+
+def test_missing_and_broken_models_are_refused_at_load(tmp_path: Path, bag_dir: Path) -> None:
+    with pytest.raises(SeparationModelError, match="lacks htdemucs.yaml"):
+        load_separation_model(str(tmp_path), "htdemucs", _settings(tmp_path))
+    with pytest.raises(SeparationModelError, match="is not a directory"):
+        load_separation_model(str(tmp_path / "nowhere"), "htdemucs", _settings(tmp_path))
+    with pytest.raises(SeparationModelError, match="lacks other_name.yaml"):
+        load_separation_model(str(bag_dir), "other_name", _settings(tmp_path))
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    (lost / "htdemucs.yaml").write_text("models: ['deadbeef']\n")
+    with pytest.raises(SeparationModelError, match="deadbeef"):
+        load_separation_model(str(lost), "htdemucs", _settings(tmp_path))
+    (lost / "deadbeef.safetensors").write_bytes(b"not a model")
+    with pytest.raises(SeparationModelError, match="does not load"):
+        load_separation_model(str(lost), "htdemucs", _settings(tmp_path))
+
+
+def test_separation_and_suppression_are_alternatives(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="set one of them"):
+        _settings(tmp_path, asr_separation_model=str(tmp_path), asr_music_suppression=True)
+
+
+def test_the_stage_decodes_the_vocals_where_music_is(tmp_path: Path, bag_dir: Path) -> None:
+    from services.asr.stage import AsrStage
+    from tests.services.asr.conftest import asr_settings
+
+    stage = AsrStage(asr_settings(tmp_path, asr_separation_model=str(bag_dir)))
+    stage.load()
+    assert stage._separator is not None and stage.model_info()["separation"] == str(bag_dir)
+    x = np.concatenate([_chords(30.0), _noise(16.0)])
+    heard, treated = stage._heard(x)
+    assert treated == 1 and np.array_equal(heard[30 * SR:], x[30 * SR:])
+    out = stage.transcribe_file("m", x)  # random vocals: whatever Whisper hears, a line is made
+    assert out.line.key == "m"
