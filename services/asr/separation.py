@@ -19,7 +19,7 @@ snapping read the source; language ID and the decode read this.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,6 +27,10 @@ from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks, held_shar
 
 SR = 16000
 OVERLAP = 0.25  # of a model segment with the next, as demucs's command separates
+
+
+class Vocals(Protocol):
+    def vocals(self, x: np.ndarray) -> np.ndarray: ...
 
 
 class Separator:
@@ -65,7 +69,7 @@ def _fit(x: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([x, np.zeros(n - x.size, np.float32)])
 
 
-def separate(audio: np.ndarray, gate: float, separator: Separator) -> tuple[np.ndarray, int]:
+def separate(audio: np.ndarray, gate: float, separator: Vocals) -> tuple[np.ndarray, int]:
     """(``audio`` (16 kHz) with each block that holds music replaced by its vocals; the number
     of blocks so treated)."""
     x = np.asarray(audio, np.float32)

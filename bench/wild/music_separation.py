@@ -1,0 +1,129 @@
+"""Music separation ahead of the decode (services/asr/separation.py) against the bed WER goal
+(<= 1.25x clean), with the protocol of bench/wild/music_mask.py: 2 (``QUICK=1``) or 5 min of
+LibriVox and card readings, the bench's bed at 10 and 5 dB under both track orders
+(``bed_track`` seeds 0 and 1), WER of the kept text / WER of the clean file untreated.
+
+Rows:
+- *oracle vocals*: the true speech put where the stage's gate separates (and in every block,
+  gate 0): the ceiling any separator reaches through this plumbing, and what the gate leaves;
+- a real model's ratios and clean WER, when one is given (``--model``, or
+  ``ONSEI_ASR_SEPARATION_MODEL``; ``--name`` the bag's name): its weights cannot be had
+  offline here;
+- the cost in CPU seconds per audio hour separated, with a random-weight bag of the released
+  htdemucs architecture (``--cost``; fixtures/demucs_models.py) or the model given.
+
+``QUICK=1 python -m bench.wild.music_separation [--model PATH] [--cost]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.wild.music import bed_track, under
+from bench.wild.music_suppression import _stage, bed_ratios, wer_of
+from fixtures.longform import SR, real_english, real_longform
+from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks
+
+GATE = 0.75  # the stage's default (asr_separation_gate)
+
+
+class Oracle:
+    """Vocals as a perfect separator would give them: the clean speech under the block."""
+
+    def __init__(self, mix: np.ndarray, clean: np.ndarray) -> None:
+        self.mix, self.clean = mix, clean
+        self.spans = [(lo, hi) for _, _, lo, hi in blocks(mix.size, BLOCK_SECONDS,
+                                                          CONTEXT_SECONDS)]
+
+    def vocals(self, x: np.ndarray) -> np.ndarray:
+        for lo, hi in self.spans:
+            if hi - lo == x.size and np.array_equal(self.mix[lo:hi], x):
+                return self.clean[lo:hi]
+        raise ValueError("not a block of this mix")
+
+
+def _load(model: str, name: str) -> Any:
+    from services.asr.separation import Separator
+    from services.asr.separation_model import load_separation_model
+    from services.asr.settings import AsrSettings
+
+    with tempfile.TemporaryDirectory() as d:
+        s = AsrSettings(input_url=d, output_url=d, scratch_dir=d)
+        return Separator(load_separation_model(model, name, s))
+
+
+def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
+                    cost: bool = False) -> list[dict]:
+    from services.asr.separation import separate
+
+    form = real_longform(real_english(), seconds=120 if quick else 300, seed=3)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="onsei-bench-music-sep-") as d:
+        wer = wer_of(_stage(Path(d), False), form)
+        clean = wer(form.audio)
+        for gate in (GATE, 0.0):
+            got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, Oracle(x, form.audio))[0],
+                                wer, clean)
+            rows.append({"name": f"wild music separation: oracle vocals, gate {gate}, WER under "
+                                 f"bed / clean ({clean:.4f}; {form.seconds / 60:.1f} min)",
+                         "ours": got, "goal": "<= 1.25 each"})
+            print(rows[-1], flush=True)
+        if model:
+            sep = _load(model, name)
+            for gate in (GATE, 0.0):
+                treated, n = separate(form.audio, gate, sep)
+                got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, sep)[0], wer, clean)
+                rows.append({"name": f"wild music separation: {model} ({name}), gate {gate}, "
+                                     "WER under bed / clean",
+                             "ours": got, "clean_wer_separated": round(wer(treated), 4),
+                             "clean_blocks_separated": n, "goal": "<= 1.25 each"})
+                print(rows[-1], flush=True)
+        if cost or model:
+            rows.append(_cost(form.audio, model, name, Path(d)))
+            print(rows[-1], flush=True)
+    return rows
+
+
+def _cost(speech: np.ndarray, model: str, name: str, tmp: Path) -> dict:
+    from services.asr.separation import separate
+
+    if not model:
+        from fixtures.demucs_models import write_bag
+
+        model = str(write_bag(tmp / "random-htdemucs", full=True))
+    sep = _load(model, name)
+    x = under(speech, [(0.0, speech.size / SR)], bed_track(speech.size), 5)[:int(65 * SR)]
+    t0, w0 = time.process_time(), time.perf_counter()
+    separate(x, 0.0, sep)
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    hours = x.size / SR / 3600
+    import torch
+
+    return {"name": f"wild music separation: cost per audio hour separated ({x.size / SR:.0f} s, "
+                    f"{'random full-size htdemucs' if 'random' in model else model}, CPU, "
+                    f"{torch.get_num_threads()} threads)",
+            "ours": round(cpu / hours, 1), "wall_s_per_audio_hour": round(wall / hours, 1),
+            "unit": "CPU s per audio hour", "goal": "on the device at a GPU node"}
+
+
+def rows(quick: bool) -> list[dict]:
+    return separation_rows(quick, os.environ.get("ONSEI_ASR_SEPARATION_MODEL", ""),
+                           os.environ.get("ONSEI_ASR_SEPARATION_NAME", "htdemucs"))
+
+
+ROWS = [rows]
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=os.environ.get("ONSEI_ASR_SEPARATION_MODEL", ""))
+    ap.add_argument("--name", default=os.environ.get("ONSEI_ASR_SEPARATION_NAME", "htdemucs"))
+    ap.add_argument("--cost", action="store_true", help="cost of a random full-size htdemucs")
+    a = ap.parse_args()
+    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name, a.cost)
