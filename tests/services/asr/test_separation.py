@@ -57,12 +57,12 @@ def test_vocals_keep_the_length_and_come_from_the_model(separator: Separator) ->
 
 
 def test_only_blocks_that_hold_music_are_separated(separator: Separator) -> None:
-    music, clean = _chords(30.0), _noise(16.0)  # two blocks: 30 s, then a 16 s tail
-    x = np.concatenate([music, clean])
+    clean, music = _noise(30.0), _chords(16.0)  # two blocks: 30 s, then a 16 s tail
+    x = np.concatenate([clean, music])
     heard, treated = separate(x, 0.75, separator)
     assert treated == 1 and heard.shape == x.shape
-    assert np.array_equal(heard[music.size:], clean)  # bit-identical where no music is found
-    assert not np.allclose(heard[:music.size], music, atol=1e-3)
+    assert np.array_equal(heard[:clean.size], clean)  # bit-identical where no music is found
+    assert not np.allclose(heard[clean.size:], music, atol=1e-3)
 
 
 def test_gate_zero_separates_every_block(separator: Separator) -> None:
@@ -113,8 +113,8 @@ def test_the_stage_decodes_the_vocals_where_music_is(tmp_path: Path, bag_dir: Pa
     stage = AsrStage(asr_settings(tmp_path, asr_separation_model=str(bag_dir)))
     stage.load()
     assert stage._separator is not None and stage.model_info()["separation"] == str(bag_dir)
-    x = np.concatenate([_chords(30.0), _noise(16.0)])
+    x = _chords(12.0)
     heard, treated = stage._heard(x)
-    assert treated == 1 and np.array_equal(heard[30 * SR:], x[30 * SR:])
+    assert treated == 1 and heard.shape == x.shape and not np.array_equal(heard, x)
     out = stage.transcribe_file("m", x)  # random vocals: whatever Whisper hears, a line is made
     assert out.line.key == "m"
