@@ -9,10 +9,11 @@ Rows:
 - a real model's ratios and clean WER, when one is given (``--model``, or
   ``ONSEI_ASR_SEPARATION_MODEL``; ``--name`` the bag's name): its weights cannot be had
   offline here;
-- the cost in CPU seconds per audio hour separated, with a random-weight bag of the released
-  htdemucs architecture (``--cost``; fixtures/demucs_models.py) or the model given.
+- the cost in CPU seconds per audio hour separated, with random-weight models of the released
+  htdemucs architecture and of a small one (``--cost``; fixtures/demucs_models.py) or the
+  model given; ``--cost-only`` skips the WER rows.
 
-``QUICK=1 python -m bench.wild.music_separation [--model PATH] [--cost]``.
+``QUICK=1 python -m bench.wild.music_separation [--model PATH] [--cost | --cost-only]``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from bench.wild.music import bed_track, under
 from bench.wild.music_suppression import _stage, bed_ratios, wer_of
 from fixtures.longform import SR, real_english, real_longform
 from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks
+from services.asr.settings import AsrSettings
 
-GATE = 0.75  # the stage's default (asr_separation_gate)
+GATE = AsrSettings.model_fields["asr_music_gate"].default  # the stage's gate
 
 
 class Oracle:
@@ -52,7 +54,6 @@ class Oracle:
 def _load(model: str, name: str) -> Any:
     from services.asr.separation import Separator
     from services.asr.separation_model import load_separation_model
-    from services.asr.settings import AsrSettings
 
     with tempfile.TemporaryDirectory() as d:
         s = AsrSettings(input_url=d, output_url=d, scratch_dir=d)
@@ -60,22 +61,23 @@ def _load(model: str, name: str) -> Any:
 
 
 def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
-                    cost: bool = False) -> list[dict]:
+                    cost: bool = False, wers: bool = True) -> list[dict]:
     from services.asr.separation import separate
 
     form = real_longform(real_english(), seconds=120 if quick else 300, seed=3)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="onsei-bench-music-sep-") as d:
-        wer = wer_of(_stage(Path(d), False), form)
-        clean = wer(form.audio)
-        for gate in (GATE, 0.0):
-            got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, Oracle(x, form.audio))[0],
-                                wer, clean)
-            rows.append({"name": f"wild music separation: oracle vocals, gate {gate}, WER under "
-                                 f"bed / clean ({clean:.4f}; {form.seconds / 60:.1f} min)",
-                         "ours": got, "goal": "<= 1.25 each"})
-            print(rows[-1], flush=True)
-        if model:
+        if wers:
+            wer = wer_of(_stage(Path(d), False), form)
+            clean = wer(form.audio)
+            for gate in (GATE, 0.0):
+                got, _ = bed_ratios(
+                    form, lambda x, g=gate: separate(x, g, Oracle(x, form.audio))[0], wer, clean)
+                rows.append({"name": f"wild music separation: oracle vocals, gate {gate}, WER "
+                                     f"under bed / clean ({clean:.4f}; {form.seconds / 60:.1f} "
+                                     "min)", "ours": got, "goal": "<= 1.25 each"})
+                print(rows[-1], flush=True)
+        if wers and model:
             sep = _load(model, name)
             for gate in (GATE, 0.0):
                 treated, n = separate(form.audio, gate, sep)
@@ -85,30 +87,34 @@ def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
                              "ours": got, "clean_wer_separated": round(wer(treated), 4),
                              "clean_blocks_separated": n, "goal": "<= 1.25 each"})
                 print(rows[-1], flush=True)
-        if cost or model:
-            rows.append(_cost(form.audio, model, name, Path(d)))
+        if model:
+            rows.append(_cost(form.audio, _load(model, name), model))
             print(rows[-1], flush=True)
+        if cost:
+            from fixtures.demucs_models import write_bag
+
+            for full, what in ((True, "random full-size htdemucs"), (False, "random small")):
+                bag = write_bag(Path(d) / what.replace(" ", "-"), full=full)
+                rows.append(_cost(form.audio, _load(str(bag), "htdemucs"), what))
+                print(rows[-1], flush=True)
     return rows
 
 
-def _cost(speech: np.ndarray, model: str, name: str, tmp: Path) -> dict:
+def _cost(speech: np.ndarray, sep: Any, what: str) -> dict:
+    """CPU and wall seconds per audio hour of ``sep`` separating every block of 65 s under the
+    bed (the timing includes the resampling either side)."""
+    import torch
+
     from services.asr.separation import separate
 
-    if not model:
-        from fixtures.demucs_models import write_bag
-
-        model = str(write_bag(tmp / "random-htdemucs", full=True))
-    sep = _load(model, name)
     x = under(speech, [(0.0, speech.size / SR)], bed_track(speech.size), 5)[:int(65 * SR)]
     t0, w0 = time.process_time(), time.perf_counter()
     separate(x, 0.0, sep)
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     hours = x.size / SR / 3600
-    import torch
-
+    params = sum(p.numel() for p in sep.model.parameters()) / 1e6
     return {"name": f"wild music separation: cost per audio hour separated ({x.size / SR:.0f} s, "
-                    f"{'random full-size htdemucs' if 'random' in model else model}, CPU, "
-                    f"{torch.get_num_threads()} threads)",
+                    f"{what}, {params:.1f} M parameters, CPU, {torch.get_num_threads()} threads)",
             "ours": round(cpu / hours, 1), "wall_s_per_audio_hour": round(wall / hours, 1),
             "unit": "CPU s per audio hour", "goal": "on the device at a GPU node"}
 
@@ -124,6 +130,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.environ.get("ONSEI_ASR_SEPARATION_MODEL", ""))
     ap.add_argument("--name", default=os.environ.get("ONSEI_ASR_SEPARATION_NAME", "htdemucs"))
-    ap.add_argument("--cost", action="store_true", help="cost of a random full-size htdemucs")
+    ap.add_argument("--cost", action="store_true",
+                    help="cost of random full-size and small htdemucs models")
+    ap.add_argument("--cost-only", action="store_true", help="--cost without the WER rows")
     a = ap.parse_args()
-    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name, a.cost)
+    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name, a.cost or a.cost_only,
+                    wers=not a.cost_only)

@@ -1,12 +1,15 @@
 """A Demucs source-separation model: its vocals go to the decode (services/asr/separation.py).
 
-Weights are given like Sidon's (services/enhance/weights.py): ``ONSEI_ASR_SEPARATION_MODEL`` is a
-local folder, an ``s3://`` prefix or a Hugging Face repo (``adefossez/HTDemucs``) holding a
-Demucs *bag* as demucs publishes it: ``<name>.yaml`` (``ONSEI_ASR_SEPARATION_NAME``, default
+``ONSEI_ASR_SEPARATION_MODEL`` is either one local model file, demucs's own pickled package
+(``demucs.states.serialize_model``, e.g. the released ``955717e8-8726e21a.th`` of htdemucs) or
+its hub ``.safetensors``, or, given like Sidon's weights (services/enhance/weights.py), a local
+folder, an ``s3://`` prefix or a Hugging Face repo (``adefossez/HTDemucs``) holding a Demucs
+*bag* as demucs publishes it: ``<name>.yaml`` (``ONSEI_ASR_SEPARATION_NAME``, default
 ``htdemucs``) listing its models' signatures, and each model as ``<signature>.safetensors``
-(class and arguments in the file's metadata) or, in a local folder, as demucs's own pickled
-``<signature>-<checksum>.th`` (the files of demucs's ``remote/files.txt``). Loading goes through
-demucs's own code (``demucs.hf.load_safetensors_model``, ``demucs.states.load_model``,
+(class and arguments in the file's metadata) or, in a local folder, as
+``<signature>-<checksum>.th`` (the files of demucs's ``remote/files.txt``; the folder
+``demucs.pretrained.get_model(name, repo=folder)`` reads). Loading goes through demucs's own
+code (``demucs.hf.load_safetensors_model``, ``demucs.states.load_model``,
 ``demucs.apply.BagOfModels``), so any model demucs can run loads; it must have a ``vocals``
 source. Everything is checked at load, before a shard is taken.
 """
@@ -30,9 +33,10 @@ class SeparationModelError(ModelUnavailable):
 def _hint(spec: str, name: str) -> Callable[[str], str]:
     def hint(reason: str) -> str:
         return (f"cannot load the separation model {spec!r}: {reason}. "
-                "ONSEI_ASR_SEPARATION_MODEL is a folder (local, s3:// prefix, or a Hugging Face "
-                f"repo such as adefossez/HTDemucs) holding a Demucs bag: {name}.yaml and its "
-                "models as <signature>.safetensors (or demucs's <signature>-<checksum>.th); "
+                "ONSEI_ASR_SEPARATION_MODEL is a Demucs model file (demucs's .th, such as "
+                "955717e8-8726e21a.th, or .safetensors) or a folder (local, s3:// prefix, or a "
+                f"Hugging Face repo such as adefossez/HTDemucs) holding a Demucs bag: {name}.yaml "
+                "and its models as <signature>.safetensors or <signature>-<checksum>.th; "
                 "ONSEI_ASR_SEPARATION_NAME names the bag")
     return hint
 
@@ -72,16 +76,11 @@ def _load_one(path: Path, hint: Callable[[str], str]) -> Any:
                                         f"{type(e).__name__}: {str(e)[:300]}")) from e
 
 
-def load_separation_model(spec: str, name: str, settings: Settings) -> Any:
-    """The bag ``name`` found at ``spec`` as a ``demucs.apply.BagOfModels`` in eval mode."""
+def _load_bag(spec: str, name: str, settings: Settings,
+              hint: Callable[[str], str]) -> tuple[list[Any], dict[str, Any]]:
+    """(the models of the bag ``name`` at ``spec``, its definition)."""
     from services.enhance.weights import WeightsUnavailable, resolve_model_dir
 
-    hint = _hint(spec, name)
-    try:
-        from demucs.apply import BagOfModels
-    except ImportError as e:  # the asr image carries CTranslate2, not torch and demucs
-        raise SeparationModelError(hint(f"demucs is not installed ({e}): pip install "
-                                        "'onsei[asr,asr-separation]'")) from e
     head = [f"{name}.yaml"]
     try:
         d = resolve_model_dir(spec, head, settings, hint)
@@ -94,7 +93,28 @@ def load_separation_model(spec: str, name: str, settings: Settings) -> Any:
     missing = [s for s, f in zip(sigs, files) if f is None]
     if missing:
         raise SeparationModelError(hint(f"{d} lacks the models {', '.join(missing)}"))
-    models = [_load_one(f, hint) for f in files if f is not None]
+    return [_load_one(f, hint) for f in files if f is not None], bag_yaml
+
+
+def load_separation_model(spec: str, name: str, settings: Settings) -> Any:
+    """The model file or bag ``name`` at ``spec`` as a ``demucs.apply.BagOfModels`` in eval
+    mode (one file: a bag of that model alone, so both separate alike)."""
+    hint = _hint(spec, name)
+    try:
+        from demucs.apply import BagOfModels
+    except ImportError as e:  # the asr image carries CTranslate2, not torch and demucs
+        raise SeparationModelError(hint(f"demucs is not installed ({e}): pip install "
+                                        "'onsei[asr,asr-separation]'")) from e
+    models: list[Any]
+    bag_yaml: dict[str, Any]
+    path = spec.removeprefix("file://")
+    local = Path(path).expanduser()
+    if "://" not in path and local.is_file():
+        models, bag_yaml = [_load_one(local, hint)], {}
+    elif path.startswith(("/", ".", "~")) and not local.exists():
+        raise SeparationModelError(hint(f"{local} does not exist"))
+    else:
+        models, bag_yaml = _load_bag(spec, name, settings, hint)
     try:
         bag = BagOfModels(models, bag_yaml.get("weights"), bag_yaml.get("segment"))
     except AssertionError as e:

@@ -67,17 +67,15 @@ class AsrSettings(WhisperSettings):
         "(services/asr/music.py), in the 30 s blocks where music is found; off by default: it "
         "helped under one bed and hurt under another (docs/asr.md)")
     asr_music_gate: float = Field(
-        0.75, ge=0, le=1, description="a block is treated when a held tone sounds in at least "
-        "this share of its frames (clean speech 0.3-0.5, under a bed 0.9-1)")
+        0.75, ge=0, le=1, description="a block is treated (suppressed or separated) when a held "
+        "tone sounds in at least this share of its frames (clean speech 0.3-0.5, under a bed "
+        "0.9-1); 0: every block")
     asr_separation_model: str = Field(
-        "", description="a Demucs bag (folder, s3:// prefix or hub repo such as "
-        "adefossez/HTDemucs) whose vocals Whisper decodes in the 30 s blocks where music is "
-        "found (services/asr/separation.py); empty: off")
+        "", description="a Demucs model file (demucs's .th or .safetensors) or a folder, s3:// "
+        "prefix or hub repo (adefossez/HTDemucs) holding a bag; Whisper decodes its vocals in "
+        "the 30 s blocks the music gate calls music (services/asr/separation.py); empty: off")
     asr_separation_name: str = Field(
         "htdemucs", min_length=1, description="the bag's name: its <name>.yaml in that folder")
-    asr_separation_gate: float = Field(
-        0.75, ge=0, le=1, description="a block is separated when a held tone sounds in at least "
-        "this share of its frames (as asr_music_gate); 0: every block")
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 

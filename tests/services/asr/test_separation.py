@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixtures.demucs_models import write_bag
+from fixtures.demucs_models import model_file, write_bag
 from services.asr.separation import Separator, separate
 from services.asr.separation_model import SeparationModelError, load_separation_model
 from services.asr.settings import AsrSettings
@@ -72,23 +72,33 @@ def test_gate_zero_separates_every_block(separator: Separator) -> None:
     assert separate(np.zeros(0, np.float32), 0.0, separator)[1] == 0
 
 
-def test_the_pickled_th_format_loads_as_well(tmp_path: Path) -> None:
+def test_the_released_th_format_loads_as_a_bag_and_as_one_file(tmp_path: Path) -> None:
     d = write_bag(tmp_path / "th", fmt="th", sig="c0ffee00")
-    bag = load_separation_model(str(d), "htdemucs", _settings(tmp_path))
-    assert "vocals" in bag.sources and bag.samplerate == 44100
+    th = model_file(d, "c0ffee00")
+    assert th.name.startswith("c0ffee00-") and th.suffix == ".th"  # <signature>-<checksum>.th
+    for spec in (str(d), str(th), f"file://{th}"):
+        bag = load_separation_model(spec, "htdemucs", _settings(tmp_path))
+        assert "vocals" in bag.sources and bag.samplerate == 44100 and len(bag.models) == 1
+
+
+def test_one_safetensors_file_loads(tmp_path: Path, bag_dir: Path) -> None:
+    bag = load_separation_model(str(model_file(bag_dir)), "unused", _settings(tmp_path))
+    assert list(bag.sources) == ["drums", "bass", "other", "vocals"]
 
 
 def test_a_model_without_vocals_is_refused_at_load(tmp_path: Path) -> None:
-    d = write_bag(tmp_path / "novox", sources=["drums", "bass", "other", "piano"])
-    with pytest.raises(SeparationModelError, match="no 'vocals'.*ONSEI_ASR_SEPARATION_MODEL"):
-        load_separation_model(str(d), "htdemucs", _settings(tmp_path))
+    d = write_bag(tmp_path / "novox", sources=["drums", "bass", "other", "piano"], fmt="th")
+    for spec in (str(d), str(model_file(d))):
+        with pytest.raises(SeparationModelError, match="no 'vocals'.*ONSEI_ASR_SEPARATION_MODEL"):
+            load_separation_model(spec, "htdemucs", _settings(tmp_path))
 
 
 def test_missing_and_broken_models_are_refused_at_load(tmp_path: Path, bag_dir: Path) -> None:
     with pytest.raises(SeparationModelError, match="lacks htdemucs.yaml"):
         load_separation_model(str(tmp_path), "htdemucs", _settings(tmp_path))
-    with pytest.raises(SeparationModelError, match="is not a directory"):
-        load_separation_model(str(tmp_path / "nowhere"), "htdemucs", _settings(tmp_path))
+    for gone in ("nowhere", "955717e8-8726e21a.th"):
+        with pytest.raises(SeparationModelError, match=f"{gone} does not exist"):
+            load_separation_model(str(tmp_path / gone), "htdemucs", _settings(tmp_path))
     with pytest.raises(SeparationModelError, match="lacks other_name.yaml"):
         load_separation_model(str(bag_dir), "other_name", _settings(tmp_path))
     lost = tmp_path / "lost"
@@ -99,6 +109,8 @@ def test_missing_and_broken_models_are_refused_at_load(tmp_path: Path, bag_dir: 
     (lost / "deadbeef.safetensors").write_bytes(b"not a model")
     with pytest.raises(SeparationModelError, match="does not load"):
         load_separation_model(str(lost), "htdemucs", _settings(tmp_path))
+    with pytest.raises(SeparationModelError, match="does not load"):
+        load_separation_model(str(lost / "htdemucs.yaml"), "htdemucs", _settings(tmp_path))
 
 
 def test_separation_and_suppression_are_alternatives(tmp_path: Path) -> None:
@@ -106,15 +118,37 @@ def test_separation_and_suppression_are_alternatives(tmp_path: Path) -> None:
         _settings(tmp_path, asr_separation_model=str(tmp_path), asr_music_suppression=True)
 
 
-def test_the_stage_decodes_the_vocals_where_music_is(tmp_path: Path, bag_dir: Path) -> None:
+def test_the_stage_decodes_the_vocals_where_music_is(tmp_path: Path) -> None:
     from services.asr.stage import AsrStage
     from tests.services.asr.conftest import asr_settings
 
-    stage = AsrStage(asr_settings(tmp_path, asr_separation_model=str(bag_dir)))
+    th = model_file(write_bag(tmp_path / "th", fmt="th"))  # the setting as the docs give it
+    stage = AsrStage(asr_settings(tmp_path, asr_separation_model=str(th)))
     stage.load()
-    assert stage._separator is not None and stage.model_info()["separation"] == str(bag_dir)
+    assert stage._separator is not None and stage.model_info()["separation"] == str(th)
     x = _chords(12.0)
     heard, treated = stage._heard(x)
     assert treated == 1 and heard.shape == x.shape and not np.array_equal(heard, x)
-    out = stage.transcribe_file("m", x)  # random vocals: whatever Whisper hears, a line is made
-    assert out.line.key == "m"
+    speech = _speech()
+    mix = speech + _chords(speech.size / SR + 1.2)[:speech.size]
+    out = stage.transcribe_file("m", mix)  # random vocals: whatever Whisper hears, a line is made
+    assert out.line.key == "m" and out.extra["music_blocks"] == 1
+    noise = _noise(6.0)
+    heard, treated = stage._heard(noise)
+    assert treated == 0 and np.array_equal(heard, noise)  # below the gate: bit-identical
+    every = AsrStage(asr_settings(tmp_path, asr_separation_model=str(th), asr_music_gate=0.0))
+    every._separator = stage._separator  # the gate is the music gate's setting, shared
+    assert every._heard(noise)[1] == 1
+    plain = AsrStage(asr_settings(tmp_path))
+    assert plain.model_info().get("separation") is None and plain._heard(x)[1] == 0
+
+
+def _speech() -> np.ndarray:
+    """About 8 s of espeak English: one block."""
+    from fixtures.speech_corpus import EN_SENTENCES
+    from fixtures.speechgen import concat, synth
+    from tests.system_packages import ESPEAK, require
+
+    require(ESPEAK)
+    x = concat([synth(s) for s in EN_SENTENCES[3:5]], pause=0.6)
+    return (0.3 * x / np.abs(x).max()).astype(np.float32)
