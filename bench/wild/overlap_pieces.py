@@ -29,7 +29,7 @@ def piece_rows(quick: bool) -> list[dict]:
     from common.shards.audio import resample
     from services.enhance.quality.overlap import MIN_SECONDS, frames, overlap
 
-    singles, mixed = mixtures(voices(prompts=True))
+    singles, mixed = mixtures(voices())
     clips = [c for _, c in singles] + [c for _, _, c in mixed]
     if not clips:
         return []
