@@ -2,7 +2,7 @@
 
 ``ONSEI_ASR_SEPARATION_MODEL`` is either one local model file, demucs's own pickled package
 (``demucs.states.serialize_model``, e.g. the released ``955717e8-8726e21a.th`` of htdemucs) or
-its hub ``.safetensors``, or, given like Sidon's weights (services/enhance/weights.py), a local
+its hub ``.safetensors``, or, given like Sidon's weights (common/models/weights.py), a local
 folder, an ``s3://`` prefix or a Hugging Face repo (``adefossez/HTDemucs``) holding a Demucs
 *bag* as demucs publishes it: ``<name>.yaml`` (``ONSEI_ASR_SEPARATION_NAME``, default
 ``htdemucs``) listing its models' signatures, and each model as ``<signature>.safetensors``
@@ -79,7 +79,7 @@ def _load_one(path: Path, hint: Callable[[str], str]) -> Any:
 def _load_bag(spec: str, name: str, settings: Settings,
               hint: Callable[[str], str]) -> tuple[list[Any], dict[str, Any]]:
     """(the models of the bag ``name`` at ``spec``, its definition)."""
-    from services.enhance.weights import WeightsUnavailable, resolve_model_dir
+    from common.models.weights import WeightsUnavailable, resolve_model_dir
 
     head = [f"{name}.yaml"]
     try:

@@ -21,7 +21,7 @@ def configured(settings: EnhanceSettings) -> list[ModelSpec]:
 
         from_hub(f"enhance {repo}", lambda: [hf_hub_download(repo, f, local_dir=str(dest))
                                              for f in SIDON_FILES])
-    from services.enhance.weights import cache_name
+    from common.models.weights import cache_name
 
     repo = settings.enhance_sidon_model
     return [ModelSpec("enhance", repo, cache_name(repo), _sidon)]

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from common.models.device import resolve_device, torch_cuda_available
+from common.models.weights import WeightsUnavailable, resolve_model_dir
 from services.enhance.backend import Backend, EnhancerUnavailable
 from services.enhance.settings import EnhanceSettings
-from services.enhance.weights import WeightsUnavailable, resolve_model_dir
 
 log = logging.getLogger(__name__)
 
