@@ -26,6 +26,7 @@ import numpy as np
 from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks, held_share
 
 SR = 16000
+VOCALS = "vocals"  # the source Whisper hears; a model without it is refused at load
 OVERLAP = 0.25  # of a model segment with the next, as demucs's command separates
 
 
@@ -37,8 +38,6 @@ class Separator:
     """A loaded separation model on its device: :meth:`vocals` of 16 kHz mono audio."""
 
     def __init__(self, model: Any, device: str = "cpu") -> None:
-        from services.asr.separation_model import VOCALS
-
         self.model = model.to(device)
         self.device = device
         self.rate = int(model.samplerate)

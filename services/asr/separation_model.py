@@ -22,8 +22,7 @@ from typing import Any
 
 from common.errors import ModelUnavailable
 from common.settings import Settings
-
-VOCALS = "vocals"
+from services.asr.separation import VOCALS
 
 
 class SeparationModelError(ModelUnavailable):
