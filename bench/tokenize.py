@@ -45,11 +45,11 @@ def _model():
     if _MODEL is None:
         import torch
 
-        from fixtures.factories.neucodec import build_small_model
+        from fixtures.factories.neucodec import FULL_SIZE, build_small_model
         from services.tokenize.loader import trim_semantic_layers
 
         torch.set_num_threads(1)
-        _MODEL = build_small_model()
+        _MODEL = build_small_model(codec_sizes=FULL_SIZE)  # the acoustic encoder as released
         trim_semantic_layers(_MODEL, "neucodec")
     return _MODEL
 

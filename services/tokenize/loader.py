@@ -10,14 +10,20 @@ compared with the model's: a missing or unexpected key is an error naming the ke
 A model directory holds ``pytorch_model.bin`` (or ``model.safetensors``), optionally
 ``semantic_config.json`` and ``preprocessor_config.json``; when the checkpoint carries no
 semantic weights, ``semantic_model/`` (a ``save_pretrained`` directory) must hold them.
+``codec_config.json`` (optional, absent from the released models) sizes the library's own parts
+within their contract: ``{"CodecEncoder": {"ngf": 4}, "CodecDecoderVocos": {"depth": 1}}``
+(the acoustic encoder's width: its strides, dilations and output size stay; the decoder's depth:
+encoding never runs it). Random-weight test models use it to stay small.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,13 @@ IGNORED_KEY_PARTS: dict[str, tuple[str, ...]] = {
     "distill-neucodec": (),
 }
 SEMANTIC_LAYERS_USED = 16  # encode_code reads hidden_states[16] of w2v-BERT 2.0
+CODEC_CONFIG = "codec_config.json"
+# The constructor arguments codec_config.json may set, per class the library builds: only sizes
+# that leave the codes' contract alone (hop, receptive field, embedding widths).
+SIZE_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "neucodec": {"CodecEncoder": ("ngf",), "CodecDecoderVocos": ("depth",)},
+    "distill-neucodec": {"CodecDecoderVocos": ("depth",)},
+}
 _construct_lock = threading.Lock()
 
 
@@ -47,9 +60,11 @@ class ModelLoadError(ModelUnavailable):
 class CheckpointError(ModelLoadError):
     """The checkpoint does not cover the model exactly (partial or wrong checkpoint)."""
 
-    def __init__(self, missing: list[str], unexpected: list[str], path: Path) -> None:
+    def __init__(self, missing: list[str], unexpected: list[str], path: Path,
+                 mismatched: list[str] | None = None) -> None:
         self.missing = missing
         self.unexpected = unexpected
+        self.mismatched = mismatched or []  # "key: checkpoint shape != model shape"
 
         def show(keys: list[str]) -> str:
             head = ", ".join(keys[:12])
@@ -60,6 +75,9 @@ class CheckpointError(ModelLoadError):
             parts.append(f"missing {len(missing)} keys: {show(missing)}")
         if unexpected:
             parts.append(f"unexpected {len(unexpected)} keys: {show(unexpected)}")
+        if self.mismatched:
+            parts.append(f"{len(self.mismatched)} keys of another shape: {show(self.mismatched)}"
+                         f" (a model of another size: its {CODEC_CONFIG} must come with it)")
         super().__init__(f"checkpoint {path} does not match the model: " + "; ".join(parts))
 
 
@@ -146,6 +164,40 @@ def _feature_extractor_builder(directory: Path, variant: str) -> Callable[..., A
     return build
 
 
+def codec_sizes(directory: Path, variant: str) -> dict[str, dict[str, Any]]:
+    """``codec_config.json``'s constructor arguments per library class, checked against
+    ``SIZE_KEYS`` (empty without the file: the released sizes)."""
+    try:
+        cfg = _read_json(directory / CODEC_CONFIG) or {}
+    except ValueError as e:
+        raise ModelLoadError(f"{directory / CODEC_CONFIG} is not JSON: {e}") from e
+    if not isinstance(cfg, dict):
+        raise ModelLoadError(f"{directory / CODEC_CONFIG} is not a JSON object")
+    allowed = SIZE_KEYS[variant]
+    for part, kwargs in cfg.items():
+        if part not in allowed or not isinstance(kwargs, dict) or not set(kwargs) <= set(
+                allowed[part]):
+            raise ModelLoadError(
+                f"{directory / CODEC_CONFIG}: {part!r}: {kwargs!r} is not a size this loader "
+                f"sets; {variant} allows {{{', '.join(f'{p}: {k}' for p, k in allowed.items())}}}")
+    return cfg
+
+
+@contextlib.contextmanager
+def sized_parts(sizes: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """Within the block, ``neucodec.model`` builds its parts with these constructor
+    arguments (``codec_sizes``)."""
+    from unittest import mock
+
+    import neucodec.model as nm
+
+    with contextlib.ExitStack() as stack:
+        for part, kwargs in sizes.items():
+            stack.enter_context(mock.patch.object(
+                nm, part, functools.partial(getattr(nm, part), **kwargs)))
+        yield
+
+
 class _Shim:
     """Replaces a class name in ``neucodec.model`` during construction: only from_pretrained."""
 
@@ -163,7 +215,8 @@ def construct(directory: Path, variant: str, carries_semantic: bool) -> Any:
 
     sem_name = "Wav2Vec2BertModel" if variant == "neucodec" else "HubertModel"
     cls = nm.NeuCodec if variant == "neucodec" else nm.DistillNeuCodec
-    with _construct_lock, \
+    sizes = codec_sizes(directory, variant)
+    with _construct_lock, sized_parts(sizes), \
             mock.patch.object(nm, sem_name, _Shim(_semantic_builder(directory, variant,
                                                                      carries_semantic))), \
             mock.patch.object(nm, "AutoFeatureExtractor",
@@ -175,14 +228,19 @@ def construct(directory: Path, variant: str, carries_semantic: bool) -> Any:
 
 
 def check_keys(model: Any, state: dict[str, Any], path: Path, carries_semantic: bool) -> None:
-    expected = set(model.state_dict().keys())
+    """Key sets equal and, where the checkpoint holds tensors, their shapes too (a checkpoint of
+    another size has the same keys)."""
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     if not carries_semantic:  # those came from semantic_model/ through from_pretrained
-        expected = {k for k in expected if not k.startswith("semantic_model.")}
+        shapes = {k: v for k, v in shapes.items() if not k.startswith("semantic_model.")}
     got = set(state)
-    missing = sorted(expected - got)
-    unexpected = sorted(got - expected)
-    if missing or unexpected:
-        raise CheckpointError(missing, unexpected, path)
+    missing = sorted(shapes.keys() - got)
+    unexpected = sorted(got - shapes.keys())
+    mismatched = [f"{k}: {tuple(state[k].shape)} != {shapes[k]}"
+                  for k in sorted(got & shapes.keys())
+                  if hasattr(state[k], "shape") and tuple(state[k].shape) != shapes[k]]
+    if missing or unexpected or mismatched:
+        raise CheckpointError(missing, unexpected, path, mismatched)
 
 
 def trim_semantic_layers(model: Any, variant: str) -> int:

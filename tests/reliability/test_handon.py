@@ -2,11 +2,12 @@
 
 The asr worker writes shard 0's done record, then (``ONSEI_FAULT_PAUSE_AFTER_DONE``) stops
 before the hand-on; the test takes the private redis-server down (SIGKILL; AOF fsynced per
-write: an outage, not a wipe), lets the hand-on run into it, keeps Redis down 15 s and starts it
-again. Before the fix the send failed, the ack was lost with the connection and enhance waited
-for the visibility timeout (6 h by default, 600 s here). Now: enhance is done within a minute
-of Redis coming back, every stage exactly once, and the asr message whose ack was lost is gone
-from Redis's unacknowledged set (it would have come back after the visibility timeout).
+write: an outage, not a wipe), lets the hand-on run into it, keeps Redis down 15 s from its
+first failed send and starts it again. Before the fix the send failed, the ack was lost with
+the connection and enhance waited for the visibility timeout (6 h by default, 600 s here).
+Now: enhance is done within a minute of Redis coming back, every stage exactly once, and the
+asr message whose ack was lost is gone from Redis's unacknowledged set (it would have come back
+after the visibility timeout).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def test_handon_survives_redis_down_at_that_moment(tmp_path, s3_endpoint):
         assert led.is_done("asr", 0) and not led.is_done("enhance", 0)
         rig.redis.stop(hard=True)
         (rig.root / "resume-asr-0").touch()  # the hand-on now meets a broker that is gone
+        # the outage is counted from the hand-on's first failed send, not from the resume: a
+        # worker slow to resume under load would otherwise meet a shorter outage, or none
+        met = wait_until(lambda: "broker unreachable" in rig.logs(tail=20_000), 60,
+                         interval=0.1, workers=workers.values())
+        assert met, rig.logs()[-4000:]
         time.sleep(DOWN_SECONDS)
         assert not led.is_done("enhance", 0)
         rig.redis.start()

@@ -5,8 +5,26 @@ from pathlib import Path
 import pytest
 
 from common.models.cache import MANIFEST
-from services.tokenize.loader import CheckpointError, ModelLoadError, check_keys, load_codec
+from services.tokenize.loader import (
+    CODEC_CONFIG,
+    CheckpointError,
+    ModelLoadError,
+    check_keys,
+    codec_sizes,
+    load_codec,
+)
 from services.tokenize.source import resolve_model_dir
+from tests.conftest import built_once
+
+
+@pytest.fixture(scope="module")
+def released_size_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Random weights in the released sizes of every part but w2v-BERT's feed-forward (no
+    codec_config.json), as the released checkpoint is laid out."""
+    from fixtures.factories.neucodec import FULL_SIZE, build_small_neucodec
+
+    return built_once(tmp_path_factory, "neucodec-released-size",
+                      lambda d: build_small_neucodec(d, codec_sizes=FULL_SIZE))
 
 
 def test_loaded_through_our_loader(codec, neucodec_dir: Path) -> None:
@@ -38,7 +56,7 @@ def test_partial_checkpoint_file_rejected(tmp_path: Path, codec) -> None:
     d = tmp_path / "partial"
     d.mkdir()
     torch.save(keep, d / "pytorch_model.bin")
-    for n in ("semantic_config.json", "preprocessor_config.json"):
+    for n in ("semantic_config.json", "preprocessor_config.json", CODEC_CONFIG):
         shutil.copyfile(codec.directory / n, d / n)
     with pytest.raises(CheckpointError) as e:
         load_codec(d, "neucodec", "cpu")
@@ -47,6 +65,56 @@ def test_partial_checkpoint_file_rejected(tmp_path: Path, codec) -> None:
     assert not any(k.startswith("semantic_model.encoder.layers.16.") for k in e.value.missing)
     assert not any(k.startswith("semantic_model.") for k in e.value.missing)
     assert "CodecEnc." in str(e.value)
+
+
+def test_released_sizes_load_and_encode_as_the_library(released_size_dir: Path) -> None:
+    """Without codec_config.json the library's own sizes are built: a released checkpoint loads
+    as before, and the batched encoder agrees with encode_code on it."""
+    import numpy as np
+
+    from services.tokenize.encode import encode_batch, prepare
+    from tests.services.tokenize.conftest import tone
+
+    assert not (released_size_dir / CODEC_CONFIG).exists()
+    lc = load_codec(released_size_dir, "neucodec", "cpu")
+    m = lc.model
+    assert m.CodecEnc.ngf == 48 and m.CodecEnc.conv_final_block[1].in_channels == 1536
+    assert len(m.generator.backbone.transformers) == 12
+    x = tone(6_500, 16_000, seed=5)
+    ours = encode_batch(m, [prepare(m, "neucodec", x)], "exact", True)
+    ref = encode_batch(m, [prepare(m, "neucodec", x)], "library", True)
+    np.testing.assert_allclose(ours[1][0], ref[1][0], atol=1e-4, rtol=0)
+    assert (ours[0][0] == ref[0][0]).all()
+
+
+def test_checkpoint_of_another_size_rejected(tmp_path: Path, codec,
+                                             released_size_dir: Path) -> None:
+    """Same keys, other shapes: a CheckpointError naming them and codec_config.json, both ways
+    (a small checkpoint without its config, the released sizes with a small config)."""
+    small_bare = tmp_path / "small-bare"
+    released_small_cfg = tmp_path / "released-small-cfg"
+    for d, src, cfg in ((small_bare, codec.directory, None),
+                        (released_small_cfg, released_size_dir, codec.directory / CODEC_CONFIG)):
+        d.mkdir()
+        for n in ("pytorch_model.bin", "semantic_config.json", "preprocessor_config.json"):
+            (d / n).symlink_to((src / n).resolve())
+        if cfg is not None:
+            (d / CODEC_CONFIG).symlink_to(cfg.resolve())
+        with pytest.raises(CheckpointError) as e:
+            load_codec(d, "neucodec", "cpu")
+        # the encoder: same keys, other shapes; the decoder: other depth, other keys
+        assert all(k.startswith("generator.backbone.") for k in e.value.missing
+                   + e.value.unexpected), (e.value.missing, e.value.unexpected)
+        assert any(k.startswith("CodecEnc.") for k in e.value.mismatched), e.value.mismatched
+        assert "CodecEnc." in str(e.value) and CODEC_CONFIG in str(e.value)
+
+
+@pytest.mark.parametrize("body", ['{"CodecEncoder": {"up_ratios": [4, 4, 4, 5]}}',
+                                  '{"SemanticEncoder": {}}', '[1]', '{'])
+def test_codec_config_sets_only_sizes_within_the_contract(tmp_path: Path, body: str) -> None:
+    (tmp_path / CODEC_CONFIG).write_text(body)
+    with pytest.raises(ModelLoadError, match=CODEC_CONFIG.replace(".", r"\.")):
+        codec_sizes(tmp_path, "neucodec")
 
 
 def test_not_a_model_dir(tmp_path: Path, make_settings) -> None:
