@@ -20,6 +20,8 @@ STAGE_EXTRAS = {"asr": ("asr", "asr-offline", "asr-separation"), "enhance": ("en
 # must be declared by each of them.
 CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),
                     ("common/models/device.py", "ctranslate2"): ("asr", "enhance"),
+                    # model weights from the hub: Sidon (enhance), the music separator (asr)
+                    ("common/models/weights.py", "huggingface_hub"): ("asr", "enhance"),
                     # the enhance stage writes the signatures `onsei dedup` reads
                     ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup"),
                     # and the speaker embeddings `onsei speakers` reads
