@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from bench.gpu_report import jsonl_emitter
+from fixtures.demucs_models import SMALL, SOURCES
 
 
 def main() -> int:
@@ -34,9 +35,8 @@ def main() -> int:
     from services.asr.separation import SR, Separator, separate
 
     emit = jsonl_emitter("gpu_separation")
-    small = {"channels": 8, "depth": 4, "t_layers": 1, "t_heads": 2, "t_hidden_scale": 1.0}
     torch.manual_seed(0)
-    model = HTDemucs(sources=["drums", "bass", "other", "vocals"], **(small if a.small else {}))
+    model = HTDemucs(sources=SOURCES, **(SMALL if a.small else {}))
     sep = Separator(BagOfModels([model]).eval(), a.device)
     rng = np.random.default_rng(0)
     x = (0.1 * rng.standard_normal(int(a.minutes * 60 * SR))).astype(np.float32)

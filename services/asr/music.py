@@ -25,6 +25,8 @@ default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 SR = 16000
@@ -154,14 +156,26 @@ def _block(x: np.ndarray, gate: float) -> tuple[np.ndarray, float]:
 def suppress(audio: np.ndarray, gate: float) -> tuple[np.ndarray, int]:
     """(``audio`` (16 kHz) with music's held tones taken out where a block of it has a held
     tone in at least ``gate`` of its frames; the number of blocks so treated)."""
+    def treat(span: np.ndarray) -> np.ndarray | None:
+        y, share = _block(span, gate)
+        return y if share >= gate else None
+
+    return treat_blocks(audio, treat)
+
+
+def treat_blocks(audio: np.ndarray, treat: Callable[[np.ndarray], np.ndarray | None],
+                 ) -> tuple[np.ndarray, int]:
+    """(``audio`` (16 kHz) with each block replaced by ``treat`` of its span (the block with
+    its context, same length back), or left as it is where ``treat`` gives None; the number of
+    blocks treated). The one block walk of the music front ends (held tones, separation)."""
     x = np.asarray(audio, np.float32)
     if x.size == 0:
         return x, 0
     out, treated = [], 0
     for a, b, lo, hi in blocks(x.size, BLOCK_SECONDS, CONTEXT_SECONDS):
-        y, share = _block(x[lo:hi], gate)
-        treated += share >= gate
-        out.append(y[a - lo:b - lo])
+        y = treat(x[lo:hi])
+        out.append(x[a:b] if y is None else y[a - lo:b - lo])
+        treated += y is not None
     return np.concatenate(out), treated
 
 

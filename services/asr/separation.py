@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks, held_share
+from services.asr.music import held_share, treat_blocks
 
 SR = 16000
 VOCALS = "vocals"  # the source Whisper hears; a model without it is refused at load
@@ -71,14 +71,9 @@ def _fit(x: np.ndarray, n: int) -> np.ndarray:
 def separate(audio: np.ndarray, gate: float, separator: Vocals) -> tuple[np.ndarray, int]:
     """(``audio`` (16 kHz) with each block that holds music replaced by its vocals; the number
     of blocks so treated)."""
-    x = np.asarray(audio, np.float32)
-    if x.size == 0:
-        return x, 0
-    out, treated = [], 0
-    for a, b, lo, hi in blocks(x.size, BLOCK_SECONDS, CONTEXT_SECONDS):
-        if gate > 0 and held_share(x[lo:hi]) < gate:
-            out.append(x[a:b])
-            continue
-        out.append(separator.vocals(x[lo:hi])[a - lo:b - lo])
-        treated += 1
-    return np.concatenate(out), treated
+    def treat(span: np.ndarray) -> np.ndarray | None:
+        if gate > 0 and held_share(span) < gate:
+            return None
+        return separator.vocals(span)
+
+    return treat_blocks(audio, treat)
