@@ -88,6 +88,13 @@ class EnhanceSettings(WhisperSettings):
         0.5, ge=0.0, le=5.0, description="a piece of a segment starts after the last frame "
         "where two voices overlap within this many seconds of its start, and ends before the "
         "first within this of its end, at word edges, its words trimmed with it (0: off)")
+    quality_overlap_model: str = Field(
+        "", description="a pyannote segmentation checkpoint (pytorch_model.bin: file, dir, s3 "
+        "prefix or hub id, e.g. pyannote/segmentation; extra enhance-overlap) that finds where "
+        "two voices overlap, for quality.overlap and the overlap cuts (empty: the pitch test)")
+    quality_overlap_onset: float = Field(
+        0.448, ge=0.0, le=1.0, description="the overlap model's frame probability at which "
+        "two voices overlap there (0.448: pyannote/segmentation's published onset)")
     quality_fidelity_fraction: float = Field(
         0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
         "(0-1)")

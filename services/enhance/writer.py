@@ -173,7 +173,7 @@ class EnhancedWriter:
             # on the input, as the overlap annotation is
             src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
             if cfg.needs_fires:
-                frames = overlap.frames(rs(src, rate, overlap.SR), self.annotator.device)
+                frames = self.annotator.overlap.frames(src, rate, rs)
             parts, kept = segment_pieces(seg.spec, w, None if frames is None else fires(frames),
                                          cfg)
             if len(parts) > 1:

@@ -8,10 +8,12 @@ fidelity re-transcription on the sampled ones; DNSMOS, the speaker
 encoder, the speech-fraction VAD (on a GPU: ``vad.py``) and Whisper run batched over the
 items. ``seconds`` accumulates the time spent (the stage reports it).
 
-The overlap (``overlap.py``) is scored on the input at 8 kHz, resampled from its own rate: from
-the frames the writer already found in it when it has them (``overlap_frames``: its segment's,
-clipped to the piece), else from its own. The writer's :class:`Resampled` hands back what it
-already resampled (the restored audio at 16 kHz, the input at 8 kHz) instead of doing it again.
+The overlap is scored on the input, resampled from its own rate, by the pitch test
+(``overlap.py``, at 8 kHz) or the trained detector ``ONSEI_QUALITY_OVERLAP_MODEL`` names
+(``overlap_model.py``): from the frames the writer already found in it when it has them
+(``overlap_frames``: its segment's, clipped to the piece), else from its own. The writer's
+:class:`Resampled` hands back what it already resampled (the restored audio at 16 kHz, the input
+at 8 kHz) instead of doing it again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from services.enhance.quality import music, overlap
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
+from services.enhance.quality.overlap_model import load_overlap_test
 from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
@@ -62,16 +65,26 @@ class Annotator:
             loader=whisper_loader(s, s.quality_fidelity_model, device))
         self.seconds = 0.0
         self.fidelity_checked = 0
+        self._settings = s
+        self._overlap_test: overlap.OverlapTest | None = None
+
+    @property
+    def overlap(self) -> overlap.OverlapTest:
+        """What finds the frames where two voices overlap (loaded at first use)."""
+        if self._overlap_test is None:
+            self._overlap_test = load_overlap_test(self._settings, self.device)
+        return self._overlap_test
 
     def load(self) -> None:
         self.dnsmos.load()
         self.speaker.load()
         self.vad.load()
+        self.overlap.load()
         load_prosody()
 
     def info(self) -> dict[str, str | float]:
         return {"dnsmos": "speechmos sig_bak_ovr.onnx (P.835)",
-                "speaker": "resemblyzer pretrained.pt",
+                "speaker": "resemblyzer pretrained.pt", "overlap": self.overlap.info(),
                 "speaker_threshold": self.speaker_threshold,
                 "fidelity_fraction": self.fraction, "fidelity_cer": self.cer_threshold}
 
@@ -116,5 +129,5 @@ class Annotator:
             return None
         f = it.overlap_frames
         if f is None:
-            f = overlap.frames(rs(it.before, it.before_rate, overlap.SR), self.device)
+            f = self.overlap.frames(it.before, it.before_rate, rs)
         return f.share()

@@ -21,12 +21,14 @@ a weak cue, so the filter on it is off by default.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
+
+    from services.enhance.resampled import Resampled
 
 SR = 8000
 N = 320  # 40 ms frame
@@ -60,24 +62,28 @@ def _difference(frames: torch.Tensor, n: int) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Frames:
-    """The test's frames of a clip at 8 kHz (frame ``i`` starts at sample ``i * HOP``): whether
-    one period fails to explain it and its remainder is periodic (``periodic``), its power, and
-    whether it is within ``QUIET_DB`` of the clip's loud frames (``loud``, from that power)."""
+    """An overlap test's frames of a clip on the 8 kHz grid (frame ``i`` starts at sample
+    ``i * HOP``): whether the test fires on it (``fire``: here, one period fails to explain it
+    and its remainder is periodic; a trained detector's frames say its own), its power, and
+    whether it is within ``QUIET_DB`` of the clip's loud frames (``loud``, from that power).
+    ``detected``: the share of loud frames the test fires on where two voices overlap
+    throughout (``DETECTED`` here; 1 for a detector that finds overlap wherever it is)."""
 
-    periodic: np.ndarray
+    fire: np.ndarray
     power: np.ndarray
     loud: np.ndarray
+    detected: float = DETECTED
 
     @property
     def two(self) -> np.ndarray:
-        """Both voices voiced at once: a loud frame that two periods explain."""
-        out: np.ndarray = self.loud & self.periodic
+        """Two voices at once: a loud frame the test fires on."""
+        out: np.ndarray = self.loud & self.fire
         return out
 
     def share(self) -> float:
-        """The overlap: the share of loud frames that fire, over ``DETECTED``, at most 1."""
+        """The overlap: the share of loud frames that fire, over ``detected``, at most 1."""
         two, loud = self.two, self.loud
-        return min(1.0, float(two.sum() / loud.sum()) / DETECTED) if loud.any() else 0.0
+        return min(1.0, float(two.sum() / loud.sum()) / self.detected) if loud.any() else 0.0
 
     def clip(self, start: float, seconds: float) -> Frames:
         """The frames of ``seconds`` of this clip from ``start`` (s), as the test would find
@@ -87,19 +93,41 @@ class Frames:
         count = (int(seconds * SR) - (N + 2 * LMAX)) // HOP + 1
         sl = slice(first, max(first, min(self.power.size, first + count)))
         power = self.power[sl]
-        return Frames(self.periodic[sl], power, _loud(power))
+        return Frames(self.fire[sl], power, loud_frames(power), self.detected)
+
+
+def frame_count(size8k: int) -> int:
+    """How many frames the grid lays on ``size8k`` samples at 8 kHz."""
+    return max(0, (size8k - (N + 2 * LMAX)) // HOP + 1)
+
+
+def _unfold(x: np.ndarray, device: str) -> torch.Tensor:
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(device)
+    return t.unfold(0, N + 2 * LMAX, HOP)
+
+
+def empty() -> Frames:
+    none = np.zeros(0, bool)
+    return Frames(none, np.zeros(0, np.float32), none)
+
+
+def powers(x: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """Each grid frame's power (``x`` at 8 kHz), as the pitch test measures it."""
+    if frame_count(x.size) == 0:
+        return np.zeros(0, np.float32)
+    out: np.ndarray = (_unfold(x, device)[:, :N] ** 2).mean(dim=1).cpu().numpy()
+    return out
 
 
 def frames(x: np.ndarray, device: str = "cpu") -> Frames:
     """The test's frames of ``x`` (8 kHz)."""
     import torch
 
-    length = N + 2 * LMAX
-    if x.size < length:
-        none = np.zeros(0, bool)
-        return Frames(none, np.zeros(0, np.float32), none)
-    t = torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(device)
-    fr = t.unfold(0, length, HOP)
+    if frame_count(x.size) == 0:
+        return empty()
+    fr = _unfold(x, device)
     d1 = _difference(fr, N + LMAX)[:, LMIN:]
     best, j1 = d1.min(dim=1)
     t1 = j1 + LMIN
@@ -117,7 +145,7 @@ def frames(x: np.ndarray, device: str = "cpu") -> Frames:
     return Frames(periodic.cpu().numpy(), power.cpu().numpy(), loud.cpu().numpy())
 
 
-def _loud(power: np.ndarray) -> np.ndarray:
+def loud_frames(power: np.ndarray) -> np.ndarray:
     """``frames``' loudness gate over ``power`` (float32), in torch as there (the same
     quantile)."""
     import torch
@@ -137,3 +165,30 @@ def overlap(x16k: np.ndarray, device: str = "cpu") -> float | None:
     if x16k.size < MIN_SECONDS * 16000:
         return None
     return frames(resample(x16k, 16000, SR), device).share()
+
+
+class OverlapTest(Protocol):
+    """What finds the frames where two voices sound at once: this pitch test, or a trained
+    detector (``overlap_model.py``)."""
+
+    def load(self) -> None: ...
+
+    def frames(self, x: np.ndarray, rate: int, rs: Resampled) -> Frames:
+        """The frames of ``x`` (at ``rate``; resampled through ``rs``)."""
+        ...
+
+    def info(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class PitchTest:
+    device: str = "cpu"
+
+    def load(self) -> None:
+        """Nothing to load: no weights."""
+
+    def frames(self, x: np.ndarray, rate: int, rs: Resampled) -> Frames:
+        return frames(rs(x, rate, SR), self.device)
+
+    def info(self) -> str:
+        return "pitch test (two periodicities at once)"

@@ -13,8 +13,8 @@ import pytest
 
 from common.shards.audio import resample
 from services.enhance.edges import FRAME_SPAN, firing, overlaps, runs, trim, trim_all
+from services.enhance.quality.overlap import PitchTest, overlap
 from services.enhance.quality.overlap import frames as overlap_frames
-from services.enhance.quality.overlap import overlap
 from services.enhance.quality.speaker import Windows
 from services.enhance.segments import CutSegment, Plan, SegmentSpec
 from services.enhance.turns import Piece, cut_segment, pieces
@@ -141,7 +141,8 @@ def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> No
     one_voice = Windows(np.ones((9, 4), np.float32), np.arange(9) * 25, np.ones(9),
                         np.ones(300), 100)
     w = EnhancedWriter(tmp_path / "e.tar", OUT_RATE, in_rate=SR, annotator=SimpleNamespace(
-        device="cpu", speaker=SimpleNamespace(windows=lambda clips: [one_voice] * len(clips))))
+        device="cpu", speaker=SimpleNamespace(windows=lambda clips: [one_voice] * len(clips)),
+        overlap=PitchTest()))
     after = np.arange(3 * OUT_RATE, dtype=np.float32)
     ((seg, audio, inp),), (frames,) = w._cut_turns([(_segment(), after, before)])
     assert seg.spec.words == WORDS[1:] and seg.spec.text == "two three four"
@@ -161,7 +162,7 @@ def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> No
     own = (inp.size // 2 - 520) // 160 + 1  # the piece's own frames, had it been scanned
     assert own - 1 <= frames.power.size <= own
     assert np.array_equal(frames.power, seg_frames.power[-frames.power.size:])
-    assert np.array_equal(frames.periodic, seg_frames.periodic[-frames.power.size:])
+    assert np.array_equal(frames.fire, seg_frames.fire[-frames.power.size:])
     assert frames.share() == pytest.approx(overlap(inp), abs=0.05)
     assert whole.share() == overlap(alone) == 0.0
     w.abort()

