@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,13 +168,24 @@ class Cut:
 
 TRIM = [0.5]  # edges.py's window (``--trim``; 0: off)
 OPTS: dict[str, float] = {"gap_threshold": 0.90, "overlap_cuts": 1}  # cuts.py's (``--gap-...``)
+OVERLAP_MODEL = [""]  # the trained overlap detector's checkpoint (``--overlap-model``; "": pitch)
+
+
+def _firing() -> Callable[[np.ndarray], np.ndarray]:
+    """The overlap frames' starts in a clip, by the test the stage would use."""
+    from services.enhance.edges import fires
+    from services.enhance.quality.overlap_model import load_overlap_test
+    from services.enhance.resampled import Resampled
+    from services.enhance.settings import EnhanceSettings
+
+    test = load_overlap_test(EnhanceSettings(quality_overlap_model=OVERLAP_MODEL[0]), "cpu")
+    return lambda clip: fires(test.frames(clip, SR, Resampled()))
 
 
 def cut_conversations(convs: list[Conversation], threshold: float | None = None,
                       ) -> tuple[list[Cut], list[Cut]]:
     """(asr kept segments, their pieces after the change detection) of every conversation."""
     from services.enhance.cuts import CutSettings, segment_pieces
-    from services.enhance.edges import firing
     from services.enhance.quality.speaker import SpeakerEncoder
     from services.enhance.segments import SegmentSpec
     from services.enhance.turns import DEFAULT_THRESHOLD
@@ -181,6 +193,7 @@ def cut_conversations(convs: list[Conversation], threshold: float | None = None,
     cfg = CutSettings(DEFAULT_THRESHOLD if threshold is None else threshold,
                       OPTS["gap_threshold"] or None, TRIM[0], bool(OPTS["overlap_cuts"]))
     enc = SpeakerEncoder()
+    firing = _firing()
     box: list = []
     segs: list[Cut] = []
     out: list[Cut] = []
@@ -191,7 +204,7 @@ def cut_conversations(convs: list[Conversation], threshold: float | None = None,
         for s, w, clip in zip(kept, enc.windows(clips), clips):
             segs.append(Cut(conv, s.start, s.end, len(s.words or [])))
             spec = SegmentSpec("k", s.idx, s.start, s.end, s.text, "en", words=s.words)
-            _, parts = segment_pieces(spec, w, firing(clip, SR) if cfg.needs_fires else None,
+            _, parts = segment_pieces(spec, w, firing(clip) if cfg.needs_fires else None,
                                       cfg)
             out += [Cut(conv, s.start + p.start, s.start + p.end, len(p.words)) for p in parts]
     return segs, out
@@ -347,8 +360,12 @@ def main() -> None:
                          "threshold)")
     ap.add_argument("--overlap-cuts", type=int, default=OPTS["overlap_cuts"],
                     help="runs of overlap frames are candidate cuts (0: not)")
+    ap.add_argument("--overlap-model", default="",
+                    help="a pyannote segmentation checkpoint finding the overlap frames "
+                         "(ONSEI_QUALITY_OVERLAP_MODEL; empty: the pitch test)")
     a = ap.parse_args()
     TRIM[0] = a.trim
+    OVERLAP_MODEL[0] = a.overlap_model
     OPTS.update({k: getattr(a, k) for k in OPTS})
     if a.labels:
         for r in label_rows([int(x) for x in a.labels.split(",")]):

@@ -161,3 +161,21 @@ def test_the_stage_scores_overlap_with_the_model(make_settings, tmp_path, checkp
     bad = make_settings(**common, quality_overlap_model=str(tmp_path / "missing.bin"))
     with pytest.raises(OverlapModelError):
         EnhanceStage(bad)._load_annotator()
+
+
+@pytest.mark.slow
+def test_the_trained_weights_tell_two_voices_from_one(sphinx_voices) -> None:
+    """pyannote/segmentation's weights (WhisperX's wheel, fetched with pip): two real voices at
+    0 dB score >= 0.3, each alone below it."""
+    from fixtures.pyannote_models import segmentation_weights
+
+    weights = segmentation_weights(fetch=True)
+    if weights is None:
+        pytest.skip("whisperx's wheel cannot be fetched")
+    test = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights)), "cpu")
+    a, b = sphinx_voices["librivox"][0], sphinx_voices["cards"][0]
+    n = min(a.size, b.size)
+    mix = a[:n] + b[:n] * np.sqrt(np.mean(a[:n] ** 2) / np.mean(b[:n] ** 2))
+    score = {name: test.frames(x.astype(np.float32), SR, Resampled()).share()
+             for name, x in (("a", a[:n]), ("b", b[:n]), ("mix", mix))}
+    assert score["mix"] >= 0.3 and score["a"] < 0.3 and score["b"] < 0.3, score
