@@ -22,6 +22,7 @@ two voices, now with nothing to scale (``detected`` 1).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,9 +72,18 @@ def _checkpoint(spec: str, settings: Settings, hint: Callable[[str], str]) -> Pa
         raise OverlapModelError(str(e)) from e
 
 
+def without_telemetry() -> None:
+    """pyannote.audio 4 reports each model load to its makers (OpenTelemetry spans to
+    otel.pyannote.ai) unless ``PYANNOTE_METRICS_ENABLED`` says otherwise when it is imported: a
+    worker sends nothing about its data outside, and an offline node would wait on the export.
+    Off unless the operator set it."""
+    os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
+
+
 def load_segmentation(spec: str, settings: Settings) -> Any:
     """The pyannote model at ``spec``, in eval mode on the CPU, checked (above)."""
     hint = _hint(spec)
+    without_telemetry()
     try:
         from pyannote.audio import Model
         from pyannote.audio.core.task import Resolution
