@@ -7,6 +7,10 @@ its clips of some length, never below a per-language floor) sets what a clip sho
 clip under ``FRACTION`` of that (after ``SLACK_SECONDS`` of allowance for VAD padding and very
 short clips) is decoded again in parts split at its pauses, with beam search; if its text is
 still short, the segment is flagged ``text_coverage`` and not kept (quality.py). A clip whose
+words leave ``UNCOVERED_SECONDS`` of its speech (VAD) with no word near it has those stretches
+decoded alone, however much text it has, and their words put in among the others: Whisper ends
+a window's text early now and then and drops the last sentence, which the rate alone misses in
+a long clip. A clip whose
 text is a decoder loop gets the same retry (its words are lost otherwise). A part that loops in
 the retry is decoded once more alone with loop-suppressing decoding (no n-gram generated twice):
 a retry is refused whole while any part loops (its speech would be in a segment whose text
@@ -37,6 +41,11 @@ RETRY_BEAM = 5
 # loop stay; at 5 a phrase said twice within one part is still allowed up to four tokens, and
 # a one-token loop leaves at most 4 more tokens of it, under quality.is_loop's 8 units.
 NO_REPEAT_NGRAM = 5
+# A stretch of speech between two pauses this long with no word within WORD_REACH of it is a
+# sentence the decoder skipped: the shortest sentences are about this long; word times are
+# off by up to a few hundred ms.
+UNCOVERED_SECONDS = 1.5
+WORD_REACH = 0.3
 
 
 def joiner(language: str | None) -> str:
@@ -68,10 +77,51 @@ def is_short(text: str, speech_seconds: float, rate: float) -> bool:
     return units(text) < min_units(speech_seconds, rate)
 
 
+Words = list[tuple[str, float, float, float]]
+
+
+def uncovered(clip: Clip, words: Words | None) -> list[Clip]:
+    """The stretches of ``clip``'s speech (between its pauses) at least ``UNCOVERED_SECONDS``
+    long with no word within ``WORD_REACH`` of them; none without word times (nothing to tell)
+    or without words (the rate check's case)."""
+    if not words:
+        return []
+    near = sorted((w[1] - WORD_REACH, w[2] + WORD_REACH) for w in words)
+    out = []
+    for part in clip.parts():
+        t = part.start
+        for a, b in [*near, (part.end, part.end)]:
+            if b <= t or a > part.end:
+                continue
+            if min(a, part.end) - t >= UNCOVERED_SECONDS:
+                out.append(Clip(t, min(a, part.end)))
+            t = max(t, b)
+    return out
+
+
+def _fill(texts: list[ClipText], gaps: dict[int, list[Clip]], decode: Decode,
+          looped: Callable[[str], bool]) -> int:
+    """The stretches ``gaps`` names decoded alone and their words put in among their clip's
+    (``texts`` updated in place; the text rebuilt from the words in time order, as Whisper's
+    own text is their concatenation); returns how many clips gained words."""
+    spans = [(i, g) for i, gs in gaps.items() for g in gs]
+    got = _unlooped([g for _, g in spans], decode, looped)
+    added: dict[int, Words] = {}
+    for (i, _), t in zip(spans, got):
+        if t.text.strip() and t.words and not looped(t.text):
+            added.setdefault(i, []).extend(t.words)
+    for i, extra in added.items():
+        old = texts[i]
+        words = sorted([*(old.words or []), *extra], key=lambda w: w[1])
+        texts[i] = ClipText("".join(w[0] for w in words).strip(), old.avg_logprob,
+                            old.no_speech_prob, words)
+    return len(added)
+
+
 @dataclass
 class Coverage:
     rate: float  # expected units per speech second on this file
-    retried: int  # clips decoded again in parts
+    retried: int  # clips decoded again (in parts, or the stretches their words missed)
     short: set[int]  # clips still short after that: flagged text_coverage
 
 
@@ -111,8 +161,11 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
                           if not looped(t.text)], language)
     retry = [i for i, (c, t) in enumerate(zip(clips, texts))
              if looped(t.text) or is_short(t.text, c.speech_seconds, rate)]
+    gaps = {i: g for i, (c, t) in enumerate(zip(clips, texts))
+            if i not in retry and (g := uncovered(c, t.words))}
+    filled = _fill(texts, gaps, decode, looped) if gaps else 0
     if not retry:
-        return Coverage(rate, 0, set())
+        return Coverage(rate, filled, set())
     parts = [clips[i].parts() for i in retry]
     flat = _unlooped([p for ps in parts for p in ps], decode, looped)
     pos = 0
@@ -127,4 +180,4 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
                                 min(g.no_speech_prob for g in got), words)
     still = {i for i in retry if not looped(texts[i].text)
              and is_short(texts[i].text, clips[i].speech_seconds, rate)}
-    return Coverage(rate, len(retry), still)
+    return Coverage(rate, len(retry) + filled, still)

@@ -205,6 +205,8 @@ def test_no_library_module_reads_a_setting_from_the_environment() -> None:
         "common/queue/metrics.py": {"PROMETHEUS_MULTIPROC_DIR"},  # prometheus_client's switch
         "common/models/hub.py": {"HF_HUB_OFFLINE", "HF_ENDPOINT"},  # huggingface_hub's
         "common/storage/s3_probe.py": {"AWS_ENDPOINT_URL"},  # botocore's
+        # pyannote.audio's telemetry switch, read when it is imported
+        "services/enhance/quality/overlap_model.py": {"PYANNOTE_METRICS_ENABLED"},
         # OpenMP's, OpenBLAS's and MKL's pool sizes, set for libraries a worker loads later
         "common/node/threads.py": {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"},
         # glibc's own mmap threshold: one the operator gave it is kept

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
 from services.asr.coverage import NO_REPEAT_NGRAM, RETRY_BEAM, recover
@@ -47,3 +49,46 @@ def test_a_part_that_loops_even_without_repeats_leaves_the_clip_as_it_was() -> N
     cov = recover(clips, texts, "ja", decode, _looped)
     # never a text that lacks a part's speech: the looped text stays, flagged repetition
     assert texts[0].text == was and cov.retried == 1
+
+
+def _words(spans: list[tuple[float, float]], word: str = "語") -> list[tuple[str, float, float,
+                                                                               float]]:
+    return [(word, a, b, 0.9) for a, b in spans]
+
+
+def test_uncovered_finds_a_skipped_last_sentence_and_nothing_where_words_are() -> None:
+    from services.asr.coverage import UNCOVERED_SECONDS, uncovered
+
+    clip = Clip(0.0, 12.0, pauses=[(9.0, 9.5)])
+    # words over 0-8.8 s, none over the last part (9.5-12.0 s): a dropped sentence
+    words = _words([(t, t + 0.4) for t in np.arange(0.1, 8.8, 0.5)])
+    assert [(g.start, g.end) for g in uncovered(clip, words)] == [(9.5, 12.0)]
+    assert uncovered(clip, words + _words([(9.6, 11.9)])) == []
+    # a gap shorter than UNCOVERED_SECONDS is a slow word, not a skipped sentence
+    short = Clip(0.0, 9.0 + UNCOVERED_SECONDS - 0.1)
+    assert uncovered(short, _words([(0.1, 9.0)])) == []
+    assert uncovered(clip, None) == [] and uncovered(clip, []) == []
+
+
+def test_a_skipped_sentence_is_decoded_alone_and_put_among_the_words() -> None:
+    """Only the stretch no word covers is decoded; the clip's own text and words stay, the new
+    words are placed by time and the text is rebuilt from them."""
+    clip = Clip(0.0, 12.0, pauses=[(5.0, 5.5)])
+    # enough text for the clip's speech (the rate check passes): only the gap is missing
+    kana = iter("かのじょはえいごがとてもじょうずですきょうはいいてんき")
+    old = [(next(kana), t, t + 0.2, 0.9) for t in
+           [*np.arange(0.2, 4.8, 0.25), *np.arange(10.0, 11.8, 0.25)]]
+    text = "".join(w[0] for w in old)
+    texts = [ClipText(text, -0.3, 0.01, old)]
+    asked: list[tuple[float, float]] = []
+
+    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
+        asked.extend((c.start, c.end) for c in batch)
+        return [ClipText("い", -0.2, 0.01, [("い", c.start + 0.1, c.end - 0.1, 0.8)])
+                for c in batch]
+
+    cov = recover([clip], texts, "ja", decode, _looped)
+    assert asked == [(5.5, 9.7)]
+    want = text[:19] + "い" + text[19:]  # between the words before 5 s and after 10 s
+    assert texts[0].text == want and "".join(w[0] for w in texts[0].words) == want
+    assert cov.retried == 1 and cov.short == set()

@@ -122,6 +122,8 @@ def test_speech_in_a_language_not_kept_is_flagged_per_segment(spliced) -> None:
     line = got.line
     assert line.ok and line.language == "ja"
     flagged = [s for s in line.segments if s.reason == "language"]
-    assert flagged and all(s.language == "de" and not s.text for s in flagged)
+    # whisper base reads espeak's German as German or Latin by the CPU's arithmetic (int8 on
+    # AVX2 or AVX-512): either is a language not kept, which is what is flagged
+    assert flagged and all(s.language in ("de", "la") and not s.text for s in flagged)
     assert sum(s.end - s.start for s in flagged) >= 10.0  # the German block's speech
     assert all(s.language == "ja" for s in line.kept) and len(line.kept) >= 3
