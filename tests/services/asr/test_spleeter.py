@@ -161,3 +161,19 @@ def test_backends_are_told_apart(tmp_path: Path, ckpt: Path) -> None:
         load_separation_model(str(ckpt), "htdemucs", _settings(tmp_path), "open-unmix")
     with pytest.raises(ValueError, match="asr_separation_backend"):
         _settings(tmp_path, asr_separation_backend="open-unmix")
+
+
+def test_an_s3_prefix_and_a_file_url_load_like_the_folder(s3_bucket: str, tmp_path: Path,
+                                                           ckpt: Path) -> None:
+    import boto3
+
+    s3 = boto3.client("s3")
+    for name in ("model.index", "model.data-00000-of-00001", "model.meta"):
+        if (ckpt / name).is_file():
+            s3.upload_file(str(ckpt / name), s3_bucket, f"models/2stems/{name}")
+    m = _load(f"s3://{s3_bucket}/models/2stems", tmp_path)
+    assert m.sources == ["vocals", "accompaniment"]
+    assert (tmp_path / "cache").is_dir()  # fetched into the model cache
+    assert _load(f"file://{ckpt}", tmp_path).sources == m.sources
+    with pytest.raises(SeparationModelError, match="lacks model.index"):
+        _load(f"s3://{s3_bucket}/models/elsewhere", tmp_path)
