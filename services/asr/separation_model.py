@@ -1,4 +1,5 @@
-"""A Demucs source-separation model: its vocals go to the decode (services/asr/separation.py).
+"""A Demucs source-separation model: its vocals go to the decode (services/asr/separation.py);
+or, with ``ONSEI_ASR_SEPARATION_BACKEND=spleeter``, a Spleeter one (services/asr/spleeter.py).
 
 ``ONSEI_ASR_SEPARATION_MODEL`` is either one local model file, demucs's own pickled package
 (``demucs.states.serialize_model``, e.g. the released ``955717e8-8726e21a.th`` of htdemucs) or
@@ -95,9 +96,22 @@ def _load_bag(spec: str, name: str, settings: Settings,
     return [_load_one(f, hint) for f in files if f is not None], bag_yaml
 
 
-def load_separation_model(spec: str, name: str, settings: Settings) -> Any:
+def load_separation_model(spec: str, name: str, settings: Settings,
+                          backend: str = "demucs") -> Any:
     """The model file or bag ``name`` at ``spec`` as a ``demucs.apply.BagOfModels`` in eval
-    mode (one file: a bag of that model alone, so both separate alike)."""
+    mode (one file: a bag of that model alone, so both separate alike); with ``backend``
+    ``spleeter``, the Spleeter checkpoint at ``spec`` (services/asr/spleeter.py)."""
+    if backend == "spleeter":
+        try:
+            from services.asr.spleeter import load_spleeter
+        except ImportError as e:
+            raise SeparationModelError(f"cannot load the Spleeter model {spec!r}: torch is not "
+                                       f"installed ({e}): pip install "
+                                       "'onsei[asr,asr-separation]'") from e
+        return load_spleeter(spec, settings)
+    if backend != "demucs":
+        raise SeparationModelError(f"unknown separation backend {backend!r}: "
+                                   "ONSEI_ASR_SEPARATION_BACKEND is demucs or spleeter")
     hint = _hint(spec, name)
     try:
         from demucs.apply import BagOfModels
@@ -112,6 +126,9 @@ def load_separation_model(spec: str, name: str, settings: Settings) -> Any:
         models, bag_yaml = [_load_one(local, hint)], {}
     elif path.startswith(("/", ".", "~")) and not local.exists():
         raise SeparationModelError(hint(f"{local} does not exist"))
+    elif (local / "model.index").is_file() and not (local / f"{name}.yaml").is_file():
+        raise SeparationModelError(hint("it holds a TF checkpoint (model.index), as Spleeter's "
+                                        "are: set ONSEI_ASR_SEPARATION_BACKEND=spleeter"))
     else:
         models, bag_yaml = _load_bag(spec, name, settings, hint)
     try:

@@ -3,7 +3,7 @@ segment limits and quality flags. Same ``ONSEI_*`` names and YAML keys as README
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
@@ -76,6 +76,10 @@ class AsrSettings(WhisperSettings):
         "the 30 s blocks the music gate calls music (services/asr/separation.py); empty: off")
     asr_separation_name: str = Field(
         "htdemucs", min_length=1, description="the bag's name: its <name>.yaml in that folder")
+    asr_separation_backend: Literal["demucs", "spleeter"] = Field(
+        "demucs", description="what asr_separation_model holds: a Demucs model or bag, or "
+        "Spleeter's TF checkpoint (a folder with model.index and model.data-00000-of-00001, "
+        "services/asr/spleeter.py)")
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 

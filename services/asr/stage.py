@@ -74,7 +74,8 @@ class AsrStage(Stage):
 
             self._separator = Separator(
                 load_separation_model(self.settings.asr_separation_model,
-                                      self.settings.asr_separation_name, self.settings),
+                                      self.settings.asr_separation_name, self.settings,
+                                      self.settings.asr_separation_backend),
                 self._loaded.device)
 
     def model_info(self) -> dict[str, Any]:
@@ -83,6 +84,8 @@ class AsrStage(Stage):
         if self.settings.asr_separation_model:  # the decoded audio depends on it too
             info["separation"] = self.settings.asr_separation_model
             info["separation_name"] = self.settings.asr_separation_name
+            if self.settings.asr_separation_backend != "demucs":  # demucs: as before it existed
+                info["separation_backend"] = self.settings.asr_separation_backend
         return info
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
