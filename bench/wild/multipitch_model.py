@@ -12,12 +12,12 @@ overlap of zeros. Outputs per frame (86.13 per s): ``contour`` (264 bins, 3 per 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from fixtures.wheels import fetch_wheel
 
 SR = 22050
 HOP = 256
@@ -28,17 +28,14 @@ FPS = SR / HOP
 BASE = 27.5  # Hz of contour bin 0
 PER_SEMITONE = 3
 CACHE = Path.home() / ".cache/onsei/bench/basic_pitch"
-WHEEL = "basic_pitch-0.4.0-py2.py3-none-any.whl"
 MEMBER = "basic_pitch/saved_models/icassp_2022/nmp.onnx"
 
 
 def model_bytes() -> bytes:
     """``nmp.onnx`` out of the basic-pitch wheel (fetched without dependencies if absent)."""
-    wheel = CACHE / WHEEL
-    if not wheel.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                        "basic-pitch==0.4.0", "-d", str(CACHE)], check=True)
+    wheel = fetch_wheel("basic-pitch==0.4.0", CACHE)
+    if wheel is None:
+        raise RuntimeError("basic-pitch 0.4.0's wheel cannot be fetched (no registry)")
     with zipfile.ZipFile(wheel) as z:
         return z.read(MEMBER)
 
