@@ -25,10 +25,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from common.errors import ModelUnavailable
 from services.asr.music import held_share, treat_blocks
 
 SR = 16000
 VOCALS = "vocals"  # the source Whisper hears; a model without it is refused at load
+
+
+class SeparationModelError(ModelUnavailable):
+    """A separation model that cannot be loaded, whichever backend (its loaders raise it)."""
 OVERLAP = 0.25  # of a model segment with the next, as demucs's command separates
 
 

@@ -21,13 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common.errors import ModelUnavailable
 from common.settings import Settings
-from services.asr.separation import VOCALS
-
-
-class SeparationModelError(ModelUnavailable):
-    pass
+from services.asr.separation import VOCALS, SeparationModelError
 
 
 def _hint(spec: str, name: str) -> Callable[[str], str]:

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from common.settings import Settings
-from services.asr.separation_model import SeparationModelError
+from services.asr.separation import SeparationModelError
 from services.asr.tfbundle import DATA, BundleError, read_bundle
 
 RATE, N_FFT, HOP, BINS, FRAMES = 44100, 4096, 1024, 1024, 512
