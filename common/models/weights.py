@@ -51,6 +51,19 @@ def _from_store(url: str, files: list[str], settings: Settings,
     return fill
 
 
+def local_file(spec: str, hint: Callable[[str], str]) -> Path | None:
+    """``spec`` as one local file when it names one (a path or ``file://``); None when it is for
+    :func:`resolve_model_dir` (a folder, an s3 prefix, a hub id). A local path that does not
+    exist is refused here: it is no hub id."""
+    path = spec.removeprefix("file://")
+    local = Path(path).expanduser()
+    if "://" not in path and local.is_file():
+        return local
+    if path.startswith(("/", ".", "~")) and not local.exists():
+        raise WeightsUnavailable(hint(f"{local} does not exist"))
+    return None
+
+
 def resolve_model_dir(spec: str, files: list[str], settings: Settings,
                       hint: Callable[[str], str]) -> Path:
     """A local directory holding ``files`` for model ``spec`` (dir, file://, s3://, hub id).

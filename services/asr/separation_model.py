@@ -113,15 +113,18 @@ def load_separation_model(spec: str, name: str, settings: Settings,
     except ImportError as e:  # the asr image carries CTranslate2, not torch and demucs
         raise SeparationModelError(hint(f"demucs is not installed ({e}): pip install "
                                         "'onsei[asr,asr-separation]'")) from e
+    from common.models.weights import WeightsUnavailable, local_file
+
     models: list[Any]
     bag_yaml: dict[str, Any]
-    path = spec.removeprefix("file://")
-    local = Path(path).expanduser()
-    if "://" not in path and local.is_file():
-        models, bag_yaml = [_load_one(local, hint)], {}
-    elif path.startswith(("/", ".", "~")) and not local.exists():
-        raise SeparationModelError(hint(f"{local} does not exist"))
-    elif (local / "model.index").is_file() and not (local / f"{name}.yaml").is_file():
+    try:
+        one = local_file(spec, hint)
+    except WeightsUnavailable as e:
+        raise SeparationModelError(str(e)) from e
+    folder = Path(spec.removeprefix("file://")).expanduser()
+    if one is not None:
+        models, bag_yaml = [_load_one(one, hint)], {}
+    elif (folder / "model.index").is_file() and not (folder / f"{name}.yaml").is_file():
         raise SeparationModelError(hint("it holds a TF checkpoint (model.index), as Spleeter's "
                                         "are: set ONSEI_ASR_SEPARATION_BACKEND=spleeter"))
     else:

@@ -19,7 +19,6 @@ are the same for both backends.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -168,22 +167,16 @@ def _hint(spec: str) -> Callable[[str], str]:
 
 def load_spleeter(spec: str, settings: Settings) -> SpleeterModel:
     """The Spleeter checkpoint at ``spec``, checked whole before a shard is taken."""
-    from common.models.weights import WeightsUnavailable, resolve_model_dir
+    from common.models.weights import WeightsUnavailable, local_file, resolve_model_dir
 
     hint = _hint(spec)
-    path = spec.removeprefix("file://")
-    local = Path(path).expanduser()
-    if "://" not in path and local.is_file():
-        if local.name != FILES[0]:
-            raise SeparationModelError(hint(f"{local.name} is not {FILES[0]}"))
-        folder = local.parent
-    elif path.startswith(("/", ".", "~")) and not local.exists():
-        raise SeparationModelError(hint(f"{local} does not exist"))
-    else:
-        try:
-            folder = resolve_model_dir(spec, FILES, settings, hint)
-        except WeightsUnavailable as e:
-            raise SeparationModelError(str(e)) from e
+    try:
+        local = local_file(spec, hint)
+        folder = local.parent if local else resolve_model_dir(spec, FILES, settings, hint)
+    except WeightsUnavailable as e:
+        raise SeparationModelError(str(e)) from e
+    if local and local.name != FILES[0]:
+        raise SeparationModelError(hint(f"{local.name} is not {FILES[0]}"))
     try:
         tensors: dict[str, Any] = read_bundle(folder)
     except (BundleError, OSError) as e:

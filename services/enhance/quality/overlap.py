@@ -113,12 +113,16 @@ def empty() -> Frames:
     return Frames(none, np.zeros(0, np.float32), none)
 
 
+def _power(fr: torch.Tensor) -> np.ndarray:
+    out: np.ndarray = (fr[:, :N] ** 2).mean(dim=1).cpu().numpy()
+    return out
+
+
 def powers(x: np.ndarray, device: str = "cpu") -> np.ndarray:
     """Each grid frame's power (``x`` at 8 kHz), as the pitch test measures it."""
     if frame_count(x.size) == 0:
         return np.zeros(0, np.float32)
-    out: np.ndarray = (_unfold(x, device)[:, :N] ** 2).mean(dim=1).cpu().numpy()
-    return out
+    return _power(_unfold(x, device))
 
 
 def frames(x: np.ndarray, device: str = "cpu") -> Frames:
@@ -139,10 +143,9 @@ def frames(x: np.ndarray, device: str = "cpu") -> Frames:
     for m in (0.5, 1.0, 2.0, 3.0, 1 / 3):
         near |= (ratio - m).abs() < AWAY * max(1.0, m)
     second = torch.where(near, torch.full_like(d2, 9.0), d2).min(dim=1).values
-    power = (fr[:, :N] ** 2).mean(dim=1)
-    loud = power >= torch.quantile(power, 0.95) * 10 ** (-QUIET_DB / 10)
+    power = _power(fr)
     periodic = (best > SINGLE) & (second < SECOND)
-    return Frames(periodic.cpu().numpy(), power.cpu().numpy(), loud.cpu().numpy())
+    return Frames(periodic.cpu().numpy(), power, loud_frames(power))
 
 
 def loud_frames(power: np.ndarray) -> np.ndarray:

@@ -58,16 +58,10 @@ def _hint(spec: str) -> Callable[[str], str]:
 
 
 def _checkpoint(spec: str, settings: Settings, hint: Callable[[str], str]) -> Path:
-    from common.models.weights import WeightsUnavailable, resolve_model_dir
+    from common.models.weights import WeightsUnavailable, local_file, resolve_model_dir
 
-    path = spec.removeprefix("file://")
-    local = Path(path).expanduser()
-    if "://" not in path and local.is_file():
-        return local
-    if path.startswith(("/", ".", "~")) and not local.exists():
-        raise OverlapModelError(hint(f"{local} does not exist"))
     try:
-        return resolve_model_dir(spec, [FILE], settings, hint) / FILE
+        return local_file(spec, hint) or resolve_model_dir(spec, [FILE], settings, hint) / FILE
     except WeightsUnavailable as e:
         raise OverlapModelError(str(e)) from e
 
