@@ -2,10 +2,12 @@
 
 Each single line of the voices of ``bench.wild.speakers`` against the same line with another
 voice's line mixed in at 0, 5 and 10 dB below it (levels by RMS): the share of mixtures at 0-5 dB
-scored >= 0.3 (goal >= 0.9), of single lines (goal <= 3 %), by the pitch test and by the
+scored >= 0.3 (goal >= 0.9), of single lines (goal <= 3 %), by the pitch test, by the
 trained detector (pyannote/segmentation's weights, fetched from WhisperX's wheel with ``pip
-download``; skipped when they cannot be had). Cost: CPU seconds per audio hour of each on the
-CPU (at a GPU node both run on the device), beside the change scan's on the same lines.
+download``; skipped when they cannot be had), and by the detector with the pitch test beside it
+as the stage runs them by default (``overlap_both.py``). Cost: CPU seconds per audio hour of
+each on the CPU (at a GPU node all run on the device), beside the change scan's on the same
+lines.
 """
 
 from __future__ import annotations
@@ -55,11 +57,15 @@ def _tests() -> list[tuple[str, object]]:
     if weights is None:
         return out
     try:
-        model = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights)), "cpu")
+        alone = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights),
+                                                  quality_overlap_pitch_floor=0.0), "cpu")
+        both = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights)), "cpu")
     except OverlapModelError as e:
         print(f"overlap model skipped: {e}")
         return out
-    return out + [("pyannote/segmentation", model)]
+    floor = EnhanceSettings().quality_overlap_pitch_floor
+    return out + [("pyannote/segmentation", alone),
+                  (f"pyannote/segmentation, or the pitch test >= {floor:g}", both)]
 
 
 def _rows(label: str, test: object, singles: list[tuple[str, np.ndarray]],

@@ -95,6 +95,10 @@ class EnhanceSettings(WhisperSettings):
     quality_overlap_onset: float = Field(
         0.448, ge=0.0, le=1.0, description="the overlap model's frame probability at which "
         "two voices overlap there (0.448: pyannote/segmentation's published onset)")
+    quality_overlap_pitch_floor: float = Field(
+        0.5, ge=0.0, le=1.0, description="with an overlap model, a segment's pitch-test overlap "
+        "at or above which it counts when larger than the model's (the model misses some "
+        "voices the pitch test hears; 0: the model alone; docs/quality.md)")
     quality_fidelity_fraction: float = Field(
         0.05, ge=0.0, le=1.0, description="share of segments re-transcribed after restoration "
         "(0-1)")

@@ -17,7 +17,8 @@ model's duration, half of it apart, are averaged where they overlap. It is read 
 test's 20 ms grid (``overlap.py``), where a frame fires at ``ONSEI_QUALITY_OVERLAP_ONSET`` or
 above (0.448: pyannote/segmentation's published onset for overlapped speech); the loudness gate
 is the pitch test's, so ``quality.overlap`` is still the share of the segment's loud frames with
-two voices, now with nothing to scale (``detected`` 1).
+two voices, now with nothing to scale (``detected`` 1). The pitch test stands beside it for the
+segment's score (``overlap_both.py``).
 """
 
 from __future__ import annotations
@@ -187,9 +188,15 @@ class ModelTest:
 
 
 def load_overlap_test(settings: EnhanceSettings, device: str) -> overlap.OverlapTest:
-    """The trained detector ``ONSEI_QUALITY_OVERLAP_MODEL`` names, else the pitch test."""
+    """The trained detector ``ONSEI_QUALITY_OVERLAP_MODEL`` names, with the pitch test beside
+    it unless ``ONSEI_QUALITY_OVERLAP_PITCH_FLOOR`` is 0 (``overlap_both.py``), else the pitch
+    test."""
+    from services.enhance.quality.overlap_both import BothTest
+
     spec = settings.quality_overlap_model
     if not spec:
         return overlap.PitchTest(device)
-    return ModelTest(load_segmentation(spec, settings), settings.quality_overlap_onset,
+    test = ModelTest(load_segmentation(spec, settings), settings.quality_overlap_onset,
                      device, spec)
+    floor = settings.quality_overlap_pitch_floor
+    return BothTest(test, floor, device) if floor > 0 else test

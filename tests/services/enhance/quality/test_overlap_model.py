@@ -51,7 +51,8 @@ def test_frames_lie_on_the_pitch_grid(checkpoints, kind) -> None:
     probabilities in 0-1 and one per model frame, whatever the clip's length against the
     model's window (shorter, a few windows, not a whole number of half windows)."""
     for spec in (checkpoints[kind], checkpoints[kind].parent):
-        test = load_overlap_test(EnhanceSettings(quality_overlap_model=str(spec)), "cpu")
+        test = load_overlap_test(EnhanceSettings(quality_overlap_model=str(spec),
+                                                 quality_overlap_pitch_floor=0.0), "cpu")
         assert isinstance(test, ModelTest) and "pyannote segmentation" in test.info()
     assert test.two is not None if kind == "powerset" else test.two is None
     for seconds in (0.9, 3.0, 12.3, 27.7):
@@ -75,7 +76,8 @@ def test_powerset_probability_is_that_of_two_speakers_or_more(checkpoints) -> No
     from pyannote.audio.utils.powerset import Powerset
 
     test = load_overlap_test(EnhanceSettings(
-        quality_overlap_model=str(checkpoints["powerset"])), "cpu")
+        quality_overlap_model=str(checkpoints["powerset"]), quality_overlap_pitch_floor=0.0),
+        "cpu")
     assert isinstance(test, ModelTest)
     x = _noise(10.0, 3)  # one window exactly
     _, p = test.probabilities(x)
@@ -90,7 +92,9 @@ def test_frames_fire_where_the_probability_reaches_the_onset(checkpoints, monkey
     """Grid frames take the model frames whose middles fall in them: a probability of 0.9 over
     1.0-2.0 s fires frames 50-99 (20 ms each) at onset 0.448, none elsewhere."""
     test = load_overlap_test(EnhanceSettings(
-        quality_overlap_model=str(checkpoints["multilabel"])), "cpu")
+        quality_overlap_model=str(checkpoints["multilabel"]), quality_overlap_pitch_floor=0.0),
+        "cpu")
+    assert isinstance(test, ModelTest)
     times = np.arange(0.0085, 3.0, 0.016875)
     p = np.where((times >= 1.0) & (times < 2.0), 0.9, 0.1)
     monkeypatch.setattr(test, "probabilities", lambda x: (times, p))
