@@ -16,7 +16,10 @@ Rows:
   model given; ``--cost-only`` skips the WER rows (with a model: its cost alone).
 
 ``QUICK=1 python -m bench.wild.music_separation [--model PATH | --spleeter] [--gate G]
-[--cost | --cost-only]`` (``--gate``: only that gate's rows, oracle and model).
+[--cost | --cost-only] [--set distinct] [--seeds 0,1,2] [--seconds S] [--untreated] [--held]
+[--no-oracle]`` (``--gate``: only that gate's rows, oracle and model; ``--set distinct``: speech
+with no clip heard twice instead of the 10 LibriVox and card clips in rounds; ``--untreated``,
+``--held``: the mix untreated and through held-tone suppression, on the same set and beds).
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from bench.wild.music import bed_track, under
-from bench.wild.music_suppression import _stage, bed_ratios, wer_of
-from fixtures.longform import SR, real_english, real_longform
+from bench.wild.music_suppression import SPEECH_SETS, _stage, bed_form, bed_ratios, wer_of
+from fixtures.longform import SR, words
 from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks
 from services.asr.settings import AsrSettings
 
@@ -65,30 +68,41 @@ def _load(model: str, name: str, backend: str = "demucs") -> Any:
 
 def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
                     cost: bool = False, wers: bool = True, backend: str = "demucs",
-                    gates: tuple[float, ...] = (GATE, 0.0)) -> list[dict]:
+                    gates: tuple[float, ...] = (GATE, 0.0), speech: str = "librivox",
+                    seeds: tuple[int, ...] = (0, 1), untreated: bool = False,
+                    held: bool = False, oracle: bool = True,
+                    seconds: float | None = None) -> list[dict]:
+    """The rows above on the ``speech`` set (music_suppression.bed_form, ``seconds`` long when
+    given) under the track orders ``seeds``; ``untreated`` and ``held``: the mix as it is and
+    through held-tone suppression too; ``oracle``: the oracle rows."""
     from services.asr.separation import separate
 
-    form = real_longform(real_english(), seconds=120 if quick else 300, seed=3)
+    form = bed_form(speech, quick, seconds)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="onsei-bench-music-sep-") as d:
         if wers:
             wer = wer_of(_stage(Path(d), False), form)
             clean = wer(form.audio)
-            for gate in gates:
+            what_set = (f"{speech}: clean WER {clean:.4f} of {len(words(form.reference))} "
+                        f"words, {form.seconds / 60:.1f} min")
+            rows += _baselines(Path(d), form, wer, clean, seeds, what_set, untreated, held)
+            for gate in gates if oracle else ():
                 got, _ = bed_ratios(
-                    form, lambda x, g=gate: separate(x, g, Oracle(x, form.audio))[0], wer, clean)
+                    form, lambda x, g=gate: separate(x, g, Oracle(x, form.audio))[0], wer, clean,
+                    seeds)
                 rows.append({"name": f"wild music separation: oracle vocals, gate {gate}, WER "
-                                     f"under bed / clean ({clean:.4f}; {form.seconds / 60:.1f} "
-                                     "min)", "ours": got, "goal": "<= 1.25 each"})
+                                     f"under bed / clean ({what_set})", "ours": got,
+                             "goal": "<= 1.25 each"})
                 print(rows[-1], flush=True)
         what = f"{model} ({name})" if backend == "demucs" else f"{model} ({backend})"
         if wers and model:
             sep = _load(model, name, backend)
             for gate in gates:
                 treated, n = separate(form.audio, gate, sep)
-                got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, sep)[0], wer, clean)
+                got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, sep)[0], wer, clean,
+                                    seeds)
                 rows.append({"name": f"wild music separation: {what}, gate {gate}, "
-                                     "WER under bed / clean",
+                                     f"WER under bed / clean ({speech})",
                              "ours": got, "clean_wer_separated": round(wer(treated), 4),
                              "clean_blocks_separated": n, "goal": "<= 1.25 each"})
                 print(rows[-1], flush=True)
@@ -102,6 +116,27 @@ def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
                 bag = write_bag(Path(d) / what.replace(" ", "-"), full=full)
                 rows.append(_cost(form.audio, _load(str(bag), "htdemucs"), what))
                 print(rows[-1], flush=True)
+    return rows
+
+
+def _baselines(d: Path, form: Any, wer: Any, clean: float, seeds: tuple[int, ...],
+               what_set: str, untreated: bool, held: bool) -> list[dict]:
+    """The mix untreated, and through the stage with held-tone suppression on (over that
+    stage's own clean WER)."""
+    rows = []
+    if untreated:
+        got, _ = bed_ratios(form, lambda x: x, wer, clean, seeds)
+        rows.append({"name": f"wild music separation: untreated, WER under bed / clean "
+                             f"({what_set})", "ours": got, "goal": "<= 1.25 each"})
+        print(rows[-1], flush=True)
+    if not held:
+        return rows
+    held = wer_of(_stage(d, True), form)
+    held_clean = held(form.audio)
+    got, _ = bed_ratios(form, lambda x: x, held, held_clean, seeds)
+    rows.append({"name": "wild music separation: held-tone suppression on, WER under bed / its "
+                         f"clean ({held_clean:.4f})", "ours": got, "goal": "<= 1.25 each"})
+    print(rows[-1], flush=True)
     return rows
 
 
@@ -144,6 +179,13 @@ if __name__ == "__main__":
     ap.add_argument("--cost", action="store_true",
                     help="cost of random full-size and small htdemucs models")
     ap.add_argument("--cost-only", action="store_true", help="--cost without the WER rows")
+    ap.add_argument("--set", choices=SPEECH_SETS, default="librivox", dest="speech",
+                    help="the speech under the bed (distinct: no clip heard twice)")
+    ap.add_argument("--seeds", default="0,1", help="the bed's track orders, e.g. 0,1,2")
+    ap.add_argument("--seconds", type=float, help="the speech's length (default 120 / 300)")
+    ap.add_argument("--untreated", action="store_true", help="also the mix untreated")
+    ap.add_argument("--held", action="store_true", help="also held-tone suppression")
+    ap.add_argument("--no-oracle", action="store_true", help="without the oracle rows")
     a = ap.parse_args()
     if a.spleeter:
         from fixtures.spleeter_models import spleeter_weights
@@ -157,4 +199,6 @@ if __name__ == "__main__":
     separation_rows(bool(os.environ.get("QUICK")), a.model, a.name,
                     a.cost or (a.cost_only and not a.model),
                     wers=not a.cost_only, backend=a.backend,
-                    gates=(GATE, 0.0) if a.gate is None else (a.gate,))
+                    gates=(GATE, 0.0) if a.gate is None else (a.gate,), speech=a.speech,
+                    seeds=tuple(int(x) for x in a.seeds.split(",")), untreated=a.untreated,
+                    held=a.held, oracle=not a.no_oracle, seconds=a.seconds)

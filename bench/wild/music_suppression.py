@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.wild.music import BEDS_DB, bed_track, under
-from fixtures.longform import SR, error_rate, real_english, real_longform
+from fixtures.longform import SR, LongForm, error_rate, real_english, real_longform
 
 
 def _stage(tmp: Path, on: bool) -> Any:
@@ -45,12 +45,31 @@ def wer_of(stage: Any, form: Any) -> Callable[[np.ndarray], float]:
     return wer
 
 
+SPEECH_SETS = ("librivox", "distinct")
+
+
+def bed_form(speech: str, quick: bool, seconds: float | None = None) -> LongForm:
+    """The speech the bed goes under, 2 (``quick``) or 5 minutes of it, or ``seconds``:
+    ``librivox``, pocketsphinx-testdata's 10 clips in shuffled rounds; ``distinct``, those and
+    Asterisk's English prompts with no clip heard twice (fixtures/distinct_english.py; all of
+    it is about 13.5 minutes with the pauses)."""
+    seconds = seconds or (120 if quick else 300)
+    if speech == "distinct":
+        from fixtures.distinct_english import distinct_longform
+
+        return distinct_longform(seconds, seed=3)
+    if speech != "librivox":
+        raise ValueError(f"speech set {speech!r}: one of {SPEECH_SETS}")
+    return real_longform(real_english(), seconds=seconds, seed=3)
+
+
 def bed_ratios(form: Any, fn: Callable[[np.ndarray], np.ndarray],
-               wer: Callable[[np.ndarray], float], clean: float) -> tuple[dict, float]:
-    """WER under each bed (both track orders, each level) over ``clean``, with ``fn`` applied
-    to the mix first; and ``fn``'s CPU seconds per audio hour."""
+               wer: Callable[[np.ndarray], float], clean: float,
+               seeds: tuple[int, ...] = (0, 1)) -> tuple[dict, float]:
+    """WER under each bed (each track order of ``seeds``, each level) over ``clean``, with
+    ``fn`` applied to the mix first; and ``fn``'s CPU seconds per audio hour."""
     got, cpu, secs = {}, 0.0, 0.0
-    for seed in (0, 1):
+    for seed in seeds:
         bed = bed_track(form.audio.size, seed)
         for db in BEDS_DB:
             x = under(form.audio, form.spans, bed, db)
