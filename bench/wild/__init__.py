@@ -24,7 +24,8 @@ def _submodule_rows() -> list[Callable[[bool], list[dict]]]:
             try:
                 mod = importlib.import_module(f"{__name__}.{name}")
                 out: list[dict] = []
-                for fn in mod.ROWS:
+                # modules without ROWS are tools beside the rows (converters, trainers, nets)
+                for fn in getattr(mod, "ROWS", ()):
                     out.extend(fn(quick))
                 return out
             except Exception as e:  # noqa: BLE001 - one broken set must not hide the others
