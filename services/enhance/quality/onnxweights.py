@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-_DTYPES = {1: np.float32, 7: np.int64, 6: np.int32, 11: np.float64}
+_DTYPES = {1: np.float32, 7: np.int64, 6: np.int32, 9: np.bool_, 10: np.float16, 11: np.float64}
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
