@@ -11,30 +11,16 @@ import pytest
 
 from bench.wild.htdemucs_reference import FREQ_EMB_SCALE, state_from_onnx
 from bench.wild.onnx_reader import Graph, read_graph
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes | int) -> bytes:
-    if isinstance(payload, int):
-        return _varint(number << 3) + _varint(payload)
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+from fixtures.protobuf import field, varint
 
 
 def test_the_reader_reads_initializers_and_nodes(tmp_path: Path) -> None:
     w = np.arange(6, dtype=np.float32).reshape(2, 3)
-    tensor = (_field(1, _varint(2) + _varint(3)) + _field(2, 1) + _field(8, b"conv.weight")
-              + _field(9, w.tobytes()))
-    node = (_field(1, b"x") + _field(1, b"conv.weight") + _field(2, b"/conv/Conv_output_0")
-            + _field(4, b"Conv"))
-    model = _field(1, 8) + _field(7, _field(1, node) + _field(5, tensor))
+    tensor = (field(1, varint(2) + varint(3)) + field(2, 1) + field(8, b"conv.weight")
+              + field(9, w.tobytes()))
+    node = (field(1, b"x") + field(1, b"conv.weight") + field(2, b"/conv/Conv_output_0")
+            + field(4, b"Conv"))
+    model = field(1, 8) + field(7, field(1, node) + field(5, tensor))
     path = tmp_path / "m.onnx"
     path.write_bytes(model)
     g = read_graph(path)
