@@ -17,10 +17,12 @@ Rows:
 
 ``QUICK=1 python -m bench.wild.music_separation [--model PATH | --spleeter |
 --htdemucs-reference] [--gate G] [--cost | --cost-only] [--set distinct] [--seeds 0,1,2]
-[--seconds S] [--untreated] [--held] [--no-oracle]`` (``--gate``: only that gate's rows,
-oracle and model; ``--set distinct``: speech with no clip heard twice instead of the 10
-LibriVox and card clips in rounds; ``--untreated``, ``--held``: the mix untreated and through
-held-tone suppression, on the same set and beds).
+[--seconds S] [--untreated] [--held] [--no-oracle] [--min-removed R]`` (``--gate``: only that
+gate's rows, oracle and model; ``--min-removed``: the separator's vocals are kept where it took
+out at least this share of a block, as the stage's ``asr_separation_min_removed`` does;
+``--set distinct``: speech with no clip heard twice instead of the 10 LibriVox and card clips
+in rounds; ``--untreated``, ``--held``: the mix untreated and through held-tone suppression,
+on the same set and beds).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from services.asr.music import BLOCK_SECONDS, CONTEXT_SECONDS, blocks
 from services.asr.settings import AsrSettings
 
 GATE = AsrSettings.model_fields["asr_music_gate"].default  # the stage's gate
+# the stage's test of the separator's output: vocals kept where it took out this much
+MIN_REMOVED = AsrSettings.model_fields["asr_separation_min_removed"].default
 
 
 class Oracle:
@@ -72,7 +76,8 @@ def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
                     gates: tuple[float, ...] = (GATE, 0.0), speech: str = "librivox",
                     seeds: tuple[int, ...] = (0, 1), untreated: bool = False,
                     held: bool = False, oracle: bool = True,
-                    seconds: float | None = None) -> list[dict]:
+                    seconds: float | None = None, min_removed: float = MIN_REMOVED,
+                    ) -> list[dict]:
     """The rows above on the ``speech`` set (music_suppression.bed_form, ``seconds`` long when
     given) under the track orders ``seeds``; ``untreated`` and ``held``: the mix as it is and
     through held-tone suppression too; ``oracle``: the oracle rows."""
@@ -99,11 +104,13 @@ def separation_rows(quick: bool, model: str = "", name: str = "htdemucs",
         if wers and model:
             sep = _load(model, name, backend)
             for gate in gates:
-                treated, n = separate(form.audio, gate, sep)
-                got, _ = bed_ratios(form, lambda x, g=gate: separate(x, g, sep)[0], wer, clean,
-                                    seeds)
-                rows.append({"name": f"wild music separation: {what}, gate {gate}, "
-                                     f"WER under bed / clean ({speech})",
+                treated, n = separate(form.audio, gate, sep, min_removed)
+                got, _ = bed_ratios(
+                    form, lambda x, g=gate: separate(x, g, sep, min_removed)[0], wer, clean,
+                    seeds)
+                rows.append({"name": f"wild music separation: {what}, gate {gate}, vocals "
+                                     f"kept at >= {min_removed} removed, WER under bed / clean "
+                                     f"({speech})",
                              "ours": got, "clean_wer_separated": round(wer(treated), 4),
                              "clean_blocks_separated": n, "goal": "<= 1.25 each"})
                 print(rows[-1], flush=True)
@@ -189,6 +196,9 @@ if __name__ == "__main__":
     ap.add_argument("--untreated", action="store_true", help="also the mix untreated")
     ap.add_argument("--held", action="store_true", help="also held-tone suppression")
     ap.add_argument("--no-oracle", action="store_true", help="without the oracle rows")
+    ap.add_argument("--min-removed", type=float, default=MIN_REMOVED,
+                    help="vocals kept where the separator took out at least this share "
+                         "(default: the stage's; 0: every separated block)")
     a = ap.parse_args()
     if a.spleeter:
         from fixtures.spleeter_models import spleeter_weights
@@ -208,4 +218,5 @@ if __name__ == "__main__":
                     wers=not a.cost_only, backend=a.backend,
                     gates=(GATE, 0.0) if a.gate is None else (a.gate,), speech=a.speech,
                     seeds=tuple(int(x) for x in a.seeds.split(",")), untreated=a.untreated,
-                    held=a.held, oracle=not a.no_oracle, seconds=a.seconds)
+                    held=a.held, oracle=not a.no_oracle, seconds=a.seconds,
+                    min_removed=a.min_removed)

@@ -74,6 +74,11 @@ class AsrSettings(WhisperSettings):
         "", description="a Demucs model file (demucs's .th or .safetensors) or a folder, s3:// "
         "prefix or hub repo (adefossez/HTDemucs) holding a bag; Whisper decodes its vocals in "
         "the 30 s blocks the music gate calls music (services/asr/separation.py); empty: off")
+    asr_separation_min_removed: float = Field(
+        0.01, ge=0, le=1, description="a separated block is decoded from its vocals only when "
+        "the separator took out at least this share of its energy (clean speech: 0.0002-0.003 "
+        "with htdemucs; speech under a bed 10 dB down: about 0.1), else from the source as it "
+        "is; 0: every separated block")
     asr_separation_name: str = Field(
         "htdemucs", min_length=1, description="the bag's name: its <name>.yaml in that folder")
     asr_separation_backend: Literal["demucs", "spleeter"] = Field(

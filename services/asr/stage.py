@@ -234,7 +234,8 @@ class AsrStage(Stage):
         if self._separator is not None:
             from services.asr.separation import separate
 
-            return separate(audio, self.settings.asr_music_gate, self._separator)
+            return separate(audio, self.settings.asr_music_gate, self._separator,
+                            self.settings.asr_separation_min_removed)
         if not self.settings.asr_music_suppression:
             return audio, 0
         from services.asr.music import suppress

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fixtures.demucs_models import model_file, write_bag
-from services.asr.separation import Separator, separate
+from services.asr.separation import Separator, removed_share, separate
 from services.asr.separation_model import SeparationModelError, load_separation_model
 from services.asr.settings import AsrSettings
 
@@ -70,6 +70,28 @@ def test_gate_zero_separates_every_block(separator: Separator) -> None:
     heard, treated = separate(x, 0.0, separator)
     assert treated == 1 and not np.array_equal(heard, x)
     assert separate(np.zeros(0, np.float32), 0.0, separator)[1] == 0
+
+
+class _Share:
+    """A separator whose vocals are ``keep`` times the block: it takes out (1 - keep)**2."""
+
+    def __init__(self, keep: float) -> None:
+        self.keep = keep
+
+    def vocals(self, x: np.ndarray) -> np.ndarray:
+        return (self.keep * x).astype(np.float32)
+
+
+def test_vocals_are_kept_only_where_the_separator_took_enough_out() -> None:
+    x = np.concatenate([_noise(30.0), _chords(16.0)])  # two blocks
+    heard, treated = separate(x, 0.0, _Share(0.95), 0.01)  # 0.25 % out: clean speech
+    assert treated == 0 and np.array_equal(heard, x)
+    heard, treated = separate(x, 0.0, _Share(0.5), 0.01)  # 25 % out: a bed
+    assert treated == 2 and np.allclose(heard, 0.5 * x)
+    assert separate(x, 0.0, _Share(0.95), 0.0)[1] == 2  # 0: every separated block kept
+    assert separate(x, 0.75, _Share(0.5), 0.01)[1] == 1  # the held-tone gate still comes first
+    assert removed_share(x, 0.5 * x) == pytest.approx(0.25, rel=1e-5)
+    assert removed_share(np.zeros(8, np.float32), np.zeros(8, np.float32)) == 0.0
 
 
 def test_the_released_th_format_loads_as_a_bag_and_as_one_file(tmp_path: Path) -> None:
@@ -139,6 +161,13 @@ def test_the_stage_decodes_the_vocals_where_music_is(tmp_path: Path) -> None:
     every = AsrStage(asr_settings(tmp_path, asr_separation_model=str(th), asr_music_gate=0.0))
     every._separator = stage._separator  # the gate is the music gate's setting, shared
     assert every._heard(noise)[1] == 1
+    every._separator = _Share(0.95)  # took out next to nothing: the source is decoded
+    heard, treated = every._heard(noise)
+    assert treated == 0 and np.array_equal(heard, noise)
+    keep_all = AsrStage(asr_settings(tmp_path, asr_separation_model=str(th), asr_music_gate=0.0,
+                                     asr_separation_min_removed=0.0))
+    keep_all._separator = _Share(0.95)
+    assert keep_all._heard(noise)[1] == 1
     plain = AsrStage(asr_settings(tmp_path))
     assert plain.model_info().get("separation") is None and plain._heard(x)[1] == 0
 
