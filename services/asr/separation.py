@@ -87,8 +87,9 @@ def _fit(x: np.ndarray, n: int) -> np.ndarray:
 
 def removed_share(x: np.ndarray, vocals: np.ndarray) -> float:
     """The share of ``x``'s energy that is not in its ``vocals`` (0 for silence)."""
-    energy = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
-    rest = (x - vocals).astype(np.float64)
+    x64 = x.astype(np.float64)
+    energy = float(np.dot(x64, x64))
+    rest = x64 - vocals
     return float(np.dot(rest, rest)) / energy if energy > 0 else 0.0
 
 
