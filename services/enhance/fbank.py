@@ -39,16 +39,24 @@ class TorchFbank:
         160."""
         import torch
 
-        x = rows.to(self.device, torch.float32) * 32768.0
-        frames = x.unfold(-1, FRAME_LENGTH, HOP)  # (B, F, 400), a view
-        frames = frames - frames.mean(dim=-1, keepdim=True)
-        pre = torch.cat([frames[..., :1] * (1 - PREEMPHASIS),
-                         frames[..., 1:] - PREEMPHASIS * frames[..., :-1]], dim=-1)
-        spec = torch.fft.rfft(pre * self.window, n=FFT).abs().pow(2)  # (B, F, 257)
-        logmel = torch.clamp(spec @ self.mel, min=MEL_FLOOR).log()  # (B, F, 80)
+        logmel = self.log_mel(rows, 32768.0)
         mean = logmel.mean(dim=1, keepdim=True)
         var = logmel.var(dim=1, keepdim=True, unbiased=True)
         feats = (logmel - mean) / torch.sqrt(var + 1e-7)
         b, f, c = feats.shape
         f -= f % STRIDE
         return feats[:, :f].reshape(b, f // STRIDE, c * STRIDE)
+
+    def log_mel(self, rows: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        """Kaldi's 80-band log-mel filterbank (``torchaudio.compliance.kaldi.fbank`` with no
+        dither) of ``rows`` (B, N) at 16 kHz times ``scale`` -> (B, F, 80)."""
+        import torch
+
+        x = rows.to(self.device, torch.float32) * scale
+        frames = x.unfold(-1, FRAME_LENGTH, HOP)  # (B, F, 400), a view
+        frames = frames - frames.mean(dim=-1, keepdim=True)
+        pre = torch.cat([frames[..., :1] * (1 - PREEMPHASIS),
+                         frames[..., 1:] - PREEMPHASIS * frames[..., :-1]], dim=-1)
+        spec = torch.fft.rfft(pre * self.window, n=FFT).abs().pow(2)  # (B, F, 257)
+        logmel: torch.Tensor = torch.clamp(spec @ self.mel, min=MEL_FLOOR).log()
+        return logmel

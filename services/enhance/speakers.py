@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -208,16 +209,61 @@ S = TypeVar("S")  # a held segment
 M = TypeVar("M")  # its sidecar
 
 
+@dataclass(frozen=True)
+class LabelProfile:
+    """:func:`cluster`'s values for one kind of embedding (docs/quality.md: how each was chosen
+    on recordings with known speakers)."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    agreement: float = AGREEMENT
+    join: float = JOIN
+    join_nearest: float = JOIN_NEAREST
+    short_threshold: float = SHORT_THRESHOLD
+
+    def cluster(self, embeddings: list[np.ndarray], parts: list[int] | None = None,
+                threshold: float | None = None,
+                unknown_near: float = UNKNOWN_NEAR) -> list[int | None]:
+        """:func:`cluster` with these values (``threshold``: this profile's unless given)."""
+        return cluster(embeddings, self.threshold if threshold is None else threshold, parts,
+                       join=self.join, join_nearest=self.join_nearest,
+                       short_threshold=self.short_threshold, agreement=self.agreement,
+                       unknown_near=unknown_near)
+
+
+RESEMBLYZER = LabelProfile()
+# Resemblyzer's and CAM++'s embeddings side by side (:func:`fuse`): the cosines are the mean of
+# the two models', which agree less than Resemblyzer's alone, on one voice as on two
+FUSED = LabelProfile(threshold=0.82, agreement=0.6, join=0.6, join_nearest=0.4,
+                     short_threshold=0.5)
+
+
+def fuse(resemblyzer: np.ndarray, campplus: np.ndarray) -> np.ndarray:
+    """One unit vector for two unit embeddings of a segment: its cosine to another such vector
+    is the mean of the two models' cosines."""
+    both = np.concatenate([np.asarray(resemblyzer, np.float32), np.asarray(campplus, np.float32)])
+    out: np.ndarray = (both / np.sqrt(2.0)).astype(np.float32)
+    return out
+
+
+def label_embedding(quality: Any) -> np.ndarray:
+    """What a segment is labelled by: its Resemblyzer embedding, joined with its CAM++ one
+    (:func:`fuse`) when it has that (a ``QualityRecord``)."""
+    cam = quality.speaker_embedding_campplus
+    own: np.ndarray = quality.speaker_embedding
+    return own if cam is None else fuse(own, cam)
+
+
 class SpeakerLabeller(Generic[T]):
     """``put(source_key, embedding or None, item)`` in output order; ``emit(item, speaker_id)``
     is called for every item, a file's items once the file is complete (the next key, or
     ``flush()``). An item without an embedding (annotation failed or off) gets ``None`` and
     takes no part in the clustering."""
 
-    def __init__(self, emit: Callable[[T, str | None], None],
-                 threshold: float = DEFAULT_THRESHOLD, unknown_near: float = UNKNOWN_NEAR) -> None:
+    def __init__(self, emit: Callable[[T, str | None], None], threshold: float | None = None,
+                 unknown_near: float = UNKNOWN_NEAR, profile: LabelProfile = RESEMBLYZER) -> None:
         self.emit = emit
-        self.threshold = threshold
+        self.profile = profile
+        self.threshold = profile.threshold if threshold is None else threshold
         self.unknown_near = unknown_near
         self._key: str | None = None
         self._held: list[tuple[np.ndarray | None, int, T]] = []
@@ -239,8 +285,8 @@ class SpeakerLabeller(Generic[T]):
         have = [(i, e, parts) for i, (e, parts, _) in enumerate(held) if e is not None]
         labels: dict[int, str] = {}
         if have:
-            nums = cluster([e for _, e, _ in have], self.threshold, [p for _, _, p in have],
-                           unknown_near=self.unknown_near)
+            nums = self.profile.cluster([e for _, e, _ in have], [p for _, _, p in have],
+                                        self.threshold, self.unknown_near)
             labels = {i: speaker_label(key, c) for (i, _, _), c in zip(have, nums)
                       if c is not None}
             self.files += 1

@@ -45,10 +45,12 @@ from services.enhance.quality import overlap
 from services.enhance.resampled import Resampled
 from services.enhance.segments import CutSegment, SegmentSpec
 from services.enhance.speakers import (
-    DEFAULT_THRESHOLD,
+    FUSED,
+    RESEMBLYZER,
     UNKNOWN_NEAR,
     HeldSegments,
     SpeakerLabeller,
+    label_embedding,
 )
 from services.enhance.turns import MIN_PIECE, Piece, cut_segment
 from services.records import Sidecar, segment_id
@@ -68,7 +70,7 @@ class EnhancedWriter:
 
     def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Annotator | None = None,
                  in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
-                 speaker_threshold: float = DEFAULT_THRESHOLD, batch_seconds: float = 120.0,
+                 speaker_threshold: float | None = None, batch_seconds: float = 120.0,
                  ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
                  cuts: CutSettings | None = DEFAULT_CUTS,
                  speakers_path: Path | None = None,
@@ -93,8 +95,11 @@ class EnhancedWriter:
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
         # held in the stage's scratch, not /tmp
         self._held: HeldSegments[CutSegment, Sidecar] = HeldSegments(directory=path.parent)
+        # CAM++'s embeddings beside Resemblyzer's when the annotator has the model
+        profile = FUSED if annotator is not None and annotator.label_model is not None \
+            else RESEMBLYZER
         self.labeller: SpeakerLabeller[int] = SpeakerLabeller(
-            self._emit, speaker_threshold, speaker_unknown_near)
+            self._emit, speaker_threshold, speaker_unknown_near, profile)
         # the last partial batch is annotated and written at the end, then the last file
         self._behind: WriteBehind[tuple[CutSegment, np.ndarray, np.ndarray | None]] = \
             WriteBehind(self._take, ahead, name="enhance-write", finish=self._finish,
@@ -239,7 +244,7 @@ class EnhancedWriter:
         if self.annotator is None:
             self._emit((seg, flac, meta), None)
             return
-        embedding = None if quality is None else quality.speaker_embedding
+        embedding = None if quality is None else label_embedding(quality)
         # held without its audio (``padded``: the input at 48 kHz): only its name is needed
         held = replace(seg, padded=_NO_AUDIO)
         self.labeller.put(s.key, embedding, self._held.hold(held, flac, meta),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.enhance.quality import music, overlap
+from services.enhance.quality.campplus import CamppEncoder, label_encoder
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
 from services.enhance.quality.overlap_model import load_overlap_test
@@ -67,6 +68,7 @@ class Annotator:
         self.fidelity_checked = 0
         self._settings = s
         self._overlap_test: overlap.OverlapTest | None = None
+        self._label_model: CamppEncoder | None = None
 
     @property
     def overlap(self) -> overlap.OverlapTest:
@@ -75,9 +77,18 @@ class Annotator:
             self._overlap_test = load_overlap_test(self._settings, self.device)
         return self._overlap_test
 
+    @property
+    def label_model(self) -> CamppEncoder | None:
+        """CAM++, when ``ONSEI_QUALITY_SPEAKER_LABEL_MODEL`` names it (loaded at first use)."""
+        spec = self._settings.quality_speaker_label_model
+        if spec and self._label_model is None:
+            self._label_model = label_encoder(spec, self._settings, self.device)
+        return self._label_model
+
     def load(self) -> None:
         self.dnsmos.load()
         self.speaker.load()
+        _ = self.label_model
         self.vad.load()
         self.overlap.load()
         load_prosody()
@@ -85,6 +96,8 @@ class Annotator:
     def info(self) -> dict[str, str | float]:
         return {"dnsmos": "speechmos sig_bak_ovr.onnx (P.835)",
                 "speaker": "resemblyzer pretrained.pt", "overlap": self.overlap.info(),
+                **({} if self.label_model is None else
+                   {"speaker_labels": f"resemblyzer + campplus {self.label_model.path.name}"}),
                 "speaker_threshold": self.speaker_threshold,
                 "fidelity_fraction": self.fraction, "fidelity_cer": self.cer_threshold}
 
@@ -98,6 +111,7 @@ class Annotator:
         after = [rs(it.after, it.after_rate, SR) for it in items]
         mos = self.dnsmos.score(before + after)
         spk = self.speaker.score(after)
+        cam = self.label_model.embed(after) if self.label_model is not None else None
         windows = self.vad.windows(after)  # the pauses music.py looks in, and the fraction
         fractions = [float(w.mean()) if w.size else 0.0 for w in windows]
         out = []
@@ -109,7 +123,8 @@ class Annotator:
                 speaker_parts=spk[i].parts,
                 multi_speaker=c is not None and c < self.speaker_threshold,
                 prosody=measure(after[i], before[i], it.text, it.language, fractions[i]),
-                music=music.music_score(before[i], windows[i])))
+                music=music.music_score(before[i], windows[i]),
+                speaker_embedding_campplus=None if cam is None else cam[i]))
         picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
         if picked:
             scores = self.fidelity.check([(after[i], items[i].text, items[i].language)

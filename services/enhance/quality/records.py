@@ -27,6 +27,7 @@ class QualityRecord:
     prosody: Prosody | None = None
     music: float | None = None  # music.py; None: too short to judge
     overlap: float | None = None  # overlap.py; None: too short to judge
+    speaker_embedding_campplus: np.ndarray | None = None  # float32 [192]; None: no CAM++ model
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -47,6 +48,8 @@ class QualityRecord:
             fidelity_cer=self.fidelity_cer,
             restoration_changed_text=self.restoration_changed_text,
             speaker_embedding=[round(float(v), 4) for v in self.speaker_embedding],
+            speaker_embedding_campplus=None if self.speaker_embedding_campplus is None else [
+                round(float(v), 4) for v in self.speaker_embedding_campplus],
             fidelity_text=self.fidelity_text,
             **_prosody(self.prosody),
             music=None if self.music is None else round(self.music, 3),

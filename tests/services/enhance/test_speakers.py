@@ -9,9 +9,13 @@ import pytest
 from fixtures.known_speakers import sphinx_lines
 from services.enhance.speakers import (
     DEFAULT_THRESHOLD,
+    FUSED,
+    RESEMBLYZER,
     HeldSegments,
     SpeakerLabeller,
     cluster,
+    fuse,
+    label_embedding,
     speaker_label,
 )
 from tests.system_packages import POCKETSPHINX, missing
@@ -191,6 +195,45 @@ def test_labeller_holds_a_file_until_the_next_and_keeps_order() -> None:
     assert out[-1] == ("f2_0", speaker_label("f2", 0)) and lab.files == 2 and lab.speakers == 3
     lab.flush()  # nothing held: nothing more
     assert len(out) == 6
+
+
+def test_fused_cosines_are_the_mean_of_both_models() -> None:
+    (a, b), _ = _voices(2, 1, 0.0)
+    (c, d), _ = _voices(2, 1, 0.0, seed=1)
+    fa, fb = fuse(a, c[:192] / np.linalg.norm(c[:192])), fuse(b, d[:192] / np.linalg.norm(d[:192]))
+    assert fa.shape == (448,) and abs(float(np.linalg.norm(fa)) - 1.0) < 1e-6
+    want = (a @ b + (c[:192] @ d[:192]) / np.linalg.norm(c[:192]) / np.linalg.norm(d[:192])) / 2
+    assert float(fa @ fb) == pytest.approx(float(want), abs=1e-6)
+
+
+def test_a_segment_is_labelled_by_both_embeddings_when_it_has_them() -> None:
+    from types import SimpleNamespace
+
+    e, cam = np.ones(256) / 16, np.ones(192) / np.sqrt(192)
+    alone = SimpleNamespace(speaker_embedding=e, speaker_embedding_campplus=None)
+    both = SimpleNamespace(speaker_embedding=e, speaker_embedding_campplus=cam)
+    assert label_embedding(alone) is e
+    assert np.allclose(label_embedding(both), fuse(e, cam))
+
+
+def test_the_labeller_takes_its_profiles_values_unless_a_threshold_is_set(monkeypatch) -> None:
+    import services.enhance.speakers as sp
+
+    seen: list[dict] = []
+    real = sp.cluster
+    monkeypatch.setattr(sp, "cluster", lambda *a, **k: seen.append({"t": a[1], **k}) or
+                        real(*a, **k))
+    embs, _ = _voices(2, 2, 0.2)
+    for threshold, profile, want in ((None, FUSED, FUSED.threshold),
+                                     (0.9, FUSED, 0.9), (None, RESEMBLYZER, DEFAULT_THRESHOLD)):
+        lab = SpeakerLabeller(lambda item, sid: None, threshold, profile=profile)
+        for i, e in enumerate(embs):
+            lab.put("f", e, i, parts=6)
+        lab.flush()
+        got = seen.pop()
+        assert got["t"] == want
+        assert (got["agreement"], got["join"], got["join_nearest"], got["short_threshold"]) == (
+            profile.agreement, profile.join, profile.join_nearest, profile.short_threshold)
 
 
 def test_held_segments_spill_to_disk_and_come_back_whole() -> None:
