@@ -51,6 +51,20 @@ def _from_store(url: str, files: list[str], settings: Settings,
     return fill
 
 
+def load_hint(what: str, spec: str, takes: str) -> Callable[[str], str]:
+    """``hint(reason)`` for a model that does not load: which, why, then what its setting takes
+    (``takes``: a sentence naming the setting)."""
+    def hint(reason: str) -> str:
+        return f"cannot load the {what} {spec!r}: {reason}. {takes}"
+    return hint
+
+
+def model_file(spec: str, name: str, settings: Settings, hint: Callable[[str], str]) -> Path:
+    """The one checkpoint file ``spec`` names: itself when it is a local file, else ``name`` in
+    the folder, ``s3://`` prefix or hub repo it names."""
+    return local_file(spec, hint) or resolve_model_dir(spec, [name], settings, hint) / name
+
+
 def local_file(spec: str, hint: Callable[[str], str]) -> Path | None:
     """``spec`` as one local file when it names one (a path or ``file://``); None when it is for
     :func:`resolve_model_dir` (a folder, an s3 prefix, a hub id). A local path that does not

@@ -26,14 +26,14 @@ from services.asr.separation import VOCALS, SeparationModelError
 
 
 def _hint(spec: str, name: str) -> Callable[[str], str]:
-    def hint(reason: str) -> str:
-        return (f"cannot load the separation model {spec!r}: {reason}. "
-                "ONSEI_ASR_SEPARATION_MODEL is a Demucs model file (demucs's .th, such as "
-                "955717e8-8726e21a.th, or .safetensors) or a folder (local, s3:// prefix, or a "
-                f"Hugging Face repo such as adefossez/HTDemucs) holding a Demucs bag: {name}.yaml "
-                "and its models as <signature>.safetensors or <signature>-<checksum>.th; "
-                "ONSEI_ASR_SEPARATION_NAME names the bag")
-    return hint
+    from common.models.weights import load_hint
+
+    return load_hint("separation model", spec,
+                     "ONSEI_ASR_SEPARATION_MODEL is a Demucs model file (demucs's .th, such as "
+                     "955717e8-8726e21a.th, or .safetensors) or a folder (local, s3:// prefix, "
+                     "or a Hugging Face repo such as adefossez/HTDemucs) holding a Demucs bag: "
+                     f"{name}.yaml and its models as <signature>.safetensors or "
+                     "<signature>-<checksum>.th; ONSEI_ASR_SEPARATION_NAME names the bag")
 
 
 def _read_bag(path: Path, hint: Callable[[str], str]) -> tuple[list[str], dict[str, Any]]:

@@ -156,13 +156,13 @@ def from_tensors(tensors: dict[str, np.ndarray], hint: Callable[[str], str]) -> 
 
 
 def _hint(spec: str) -> Callable[[str], str]:
-    def hint(reason: str) -> str:
-        return (f"cannot load the Spleeter model {spec!r}: {reason}. With "
-                "ONSEI_ASR_SEPARATION_BACKEND=spleeter, ONSEI_ASR_SEPARATION_MODEL is a folder "
-                "(local, s3:// prefix or hub repo) holding Spleeter's TF checkpoint, "
-                f"{' and '.join(FILES)} (as in Spleeter's pretrained_models/2stems), or that "
-                "model.index")
-    return hint
+    from common.models.weights import load_hint
+
+    return load_hint("Spleeter model", spec,
+                     "With ONSEI_ASR_SEPARATION_BACKEND=spleeter, ONSEI_ASR_SEPARATION_MODEL is "
+                     "a folder (local, s3:// prefix or hub repo) holding Spleeter's TF "
+                     f"checkpoint, {' and '.join(FILES)} (as in Spleeter's "
+                     "pretrained_models/2stems), or that model.index")
 
 
 def load_spleeter(spec: str, settings: Settings) -> SpleeterModel:

