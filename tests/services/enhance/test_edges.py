@@ -142,7 +142,7 @@ def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> No
                         np.ones(300), 100)
     w = EnhancedWriter(tmp_path / "e.tar", OUT_RATE, in_rate=SR, annotator=SimpleNamespace(
         device="cpu", speaker=SimpleNamespace(windows=lambda clips: [one_voice] * len(clips)),
-        overlap=PitchTest()))
+        overlap=PitchTest(), label_model=None))
     after = np.arange(3 * OUT_RATE, dtype=np.float32)
     ((seg, audio, inp),), (frames,) = w._cut_turns([(_segment(), after, before)])
     assert seg.spec.words == WORDS[1:] and seg.spec.text == "two three four"
