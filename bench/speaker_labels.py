@@ -208,17 +208,14 @@ def sweep(files: list[File], embs: list[tuple[np.ndarray, list[int]]], threshold
     ``profile``: the clustering's other values (Resemblyzer's unless given)."""
     from dataclasses import replace
 
-    from services.enhance.speakers import RESEMBLYZER, cluster
+    from services.enhance.speakers import RESEMBLYZER
 
-    prof = profile or RESEMBLYZER
+    prof = replace(profile or RESEMBLYZER, min_parts=min_parts)
     if join_nearest is not None:
         prof = replace(prof, join_nearest=join_nearest)
     rows = []
     for t in thresholds:
-        per = {f.name: score(cluster(list(e[0]), t, e[1], min_parts, join=prof.join,
-                                     join_nearest=prof.join_nearest,
-                                     short_threshold=prof.short_threshold,
-                                     agreement=prof.agreement), f.speakers)
+        per = {f.name: score(prof.cluster(list(e[0]), e[1], t), f.speakers)
                for f, e in zip(files, embs)}
         for group, prefixes in GROUPS.items():
             mine = [v for k, v in per.items() if k.startswith(prefixes)]

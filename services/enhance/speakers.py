@@ -53,9 +53,12 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from services.enhance.quality.records import QualityRecord
 
 DEFAULT_THRESHOLD = 0.88  # corrected centroid cosine; docs/quality.md has how it was chosen
 AGREEMENT = 0.7  # mean cosine between two 1.6 s partials of one voice (Resemblyzer)
@@ -219,13 +222,14 @@ class LabelProfile:
     join: float = JOIN
     join_nearest: float = JOIN_NEAREST
     short_threshold: float = SHORT_THRESHOLD
+    min_parts: int = MIN_PARTS
 
     def cluster(self, embeddings: list[np.ndarray], parts: list[int] | None = None,
                 threshold: float | None = None,
                 unknown_near: float = UNKNOWN_NEAR) -> list[int | None]:
         """:func:`cluster` with these values (``threshold``: this profile's unless given)."""
         return cluster(embeddings, self.threshold if threshold is None else threshold, parts,
-                       join=self.join, join_nearest=self.join_nearest,
+                       self.min_parts, join=self.join, join_nearest=self.join_nearest,
                        short_threshold=self.short_threshold, agreement=self.agreement,
                        unknown_near=unknown_near)
 
@@ -245,7 +249,7 @@ def fuse(resemblyzer: np.ndarray, campplus: np.ndarray) -> np.ndarray:
     return out
 
 
-def label_embedding(quality: Any) -> np.ndarray:
+def label_embedding(quality: QualityRecord) -> np.ndarray:
     """What a segment is labelled by: its Resemblyzer embedding, joined with its CAM++ one
     (:func:`fuse`) when it has that (a ``QualityRecord``)."""
     cam = quality.speaker_embedding_campplus

@@ -251,9 +251,10 @@ class CamppEncoder:
         if not isinstance(state, dict) or "head.conv1.weight" not in state:
             raise SpeakerModelError(_hint(str(self.path))(
                 "it is not a CAM++ state dict (no head.conv1.weight)"))
-        if state["head.conv1.weight"].shape[1] != 1 or arch_of(state)["feat_dim"] != FEAT_DIM:
+        arch = arch_of(state)
+        if state["head.conv1.weight"].shape[1] != 1 or arch["feat_dim"] != FEAT_DIM:
             raise SpeakerModelError(_hint(str(self.path))(f"its input is not {FEAT_DIM} bands"))
-        net = build(**arch_of(state))
+        net = build(**arch)
         try:
             net.load_state_dict(state)
         except RuntimeError as e:
