@@ -79,4 +79,4 @@ def config(as_json: bool, with_origins: bool) -> None:
     width = max(len(k) for k in values)
     vwidth = min(60, max(len(str(v)) for v in values.values()))
     for k, v in values.items():
-        click.echo(f"{k:<{width}}  {str(v):<{vwidth}}  [{set_by[k]}]")
+        click.echo(f"{k:<{width}}  {v!s:<{vwidth}}  [{set_by[k]}]")

@@ -14,7 +14,7 @@ from common.profiles import CAMPLUS, PROFILES, SEGMENTATION_3
 
 @pytest.fixture
 def no_gpu(clean_env, monkeypatch):
-    import common.profiles as profiles
+    from common import profiles
 
     monkeypatch.setattr(profiles, "has_gpu", lambda: False)
     return clean_env
@@ -27,7 +27,7 @@ def _settings(**kw):
 
 
 def test_auto_is_standard_without_a_gpu_and_gpu_with_one(no_gpu, monkeypatch):
-    import common.profiles as profiles
+    from common import profiles
 
     s = _settings()
     assert (s.profile, s.quality_overlap_model, s.quality_speaker_label_model) == ("auto", "", "")
