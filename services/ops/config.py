@@ -53,13 +53,20 @@ def origins(settings: Settings) -> dict[str, str]:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.option("--origins", "with_origins", is_flag=True,
               help="with --json: each value as {value, set_by}")
-def config(as_json: bool, with_origins: bool) -> None:
+@click.option("--markdown", is_flag=True,
+              help="print the reference of every setting (docs/settings.md) and exit")
+def config(as_json: bool, with_origins: bool, markdown: bool) -> None:
     """Print the effective settings (env + ONSEI_CONFIG YAML + profile + defaults), secrets
     redacted, each with what set it: the generic ones, each stage's section, then the corpus
     steps' (``onsei dedup``, ``onsei speakers``: no stage's, not joined)."""
     from services.dedup.settings import DedupSettings
     from services.speakers.settings import SpeakersSettings
 
+    if markdown:
+        from services.ops.settings_doc import markdown as reference
+
+        click.echo(reference(), nl=False)
+        return
     settings = PipelineSettings()
     values = settings.redacted()
     set_by = origins(settings)
