@@ -48,4 +48,3 @@ class DedupSettings(Settings):
         "proposes no candidates (a stock phrase said by thousands of speakers)")
     dedup_batch_shards: int = Field(
         64, ge=1, le=100_000, description="shards indexed and published together")
-    dedup_largest: int = Field(20, ge=0, le=10_000, description="largest clusters in the summary")

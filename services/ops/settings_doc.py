@@ -63,9 +63,11 @@ def sections() -> list[tuple[str, dict[str, FieldInfo]]]:
 
     seen = set(Settings.model_fields)
     out = [("Generic (every process)", dict(Settings.model_fields))]
-    for title, cls in [*((f"Stage `{s.name}`", s.settings) for s in PIPELINE.specs),
-                       ("Corpus step `onsei dedup`", DedupSettings),
-                       ("Corpus step `onsei speakers`", SpeakersSettings)]:
+    classes: list[tuple[str, type[Settings]]] = [
+        *((f"Stage `{s.name}`", s.settings) for s in PIPELINE.specs),
+        ("Corpus step `onsei dedup`", DedupSettings),
+        ("Corpus step `onsei speakers`", SpeakersSettings)]
+    for title, cls in classes:
         own = {n: f for n, f in cls.model_fields.items() if n not in seen}
         seen |= own.keys()
         if own:
