@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     prefixes: ClassVar[tuple[str, ...]] = ()
     renamed: ClassVar[dict[str, str]] = {}
 
+    profile: str = Field(
+        "auto", description="a named set of models and filters (common/profiles.py): offline, "
+        "standard, gpu; auto: gpu on a node with a GPU, else standard; single settings override "
+        "it")
+
     # --- locations -------------------------------------------------------------------------
     input_url: str = Field("./data/raw", description="where the raw shards are")
     output_url: str = Field("./data/out", description="output root (stage outputs + _ledger/)")
@@ -180,12 +185,28 @@ class Settings(BaseSettings):
             FormerNames(settings_cls, init_settings, "keyword"), env_settings,
             FormerEnvNames(settings_cls)]
         cfg = os.environ.get("ONSEI_CONFIG")
+        yaml_values: dict[str, Any] = {}
         if cfg:
             if not Path(cfg).is_file():
                 raise ConfigError(f"ONSEI_CONFIG={cfg}: no such file")
-            sources.append(FormerNames(settings_cls, _OwnKeys(settings_cls, yaml_file=cfg),
-                                       f"{cfg}: YAML key"))
+            yaml_source = _OwnKeys(settings_cls, yaml_file=cfg)
+            yaml_values = yaml_source()
+            sources.append(FormerNames(settings_cls, yaml_source, f"{cfg}: YAML key"))
+        from common.profiles import ProfileSource, requested, resolve
+
+        try:
+            profile = resolve(requested(init_settings(), yaml_values))
+        except ValueError as e:
+            raise ConfigError(f"ONSEI_PROFILE: {e}") from None
+        sources.append(ProfileSource(settings_cls, profile))
         return tuple(sources)
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, v: str) -> str:
+        from common.profiles import NAMES
+
+        return one_of(v.strip().lower(), NAMES, "profile")
 
     @field_validator("shard_pattern")
     @classmethod

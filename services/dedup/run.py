@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 
 STAGE = DECLARED.name  # its records: _ledger/dedup/<stem>.json
 KIND = "same_recording"
+LARGEST_CLUSTERS = 20  # listed in the summary: enough to spot a stock phrase or a loop
 CHUNK_PAIRS = 20_000  # candidate pairs confirmed together (their fingerprints: ~90 MB at 9 s)
 
 
@@ -329,7 +330,7 @@ class Deduper:
             duplicate_segments=dups,
             duplicate_seconds=round(secs, 3),
             largest=[Cluster(keep=corpus_id(k, ks), size=n, seconds=round(sec, 3), text=t)
-                     for k, ks, n, sec, t in index.largest(self.s.dedup_largest)],
+                     for k, ks, n, sec, t in index.largest(LARGEST_CLUSTERS)],
             bad_signatures=dict(sorted(self.progress.bad.items())),
             duplicates_sha256=digest.hexdigest(),
             finished_at=time.time(),

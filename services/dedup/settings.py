@@ -33,7 +33,9 @@ class DedupSettings(Settings):
     dedup_duration_slack_seconds: float = Field(
         1.5, ge=0.0, le=60.0, description="candidates differ in duration by at most this plus "
         "dedup_duration_slack_fraction of the shorter")
-    dedup_duration_slack_fraction: float = Field(0.25, ge=0.0, le=10.0)
+    dedup_duration_slack_fraction: float = Field(
+        0.25, ge=0.0, le=10.0, description="the part of the candidates' duration slack that "
+        "grows with the shorter segment (see dedup_duration_slack_seconds)")
     dedup_acoustic_keys: bool = Field(
         True, description="propose candidates from the audio's landmark keys as well as the "
         "text's (finds copies transcribed differently; applies to shards indexed from then on)")
@@ -46,4 +48,3 @@ class DedupSettings(Settings):
         "proposes no candidates (a stock phrase said by thousands of speakers)")
     dedup_batch_shards: int = Field(
         64, ge=1, le=100_000, description="shards indexed and published together")
-    dedup_largest: int = Field(20, ge=0, le=10_000, description="largest clusters in the summary")

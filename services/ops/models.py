@@ -26,6 +26,7 @@ from common.models.cache import (
     write_manifest,
 )
 from common.models.fetch import FetchError, ModelSpec
+from common.profiles import NAMES
 from common.settings import Settings
 from common.storage import open_store, split_url
 from services.stages import PIPELINE, STAGES, PipelineSettings
@@ -91,9 +92,12 @@ def models() -> None:
               help="upload this already-filled cache dir instead of downloading")
 @click.option("--only", multiple=True, type=click.Choice(STAGES),
               help="only this stage's model (repeatable)")
-def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...]) -> None:
+@click.option("--profile", type=click.Choice(NAMES), default=None,
+              help="the models of this profile [default: ONSEI_PROFILE's]")
+def fetch(to_url: str | None, from_dir: str | None, only: tuple[str, ...],
+          profile: str | None) -> None:
     """Download every configured model's weights into the model cache."""
-    settings = PipelineSettings()
+    settings = PipelineSettings(profile=profile) if profile else PipelineSettings()
     to_url = to_url or settings.model_cache
     if from_dir:
         src = Path(from_dir)

@@ -56,6 +56,9 @@ from services.speakers.step import STEP as DECLARED
 log = logging.getLogger(__name__)
 
 STAGE = DECLARED.name  # its records: _ledger/speakers/<stem>.json
+# nearest corpus speakers proposed per file speaker, the best by cosine taken: past a handful
+# the extra candidates are never the best (docs/speakers.md)
+SEARCH_K = 8
 NEW_SPEAKER_BYTES = 1800  # a centroid in the index with its graph, measured (docs/speakers.md)
 
 
@@ -190,7 +193,7 @@ class SpeakerLinker:
         fs = [got[s][1] for s in shards]
         means = np.concatenate([f.means for f in fs])
         segments = np.concatenate([f.segments for f in fs])
-        links = link(means, index, self.s.speakers_link_threshold, self.s.speakers_search_k)
+        links = link(means, index, self.s.speakers_link_threshold, SEARCH_K)
         need = index.memory_bytes + links.new * NEW_SPEAKER_BYTES
         if need > self.s.speakers_memory_limit_mb << 20:
             raise SpeakersStateError(

@@ -17,9 +17,6 @@ class SpeakersSettings(Settings):
         0.8, gt=0.0, lt=1.0, description="cosine between a file's speaker (the mean of its "
         "segments' embeddings) and a corpus speaker's centroid at or above which they are one "
         "voice (docs/speakers.md has how it was chosen)")
-    speakers_search_k: int = Field(
-        8, ge=1, le=256, description="nearest corpus speakers the index proposes per file "
-        "speaker (the best of them by cosine is taken)")
     speakers_memory_limit_mb: int = Field(
         8192, ge=64, le=1 << 22, description="the index of corpus speakers and one batch's "
         "embeddings held at once; a run that would pass it stops, naming it")

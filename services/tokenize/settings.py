@@ -32,8 +32,6 @@ class TokenizeSettings(Settings):
     )
     tokenize_max_batch: int = Field(
         64, ge=1, le=4096, description="segments per model call at most")
-    tokenize_max_padding: float = Field(
-        0.03, ge=0, le=1, description="padding waste allowed per batch")
     tokenize_window_seconds: float = Field(
         1800.0, gt=0, le=86400, description="audio seconds read ahead and length-bucketed together"
     )

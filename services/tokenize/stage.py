@@ -23,6 +23,9 @@ from services.tokenize.spec import SPEC
 from services.tokenize.stats import FilterStats, SpeakersApplied, TokenizeStats
 
 log = logging.getLogger(__name__)
+# padding waste allowed per length-bucketed batch (docs/tokenize.md): 3 % costs little and
+# lets a bucket close without waiting for a perfect fit
+MAX_PADDING = 0.03
 
 
 class TokenizeStage(Stage):
@@ -92,7 +95,7 @@ class TokenizeStage(Stage):
         speakers = (self._speakers.labels(self.output_store, s, shard_id)
                     if self.output_store is not None and SPEAKERS.name in self.applies else None)
         cfg = PipelineConfig(policy=self.policy, batch_seconds=s.tokenize_batch_seconds,
-                             max_batch=s.tokenize_max_batch, max_waste=s.tokenize_max_padding,
+                             max_batch=s.tokenize_max_batch, max_waste=MAX_PADDING,
                              window_seconds=s.tokenize_window_seconds,
                              max_member_bytes=s.max_member_bytes, quality_filter=policy,
                              speakers=speakers)

@@ -15,7 +15,7 @@ Methods, each on the audio Whisper decodes, in 30 s blocks (a short tail joins t
 
 WER of each / WER of the clean file (no treatment), under the bench's two track orders
 (``bed_track`` seeds 0 and 1), and each method's CPU seconds per audio hour.
-``QUICK=1 python -m bench.wild.music_repetition`` (2 min of speech, else 5 min).
+``QUICK=1 python -m research.wild.music_repetition`` (2 min of speech, else 5 min).
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ def clips(weights: str) -> tuple[list[Clip], float]:
     import torch
 
     from bench.wild.overlap import mixtures
-    from bench.wild.overlap_multipitch import mixture_lines
     from bench.wild.speakers import SR, voices
+    from research.wild.overlap_multipitch import mixture_lines
     from services.enhance.quality import overlap
     from services.enhance.quality.overlap_model import ModelTest, load_segmentation, published_onset
     from services.enhance.resampled import Resampled

@@ -1,12 +1,12 @@
-"""The learned speech/music mask (bench/wild/music_mask_net.py) against the bed WER goal
-(<= 1.25x clean), with the protocol of bench/wild/music_repetition.py: 2 (``QUICK=1``) or 5 min
+"""The learned speech/music mask (research/wild/music_mask_net.py) against the bed WER goal
+(<= 1.25x clean), with the protocol of research/wild/music_repetition.py: 2 (``QUICK=1``) or 5 min
 of LibriVox and card readings, the bench's bed at 10 and 5 dB under both track orders
 (``bed_track`` seeds 0 and 1), WER of the kept text / WER of the clean file untreated.
 
 Rows: each method's ratios; clean WER with the mask (gated, and applied everywhere); CPU seconds
 per audio hour of the mask (clean: the gate alone; under a bed: gate, network, inverse STFT).
-The weights come from bench/wild/music_mask_train.py (``--model``; trained on music and speech
-disjoint from these). ``QUICK=1 python -m bench.wild.music_mask [--model PATH]
+The weights come from research/wild/music_mask_train.py (``--model``; trained on music and speech
+disjoint from these). ``QUICK=1 python -m research.wild.music_mask [--model PATH]
 [--no-baseline]``.
 """
 
@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from bench.wild.music import bed_track, under
-from bench.wild.music_mask_net import WEIGHTS
 from bench.wild.music_suppression import _stage, bed_ratios, wer_of
 from fixtures.longform import SR, real_english, real_longform
+from research.wild.music_mask_net import WEIGHTS
 
 
 def mask_rows(quick: bool, model: Path, baseline: bool = True) -> list[dict]:
-    from bench.wild.music_mask_net import MaskNet, separate
+    from research.wild.music_mask_net import MaskNet, separate
     from services.asr.music import suppress
 
     net = MaskNet.load(model)

@@ -1,4 +1,4 @@
-"""The learned mask's numpy network (bench/wild/music_mask_net.py): its convolution is the
+"""The learned mask's numpy network (research/wild/music_mask_net.py): its convolution is the
 dilated, same-padded one the torch training used; the transform gives the input back; clean
 speech passes the music gate untouched whatever the weights."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.wild.music_mask_net import BINS, DILATIONS, SR, MaskNet, _conv, istft, separate, stft
+from research.wild.music_mask_net import BINS, DILATIONS, SR, MaskNet, _conv, istft, separate, stft
 from tests.services.asr.test_music import GATE, speech  # noqa: F401
 
 

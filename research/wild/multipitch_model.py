@@ -1,5 +1,5 @@
 """Spotify's basic-pitch multi-pitch network (ICASSP 2022, ``nmp.onnx``) run with onnxruntime,
-for the overlap experiment of ``bench/wild/overlap_multipitch.py``.
+for the overlap experiment of ``research/wild/overlap_multipitch.py``.
 
 The weights ship in the ``basic-pitch`` wheel, whose declared dependencies pull tensorflow on
 Linux; so the wheel is fetched without them (``pip download --no-deps basic-pitch==0.4.0``) into

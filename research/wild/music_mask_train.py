@@ -1,4 +1,4 @@
-"""Train the speech/music mask of bench/wild/music_mask_net.py on CPU, from data the bench never
+"""Train the speech/music mask of research/wild/music_mask_net.py on CPU, from data the bench never
 evaluates on.
 
 - music: fillets-ng-data's tracks (installed, /usr/share/games/fillets-ng/music) and
@@ -11,9 +11,9 @@ evaluates on.
 Each step mixes random 4 s crops in the STFT domain (linear: the mix's STFT is the sum) at
 -2 to 18 dB (active speech level over the music's power), at a random level, 1 in 10 with no
 music. Loss: signal approximation on compressed magnitude (``(mask |Y|)^0.3`` against
-``|S|^0.3``). Saves float16 ``.npz`` weights for :class:`bench.wild.music_mask_net.MaskNet`.
+``|S|^0.3``). Saves float16 ``.npz`` weights for :class:`research.wild.music_mask_net.MaskNet`.
 
-``nice -n 5 python -m bench.wild.music_mask_train --minutes 18 ``
+``nice -n 5 python -m research.wild.music_mask_train --minutes 18 ``
 (one thread; the seed fixes the data and the initial weights, not the step count).
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.wild.music_mask_net import BINS, DILATIONS, FLOOR, KERNEL, SR, WEIGHTS, stft
+from research.wild.music_mask_net import BINS, DILATIONS, FLOOR, KERNEL, SR, WEIGHTS, stft
 
 FILLETS = Path("/usr/share/games/fillets-ng")
 PSPHINX = Path("/usr/share/pocketsphinx/test/data")
@@ -143,7 +143,7 @@ def batch(S: np.ndarray, active: np.ndarray, M: np.ndarray, rng: np.random.Gener
 def train(minutes: float, out: Path, seed: int, espeak_lines: int) -> None:
     import torch
 
-    from bench.wild.music_mask_net import features
+    from research.wild.music_mask_net import features
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.wild.overlap_onset import Clip, pick
+from research.wild.overlap_onset import Clip, pick
 
 
 def _clip(db: int | None, probs: list[float], pitch: float = 0.0) -> Clip:

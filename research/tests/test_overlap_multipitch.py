@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.wild.multipitch_model import BASE, PER_SEMITONE
-from bench.wild.overlap_multipitch import Rule, fires, mixture_lines
+from research.wild.multipitch_model import BASE, PER_SEMITONE
+from research.wild.overlap_multipitch import Rule, fires, mixture_lines
 
 BINS = 264
 

@@ -3,7 +3,7 @@
 (docs/quality.md, "Overlapping talkers").
 
 Two talkers at once are two f0 contours at once. basic-pitch's contour posteriorgram
-(``bench/wild/multipitch_model.py``; 86 frames/s, 3 bins per semitone), averaged over ``SMOOTH``
+(``research/wild/multipitch_model.py``; 86 frames/s, 3 bins per semitone), averaged over ``SMOOTH``
 frames and cut to ``LO_HZ``-``HI_HZ``, fires in a frame when its strongest peak is at least
 ``FIRST`` and another peak of at least ``PEAK`` lies more than ``SEP`` semitones from it and more
 than ``TOL`` semitones from its harmonic relations (an octave, a twelfth, two octaves, a fifth,
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.wild.multipitch_model import BASE, FPS, PER_SEMITONE
+from research.wild.multipitch_model import BASE, FPS, PER_SEMITONE
 
 HARMONICS = 12 * np.log2(np.array([2.0, 3.0, 4.0, 1.5, 4 / 3]))  # semitones
 QUIET_DB = 30.0
@@ -112,9 +112,9 @@ def clips() -> tuple[list[Clip], dict[str, float]]:
     audio hour of each test on the single lines (one thread)."""
     import torch
 
-    from bench.wild.multipitch_model import posteriorgrams, session
     from bench.wild.overlap import mixtures
     from bench.wild.speakers import SR, voices
+    from research.wild.multipitch_model import posteriorgrams, session
     from services.enhance.quality.overlap import overlap
 
     singles, mixed = mixtures(voices(prompts=True))
