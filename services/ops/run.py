@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 import click
 
 from services.ops.options import output_option
-from services.stages import STAGES, PipelineSettings
+from services.stages import STAGES, PipelineSettings, Settings
 
 if TYPE_CHECKING:
     from services.ops.runner import StageSummary
@@ -80,7 +80,35 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
             click.echo("  the earlier stages' outputs are saved; fix this and run again to "
                        "continue from here.", err=True)
         failed = failed or bool(s.error or s.failed)
+    if not failed:
+        for line in next_steps(settings, wanted, range_):
+            click.echo(line)
     sys.exit(1 if failed else 0)
+
+
+def next_steps(settings: Settings, wanted: list[str], range_: str) -> list[str]:
+    """What the stages after the last one run need, and the command that runs them: a run
+    that stopped early on purpose (``--stages``) ends by saying how to go on."""
+    from services.stages import PIPELINE
+
+    last = max(STAGES.index(s) for s in wanted)
+    later = STAGES[last + 1:]
+    if not later:
+        return []
+    command = (f"onsei run --output {settings.output_url} --range {range_} "
+               f"--stages {','.join(later)}")
+    lines = [f"next: {', '.join(later)} (not asked for with --stages): {command}"]
+    for spec in PIPELINE.specs:
+        if spec.name not in later:
+            continue
+        names = [m.name for m in spec.load_models(settings)]
+        if names:
+            lines.append(f"  {spec.name} needs {', '.join(names)}: in the model cache "
+                         f"({settings.model_cache}) after `onsei models fetch --only "
+                         f"{spec.name}` on a machine that reaches the hub, or its model setting "
+                         f"(`onsei config | grep {spec.name.upper()}`) naming a folder or s3:// "
+                         f"prefix that holds it")
+    return lines
 
 
 def summary_line(s: StageSummary) -> str:
