@@ -55,6 +55,11 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     w = res.written
     for line in res.recovered:
         click.echo(visible(f"left by a killed export: {line}"), err=True)
+    if res.kept:
+        click.echo(visible(f"kept in {to} (not written by onsei export): "
+                           + ", ".join(res.kept[:10])
+                           + (f" and {len(res.kept) - 10} more" if len(res.kept) > 10 else "")),
+                   err=True)
     for r in res.reads:
         if r.error is not None:
             click.echo(visible(f"shard {r.shard_id} left out: {r.error}"), err=True)

@@ -161,7 +161,7 @@ def _token_lines(path: Path, read: ShardRead,
                              **extra), source
 
 
-def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: int | None,
+def _sidecar_lines(path: Path, tar_key: str, read: ShardRead, max_member_bytes: int | None,
                    languages: dict[str, str | None]) -> Iterator[tuple[ExportLine, str]]:
     for item in iter_keys(path, max_member_bytes):
         if item.key is None or item.error is not None or "json" not in item.files:
@@ -179,7 +179,7 @@ def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: 
                          language=meta.language or languages.get(local_name(item.key),
                                                                  languages.get(source)),
                          speaker_id=_speaker(meta.speaker_id, read.shard_id), quality=quality,
-                         audio_tar=tar_url, audio_member=item.name,
+                         audio_tar=tar_key, audio_member=item.name,
                          **TextForms.of(meta).fields()), source
 
 
@@ -206,7 +206,7 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
     _done_info(read, ledger, PIPELINE.chain(PIPELINE.names[0], stage))
     languages = _languages(store, settings, shard_id)
     rows = (_token_lines(local, read, languages) if tokens else
-            _sidecar_lines(local, store.child_url(key), read, settings.max_member_bytes,
+            _sidecar_lines(local, key, read, settings.max_member_bytes,
                            languages))
     first: dict[str, dict[str, int]] = defaultdict(dict)
     read.dedup_applied = policy.dedup is not None
