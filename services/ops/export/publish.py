@@ -256,12 +256,16 @@ def recover(dest: Path) -> list[str]:
             if not p.exists():
                 continue
             if ".old-" in p.name and dest.is_dir() and not dest.is_symlink():
-                back = _placed(p, dest, foreign(p, m))[0]
+                back, clash = _placed(p, dest, foreign(p, m))
                 _move(p, dest, back)  # the user's files, set aside with the earlier export
                 if back:
                     done.append(f"moved {', '.join(back[:5])}"
                                 + (f" and {len(back) - 5} more" if len(back) > 5 else "")
                                 + f" (not written by onsei export) from {p.name} into {dest}")
+                if clash:  # never removed with the rest: the user sorts them out
+                    done.append(f"kept {p.name}: it holds {', '.join(clash[:5])}, not written "
+                                f"by onsei export, which {dest} has too")
+                    continue
             _remove(p)
             done.append(f"removed {p.name}")
     finally:
