@@ -107,15 +107,16 @@ def _loading(splits: list[str], tars: list[str]) -> list[str]:
     it) once ``root`` names the export."""
     data_files = ", ".join(f'"{s}": f"{{root}}/{s}/*.jsonl"' for s in splits)
     code = ["```python", "from datasets import load_dataset", "",
-            'root = "."  # this directory (or the Hub repo id it was uploaded to)',
+            'root = "."  # the export\'s directory',
             "# the JSON lines, per split, as this card's header names them",
             "lines = load_dataset(root)",
             "# the same files, named explicitly (a copy without this card)",
             f'lines = load_dataset("json", data_files={{{data_files}}})']
     about = ["## Loading", "",
-             "The JSON lines (`train/`, `validation/`" + (", `test/`" if "test" in splits else "")
-             + ") load with `datasets` as below; pass the files explicitly, never the whole "
-             "directory to the json builder" + (" (it would read the tars as JSON)" if tars
+             "The JSON lines (" + ", ".join(f"`{s}/`" for s in splits) + ") load with "
+             "`datasets` as below (uploaded to the Hub, `load_dataset(\"<user>/<name>\")` reads "
+             "the same files, named in this card's header); never give the json builder the "
+             "whole directory (`data_dir=`)" + (": it would read the tars as JSON" if tars
                                                 else "") + "."]
     if tars:
         # train named last: the webdataset builder infers the JSON's fields from the first
