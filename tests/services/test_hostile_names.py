@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONTROLS = [chr(c) for c in (*range(1, 0x20), *range(0x7f, 0xa0))] + ["\u2028", "\u202e"]
 REFUSED = [f"c{ord(c):04x}{c}end" for c in CONTROLS] + [
     'k\t{"id": "forged_0000@000000", "text": "chosen", "duration_seconds": 1}\nfile:0:y']
-KEPT = ["mix[/x]", "[link=https:evil]a[/link]", "<b>html</b>",
+KEPT = ["mix[/x]", "[link=http://x]a[/link]", "<b>html</b>",
         '{"id": "forged_0000@000000", "text": "chosen"}']
 
 
