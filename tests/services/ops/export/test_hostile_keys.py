@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from common.storage import open_store
 from services.ops.cli import cli
@@ -47,3 +49,25 @@ def test_a_crafted_key_is_exported_as_itself(make_settings, tmp_path: Path, monk
     refused = {k for k in KEYS if any(c in k for c in "\t\r\n\u2028")} if not tokens else set()
     assert set(ids) == {corpus_id(f"{k}_0000", 0) for k in KEYS if k not in refused} | {
         corpus_id(seg.id, 0) for seg in run.shards[0][:6]}
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.text(), st.text(), st.text()), min_size=1, max_size=5))
+def test_a_staged_line_reads_back_as_written(tmp_path_factory, rows) -> None:
+    """Any key, label and text (control characters, separators, JSON, quotes): one staged line
+    each, read back field for field by the writer's own reader."""
+    from services.ops.export.line import ExportLine
+    from services.ops.export.source import Staged, one_line, stage_line, staged
+
+    path = tmp_path_factory.mktemp("staged") / "0.staged"
+    want = []
+    for key, speaker, text in rows:
+        body = one_line(ExportLine(id=f"{key}_0000@000000", text=text).to_json()) + "\n"
+        want.append(Staged(f"file:0:{key}", "ps", "en", 1.5, speaker, f"{key}_0000@000000",
+                           body))
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(stage_line(x) for x in want)
+    with open(path, encoding="utf-8", newline="\n") as f:
+        got = [staged(raw) for raw in f]
+    assert got == want
+    assert [json.loads(x.body)["text"] for x in got] == [t for _, _, t in rows]
