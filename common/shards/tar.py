@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Self
 
+from common.display import has_control, visible
 from common.shards.slice import MemberSlice
 
 _BLOCK = tarfile.BLOCKSIZE
@@ -67,8 +68,9 @@ def split_member_name(name: str) -> tuple[str, str]:
 
 
 def printable_name(name: str) -> str:
-    """A member name safe to log / put in JSON (undecodable bytes shown as \\xNN)."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A member name safe to log / put in JSON (undecodable bytes shown as \\xNN, control
+    characters as their escapes)."""
+    return visible(name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def unsafe_reason(member: tarfile.TarInfo) -> str | None:
@@ -86,6 +88,8 @@ def unsafe_reason(member: tarfile.TarInfo) -> str | None:
         return "unsafe_member:parent_traversal"
     if "\x00" in name:
         return "unsafe_member:nul_in_name"
+    if has_control(name):  # a tab or newline would be markup in every file and screen after
+        return "unsafe_member:control_character_in_name"
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # surrogate-escaped bytes: the name is not UTF-8

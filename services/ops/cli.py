@@ -84,7 +84,8 @@ def _importable(name: str) -> bool:
         return False
 
 
-@click.group(cls=LazyGroup)
+# -h as well as --help, on every subcommand too (a context passes it on to its children)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="debug logging")
 def cli(verbose: bool) -> None:
     """onsei: raw speech -> text + neural-codec tokens for LLM-TTS training."""

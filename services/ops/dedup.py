@@ -16,6 +16,7 @@ from services.ops.options import output_option, output_settings
 def dedup(output_url: str | None, range_: str | None) -> None:
     """Find copies of one recording across the corpus; writes dedup/duplicates.jsonl and
     dedup/summary.json under the output root. Incremental: indexes only new shards."""
+    from common.display import visible
     from common.storage import open_store
     from services.dedup.index import IndexBusy
     from services.dedup.parts import DedupPartError
@@ -44,4 +45,4 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     click.echo(f"{len(s.shards)} shards, {s.segments} segments: {s.clusters} clusters, "
                f"{s.duplicate_segments} duplicates ({s.duplicate_seconds / 3600:.2f} h)")
     for key, why in s.bad_signatures.items():
-        click.echo(f"  left out: {key}: {why}", err=True)
+        click.echo(visible(f"  left out: {key}: {why}"), err=True)

@@ -59,20 +59,24 @@ def current_secrets() -> list[str]:
 def masked(text: str) -> str:
     """``text`` with its URL passwords and the settings' secrets masked: every message goes
     out through here."""
+    from common.display import visible
     from common.redact import redact_text
 
-    return redact_text(text, current_secrets())
+    # a message's own lines stay lines; a control character it quotes is shown, not obeyed
+    return "\n".join(visible(x) for x in redact_text(text, current_secrets()).split("\n"))
 
 
 def unexpected(e: BaseException, verbose: bool | None) -> click.ClickException:
+    from common.display import visible
     from common.redact import redact_text
 
     secrets = current_secrets()
     if verbose:
         tb = "".join(traceback.format_exception(e))
-        click.echo(redact_text(tb, secrets), err=True)
+        click.echo("\n".join(visible(x) for x in redact_text(tb, secrets).split("\n")), err=True)
     hint = " (`onsei -v` prints the traceback)" if verbose is False else ""
-    return click.ClickException(redact_text(f"{type(e).__name__}: {e}", secrets)[:2000] + hint)
+    return click.ClickException(visible(redact_text(f"{type(e).__name__}: {e}", secrets))[:2000]
+                                + hint)
 
 
 def friendly(fn: F) -> F:

@@ -222,17 +222,19 @@ def print_summary(summary: PackSummary, output_url: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"packed into {output_url}", show_header=False)
+    from common.display import markup
+
+    t = Table(title=f"packed into {markup(output_url)}", show_header=False)
     t.add_row("files", f"{summary.files:,}")
     t.add_row("audio hours", f"{summary.hours:.3f}" + (
         f" (+{summary.unknown_duration} files without a declared duration)"
         if summary.unknown_duration else ""))
     t.add_row("bytes", f"{summary.bytes / 1e6:,.1f} MB")
     span = f"{summary.shards[0]} .. {summary.shards[-1]}" if summary.shards else "-"
-    t.add_row("shards", f"{len(summary.shards)} ({span})")
-    for reason, n in sorted(summary.skipped.items()):
+    t.add_row("shards", markup(f"{len(summary.shards)} ({span})"))
+    for reason, n in sorted(summary.skipped.items()):  # file names: text, never markup
         ex = ", ".join(summary.skipped_examples.get(reason, []))
-        t.add_row(f"skipped: {reason}", f"{n} (e.g. {ex})")
+        t.add_row(markup(f"skipped: {reason}"), markup(f"{n} (e.g. {ex})"))
     Console().print(t)
 
 

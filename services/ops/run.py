@@ -41,6 +41,7 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         TimeElapsedColumn,
     )
 
+    from common.display import visible
     from common.stages.preflight import check_input_root, check_output_root
     from services.ops.enqueue import parse_range
     from services.ops.runner import Runner
@@ -73,9 +74,9 @@ def run(input_url: str | None, output_url: str | None, range_: str, stages: str,
         summaries = Runner(settings, wanted, force).run(ids, progress)
     failed = False
     for s in summaries:
-        click.echo(summary_line(s))
+        click.echo(visible(summary_line(s)))
         for shard_id, reason in s.failed.items():
-            click.echo(f"  shard {shard_id}: {reason}", err=True)
+            click.echo(visible(f"  shard {shard_id}: {reason}"), err=True)
         if s.error:
             click.echo("  the earlier stages' outputs are saved; fix this and run again to "
                        "continue from here.", err=True)

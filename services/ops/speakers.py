@@ -17,6 +17,7 @@ def speakers(output_url: str | None, range_: str | None) -> None:
     """Link each file's speakers to corpus speakers; writes speakers/<shard>.jsonl and
     speakers/summary.json under the output root. Incremental: links only new shards, and a
     label given is never changed."""
+    from common.display import visible
     from common.storage import open_store
     from services.ops.enqueue import parse_range
     from services.speakers.parts import SpeakersPartError
@@ -41,4 +42,4 @@ def speakers(output_url: str | None, range_: str | None) -> None:
     click.echo(f"{len(s.shards)} shards, {s.segments} segments: {s.file_speakers} file "
                f"speakers, {s.speakers} corpus speakers")
     for key, why in s.bad_files.items():
-        click.echo(f"  left out: {key}: {why}", err=True)
+        click.echo(visible(f"  left out: {key}: {why}"), err=True)

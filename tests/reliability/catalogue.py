@@ -103,6 +103,8 @@ def build_members(sp16: np.ndarray, long_seconds: int = 3 * 3600) -> list[Case]:
              reason="duplicate_key"),
         Case("non-UTF-8 name", "caf\udce9.wav", _enc(sp16[:16000], 16000),
              reason="unsafe_member:non_utf8_name"),
+        Case("control characters in the name", "tab\tnl\nesc\x1b[2J.wav",
+             _enc(sp16[:16000], 16000), reason="unsafe_member:control_character_in_name"),
     ]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.display import visible
 from common.settings import Settings
 from common.shards.tar import MemberError, Sample, ShardError, iter_shard
 from services.stages import PIPELINE
@@ -50,7 +51,8 @@ def cases(sp16) -> list[Case]:
 def _line_key(c: Case) -> str:
     """The key a member's line carries: its WebDataset key, or its raw name when unsafe."""
     if c.reason.startswith("unsafe_member"):
-        return c.member.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return visible(c.member.encode("utf-8", "surrogateescape").decode("utf-8",
+                                                                            "backslashreplace"))
     return c.member.rsplit("/", 1)[-1].split(".", 1)[0] if "/" not in c.member else c.member
 
 

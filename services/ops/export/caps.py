@@ -59,7 +59,7 @@ def apply_caps(reads: list[ShardRead], witnesses: set[tuple[int, int]], caps: Ca
     for k, r in enumerate(reads):
         if r.error is not None:
             continue
-        with open(r.staged, encoding="utf-8") as f:
+        with open(r.staged, encoding="utf-8", newline="\n") as f:
             for n, raw in enumerate(f):
                 st = staged(raw)
                 order = -1.0 if (k, n) in witnesses else unit_hash(seed, st.id)

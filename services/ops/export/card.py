@@ -1,6 +1,9 @@
-"""The dataset card (README.md) of an export: what is in it, what was removed and why, and
-what produced it. Its YAML header names the splits' files, so ``load_dataset(DIR)`` (the Hub
-way) finds them as ``load_dataset("json", data_dir=DIR)`` does."""
+"""The dataset card (README.md) of an export: what is in it, how to load each thing it ships,
+what was removed and why, and what produced it. Its YAML header names the JSON lines of each
+split, so ``load_dataset(DIR)`` (the Hub way) reads them and nothing else (a json builder given
+the whole directory would read ``--with-audio``'s tars as JSON; a second configuration for the
+tars would be read with the json builder too: ``datasets`` picks one builder per directory).
+The card's "Loading" recipe is run by the tests as written."""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.ops.export import markdown as md
+from services.ops.export.audio import AUDIO_DIR
 from services.ops.export.source import ShardRead
 from services.ops.export.speakers import speaker_section
-from services.ops.export.split import SPLITS, TEST
+from services.ops.export.split import SPLITS, TEST, TRAIN
 from services.ops.export.write import SplitPlan, Written, group_warning
 
 
@@ -26,6 +30,7 @@ class CardInfo:
     dedup: dict[str, Any] | None  # the dedup result's summary fields used, None: never ran
     reads: list[ShardRead]
     written: Written
+    audio: list[str] = field(default_factory=list)  # --with-audio: the tars, relative
     created_at: float = field(default_factory=time.time)
 
 
@@ -97,6 +102,40 @@ def _largest(w: Written, plan: SplitPlan, total: float) -> list[str]:
             + (f" **Warning**: {md.text(warning)}." if warning else "")]
 
 
+def _loading(splits: list[str], tars: list[str]) -> list[str]:
+    """How to load each thing the export ships, as code that runs as written (the tests run
+    it) once ``root`` names the export."""
+    data_files = ", ".join(f'"{s}": f"{{root}}/{s}/*.jsonl"' for s in splits)
+    code = ["```python", "from datasets import load_dataset", "",
+            'root = "."  # the export\'s directory',
+            "# the JSON lines, per split, as this card's header names them",
+            "lines = load_dataset(root)",
+            "# the same files, named explicitly (a copy without this card)",
+            f'lines = load_dataset("json", data_files={{{data_files}}})']
+    about = ["## Loading", "",
+             "The JSON lines (" + ", ".join(f"`{s}/`" for s in splits) + ") load with "
+             "`datasets` as below (uploaded to the Hub, `load_dataset(\"<user>/<name>\")` reads "
+             "the same files, named in this card's header); never give the json builder the "
+             "whole directory (`data_dir=`)" + (": it would read the tars as JSON" if tars
+                                                else "") + "."]
+    if tars:
+        # train named last: the webdataset builder infers the JSON's fields from the first
+        # samples of the last split named, and train's first samples are the export's schema
+        # witnesses (write.py), which hold every field
+        order = [*(t for t in tars if t != TRAIN), *(t for t in tars if t == TRAIN)]
+        tar_files = ", ".join(f'"{s}": f"{{root}}/{AUDIO_DIR}/{s}/*.tar"' for s in order)
+        code += ["# the audio: the enhanced FLAC and the same line as JSON per segment (train",
+                 "# last: its first samples hold every field, and datasets infers them there)",
+                 f'audio = load_dataset("webdataset", data_files={{{tar_files}}})']
+        about += ["", (f"`{AUDIO_DIR}/<split>/shard-NNNNN.tar` (`--with-audio`): WebDataset "
+                  "tars, each sample the segment's FLAC (`flac`, 24 kHz mono) and its line "
+                  "(`json`, the same fields, `id` included); the sample key is its position in "
+                  "the split. `load_dataset(\"webdataset\", ...)` decodes the FLAC (datasets 4+: "
+                  "with `torchcodec`); `webdataset.WebDataset(paths)` reads them as plain "
+                  "samples.")]
+    return [*about, "", *code, "```", ""]
+
+
 def render(info: CardInfo) -> str:
     w, reads = info.written, info.reads
     ok = [r for r in reads if r.error is None]
@@ -109,6 +148,7 @@ def render(info: CardInfo) -> str:
     header = ["---", "configs:", "- config_name: default", "  data_files:"]
     for s in files:
         header += [f"  - split: {s}", f"    path: {s}/*.jsonl"]
+    tars = [s for s in SPLITS if any(a.startswith(f"{AUDIO_DIR}/{s}/") for a in info.audio)]
     header.append("---")
     languages = sorted({lang for s in w.languages for lang in w.languages[s]},
                        key=lambda lang: -sum(w.languages[s][lang] for s in w.languages))
@@ -120,12 +160,15 @@ def render(info: CardInfo) -> str:
         + ("tokenized (NeuCodec, 50 codes per second)" if info.tokens else
            "not tokenized (`--no-tokens`: each line names its FLAC in the enhanced tar)")
         + f"; exported {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(info.created_at))}.",
-        "", "Load it with `datasets.load_dataset(\"json\", data_dir=...)`. One line per segment: "
+        "", "One line per segment: "
         "`id`, `text`, " + ("`codes.neu_tokens`, " if info.tokens else "`audio_tar`, "
                             "`audio_member`, ")
         + "`duration_seconds`, `language`, `speaker_id` (where labelled), `corpus_speaker_id` "
         "and `corpus_speaker_confidence` (where `onsei speakers` linked it), `quality` "
-        "(docs/quality.md), `text_spoken` and its forms (below).", "", "## Splits", "",
+        "(docs/quality.md), `text_spoken` and its forms (below)."
+        + ("" if info.tokens else " `audio_tar` is the enhanced tar holding the segment's "
+           "FLAC, relative to the run's output root (Source, above); `audio_member` its member "
+           "there."), "", *_loading(list(files), tars), "## Splits", "",
         *md.table(["split", "lines", "hours", "share of hours", "groups", "speakers",
                    "part files"],
                 [[s, str(w.lines[s]), md.hours(w.seconds[s]), _share(w.seconds[s], total),

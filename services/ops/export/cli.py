@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from common.display import visible
 from common.redact import redact_text
 from services.ops.options import output_option
 
@@ -53,10 +54,15 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
         raise click.ClickException(str(e)) from None
     w = res.written
     for line in res.recovered:
-        click.echo(f"left by a killed export: {line}", err=True)
+        click.echo(visible(f"left by a killed export: {line}"), err=True)
+    if res.kept:
+        click.echo(visible(f"kept in {to} (not written by onsei export): "
+                           + ", ".join(res.kept[:10])
+                           + (f" and {len(res.kept) - 10} more" if len(res.kept) > 10 else "")),
+                   err=True)
     for r in res.reads:
         if r.error is not None:
-            click.echo(f"shard {r.shard_id} left out: {r.error}", err=True)
+            click.echo(visible(f"shard {r.shard_id} left out: {r.error}"), err=True)
     refused = sum(sum(r.refused.values()) for r in res.reads)
     if refused:
         click.echo(f"{refused} lines refused (not a number of seconds, an id twice in a shard): "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from common.display import visible
+
 
 def hours(seconds: float) -> str:
     return f"{seconds / 3600:.3f}"
@@ -12,12 +14,11 @@ def hours(seconds: float) -> str:
 # Text from the data (the output URL, languages, reasons, errors, the done records' models)
 # goes into the card as Markdown that shows it as it is: a backtick or a `<` in it must neither
 # end a code span nor open raw HTML, and a line break or `|` must not end a table row.
-CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 SPECIAL = re.compile(r"[\\`*_\[\]<>&|~]")
 
 
 def plain(text: str) -> str:
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return visible(str(text))
 
 
 def text(text: str) -> str:

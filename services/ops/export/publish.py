@@ -1,15 +1,21 @@
 """Where an export may go, and publishing it whole.
 
-Every export directory holds a marker, ``.onsei-export.json`` (its id and when it was made),
-written when its staging directory is created. An existing ``--to`` is replaced only when it
+Every export directory holds a marker, ``.onsei-export.json`` (its id, when it was made, and
+its manifest: every file the export wrote), written when its staging directory is created and
+sealed with the manifest before it is published. An existing ``--to`` is replaced only when it
 carries that marker (or is an empty directory): a project directory, the current directory,
 the output root or a directory above it, or anything under the ledger is refused before any
-work, whatever files it holds.
+work, whatever files it holds. A re-export replaces only what the earlier export's manifest
+lists: anything else (``.git/``, ``.gitattributes``, ``LICENSE``: what cloning a dataset repo
+into ``--to`` gives) is moved into the new export and named; one that the new export would
+overwrite refuses the export, nothing changed. A marker without a manifest (an older onsei)
+counts the card, the split folders and ``webdataset/`` as its own.
 
 A local ``--to`` is built in a sibling (``.<name>.partial-<id>``) and swapped in by two
 renames: the old export aside (``.<name>.old-<id>``), the new one into place. A process killed
 between them leaves no ``--to``; the next export to that path first restores the old one and
-removes every leftover sibling that carries the marker. A running export holds an ``flock`` on
+removes every leftover sibling that carries the marker (an old one's foreign files first
+moved back into ``--to``). A running export holds an ``flock`` on
 its staging directory and on the export it is replacing, so another export never takes them
 for leftovers.
 
@@ -34,12 +40,15 @@ from pathlib import Path
 from common.ledger.store import LEDGER
 from common.record import Record, RecordError
 from common.redact import redact_text
-from common.storage import Store, split_url
+from common.storage import NotFound, Store, split_url
 from services.ops.export.audio import AUDIO_DIR
 from services.ops.export.split import SPLITS
 
 CARD = "README.md"
 MARKER = ".onsei-export.json"
+MARKER_BYTES = 64 << 20
+# what an export written before manifests holds (publish_store listed these prefixes then)
+_LEGACY = (CARD, MARKER, *SPLITS, AUDIO_DIR)
 
 
 class ExportTargetError(ValueError):
@@ -51,6 +60,7 @@ class ExportMarker(Record):
 
     export_id: str
     created_at: float
+    files: list[str] | None = None  # relative paths written (the marker too); None: older onsei
 
 
 def new_marker() -> ExportMarker:
@@ -63,7 +73,8 @@ def read_marker(directory: Path) -> ExportMarker | None:
     if directory.is_symlink() or not directory.is_dir() or not path.is_file():
         return None
     try:
-        return ExportMarker.from_json(path.read_bytes()[:4096])
+        with open(path, "rb") as f:  # a manifest of many parts; never a whole foreign file
+            return ExportMarker.from_json(f.read(MARKER_BYTES))
     except (OSError, RecordError):
         return None
 
@@ -119,6 +130,77 @@ def check_store_target(store: Store, to: str) -> None:
                             "written by onsei export): choose another prefix")
 
 
+# --- the manifest: what an export wrote, and what in --to is someone else's -------------------
+def seal(built: Path, marker: ExportMarker) -> ExportMarker:
+    """Write ``marker`` again with the manifest of ``built``: every file in it but the marker."""
+    files = sorted(p.relative_to(built).as_posix() for p in built.rglob("*")
+                   if p.is_file() and p.name != MARKER)
+    sealed = marker.model_copy(update={"files": files})
+    (built / MARKER).write_text(sealed.to_json(), encoding="utf-8")
+    return sealed
+
+
+def foreign(directory: Path, marker: ExportMarker | None) -> list[str]:
+    """What in an earlier export ``directory`` its export did not write (its manifest), as
+    relative paths: a folder whole where nothing in it was written (``.git``)."""
+    if marker is None or marker.files is None:
+        return sorted(c.name for c in directory.iterdir() if c.name not in _LEGACY)
+    own = {*marker.files, MARKER}
+    dirs = {f.rsplit("/", k)[0] for f in own for k in range(1, f.count("/") + 1)}
+    out: list[str] = []
+
+    def walk(d: Path, rel: str) -> None:
+        for child in sorted(d.iterdir(), key=lambda c: c.name):
+            r = rel + child.name
+            if r in own:
+                continue
+            if r in dirs and child.is_dir() and not child.is_symlink():
+                walk(child, r + "/")
+            else:
+                out.append(r)
+
+    walk(directory, "")
+    return out
+
+
+def _taken(root: Path, rel: str) -> bool:
+    """Whether ``rel`` cannot be moved into ``root``: it, or a file where a folder of its path
+    would go, exists there."""
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        p = root.joinpath(*parts[:i])
+        if os.path.lexists(p) and (i == len(parts) or p.is_symlink() or not p.is_dir()):
+            return True
+    return False
+
+
+def _placed(src: Path, dest: Path, rels: list[str]) -> tuple[list[str], list[str]]:
+    """(what to move, what clashes) to bring ``rels`` of ``src`` into ``dest``: a folder that
+    ``dest`` holds too is merged, file by file; a file where ``dest`` has one clashes."""
+    moves: list[str] = []
+    clashes: list[str] = []
+
+    def place(rel: str) -> None:
+        s, d = src / rel, dest / rel
+        if not os.path.lexists(d):
+            (clashes if _taken(dest, rel) else moves).append(rel)
+        elif s.is_dir() and not s.is_symlink() and d.is_dir() and not d.is_symlink():
+            for child in sorted(s.iterdir(), key=lambda c: c.name):
+                place(f"{rel}/{child.name}")
+        else:
+            clashes.append(rel)
+
+    for rel in rels:
+        place(rel)
+    return moves, clashes
+
+
+def _move(src: Path, dest: Path, paths: list[str]) -> None:
+    for rel in paths:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src / rel, dest / rel)
+
+
 # --- local: stage, swap, recover ---------------------------------------------------------------
 def _lock(path: Path) -> int | None:
     """An exclusive ``flock`` on a directory, or None when another process holds one. Where
@@ -170,10 +252,22 @@ def recover(dest: Path) -> list[str]:
         if olds and not dest.exists() and not dest.is_symlink():
             os.rename(olds[-1][1], dest)
             done.append(f"restored {dest} from {olds[-1][1].name}")
-        for p, _, _ in held:
-            if p.exists():
-                _remove(p)
-                done.append(f"removed {p.name}")
+        for p, m, _ in held:
+            if not p.exists():
+                continue
+            if ".old-" in p.name and dest.is_dir() and not dest.is_symlink():
+                back, clash = _placed(p, dest, foreign(p, m))
+                _move(p, dest, back)  # the user's files, set aside with the earlier export
+                if back:
+                    done.append(f"moved {', '.join(back[:5])}"
+                                + (f" and {len(back) - 5} more" if len(back) > 5 else "")
+                                + f" (not written by onsei export) from {p.name} into {dest}")
+                if clash:  # never removed with the rest: the user sorts them out
+                    done.append(f"kept {p.name}: it holds {', '.join(clash[:5])}, not written "
+                                f"by onsei export, which {dest} has too")
+                    continue
+            _remove(p)
+            done.append(f"removed {p.name}")
     finally:
         for _, _, fd in held:
             os.close(fd)
@@ -201,40 +295,70 @@ def staging(dest: Path | None, scratch: str, marker: ExportMarker) -> Iterator[P
             os.close(fd)
 
 
-def publish_local(built: Path, dest: Path) -> None:
+def publish_local(built: Path, dest: Path) -> list[str]:
     """Swap ``built`` into ``dest``: an empty directory is removed, an earlier export set
-    aside (held, so a concurrent export's recovery leaves it), then removed."""
+    aside (held, so a concurrent export's recovery leaves it), what in it the earlier export did
+    not write moved into the new one, then the rest removed. Returns what was moved."""
     check_local_target(dest)
     if not dest.exists():
         os.rename(built, dest)
-        return
+        return []
     if not any(dest.iterdir()):
         os.rmdir(dest)
         os.rename(built, dest)
-        return
+        return []
     fd = _lock(dest)
     if fd is None:
         raise ExportTargetError(f"--to {dest} is being replaced by another export right now")
     try:
+        keep, clash = _placed(dest, built, foreign(dest, read_marker(dest)))
+        if clash:
+            raise ExportTargetError(
+                f"--to {dest}: {clash[0]} was not written by the earlier export (not in its "
+                f"{MARKER}) and this export writes it: move it away and export again")
         old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:16]}"
         os.rename(dest, old)
         os.rename(built, dest)
+        _move(old, dest, keep)
         _remove(old)
     finally:
         os.close(fd)
+    return keep
 
 
 # --- object store ------------------------------------------------------------------------------
 def publish_store(built: Path, store: Store, files: list[str]) -> None:
-    """Marker first, card off, the parts, stale parts of an earlier export removed, the card
-    last."""
-    store.put_file(built / MARKER, MARKER)
+    """Marker first (its manifest: what this export and the earlier one wrote, so an export
+    killed half-way leaves its successor the list to remove), card off, the parts, what the
+    earlier export wrote and this one does not removed, the card, the marker with this export's
+    files alone. Objects no export wrote stay."""
+    marker = read_marker(built)
+    if marker is None:
+        raise ExportTargetError(f"{built} has no {MARKER}")  # staging() wrote it
+    before = _store_manifest(store)
+    new = {*files, CARD}
+    store.write_bytes(MARKER, marker.model_copy(
+        update={"files": sorted(before | new)}).to_json().encode())
     store.delete(CARD)
     for name in files:
         store.put_file(built / name, name)
-    keep = set(files)
-    for prefix in (*SPLITS, AUDIO_DIR):
-        for key in list(store.list(f"{prefix}/")):
-            if key not in keep:
-                store.delete(key)
+    for key in sorted(before - new - {MARKER}):
+        store.delete(key)
     store.put_file(built / CARD, CARD)
+    store.put_file(built / MARKER, MARKER)
+
+
+def _store_manifest(store: Store) -> set[str]:
+    """What the export at ``store`` wrote: its marker's manifest, else (an older onsei's)
+    the card and everything under the split and audio prefixes."""
+    try:
+        raw = store.read_bytes(MARKER)
+    except NotFound:
+        raw = b""
+    try:
+        files = ExportMarker.from_json(raw[:MARKER_BYTES]).files if raw else None
+    except RecordError:
+        files = None
+    if files is not None:
+        return set(files)
+    return {CARD, *(k for prefix in (*SPLITS, AUDIO_DIR) for k in store.list(f"{prefix}/"))}

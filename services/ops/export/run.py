@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.redact import redact_text
@@ -27,6 +27,7 @@ from services.ops.export.publish import (
     publish_local,
     publish_store,
     recover,
+    seal,
     staging,
 )
 from services.ops.export.source import ShardRead, read_shard
@@ -48,6 +49,7 @@ class ExportResult:
     reads: list[ShardRead]
     written: Written
     recovered: list[str]  # what a killed export had left beside --to, and what became of it
+    kept: list[str] = field(default_factory=list)  # in --to, not the earlier export's: kept
 
 
 def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
@@ -67,7 +69,6 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
         check_local_target(dest)
     else:
         check_store_target(open_store(to, settings), to)
-    # absolute, so a line's audio_tar (the store's URL of its tar) resolves from anywhere
     store = open_store(absolute_url(output_url), settings)
     ledger = open_ledger(settings, store)
     stage = "tokenize" if tokens else "enhance"
@@ -91,7 +92,8 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
     policy = FilterPolicy.from_settings(settings)
     work = Path(tempfile.mkdtemp(prefix="onsei-export-", dir=_mkdir(settings.scratch_dir)))
     try:
-        with staging(dest, settings.scratch_dir, new_marker()) as built, \
+        marker = new_marker()
+        with staging(dest, settings.scratch_dir, marker) as built, \
                 ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             reads = list(pool.map(
                 lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
@@ -107,14 +109,16 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
             card = CardInfo(source=redact_text(output_url), tokens=tokens, plan=plan,
                             policy=described,
                             dedup=None if dedup is None else dedup.summary.to_dict(),
-                            reads=reads, written=written)
+                            reads=reads, written=written, audio=audio)
             (built / CARD).write_text(render(card), encoding="utf-8")
+            seal(built, marker)
+            kept: list[str] = []
             if dest is not None:
-                publish_local(built, dest)
+                kept = publish_local(built, dest)
             else:
                 publish_store(built, open_store(to, settings),
                               [f for s in written.files.values() for f in s] + audio)
-        return ExportResult(to, reads, written, recovered)
+        return ExportResult(to, reads, written, recovered, kept)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -12,9 +12,11 @@ A line's ``id`` and ``speaker_id`` are corpus ids (``services.records.corpus_id`
 ``<name>@<shard>``): two shards may hold the same member keys. An id is refused when it repeats
 in its shard or names another shard than the one it is read from, so no id is written twice in
 the whole export (each shard's ids are distinct and carry that shard), with memory per shard
-only. A staged line is ``<file node>\\t<path set>\\t<language>\\t<seconds>\\t<speaker>\\t<id>\\t
-<JSON line>`` (JSON escapes tabs; the speaker is the corpus speaker, else the label within the
-file, else empty), so the writer routes and caps lines without parsing them again.
+only. A staged line is two JSON values: the routing head ``[<file node>, <path set>,
+<language>, <seconds>, <speaker>, <id>]`` then the export line itself (the speaker is the corpus
+speaker, else the label within the file, else empty). Where the head ends is the JSON parser's
+answer, never a separator's: no key, label or text can move a field or start a line of its own,
+and the writer routes and caps lines without parsing the export line again.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ def _token_lines(path: Path, read: ShardRead,
                              **extra), source
 
 
-def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: int | None,
+def _sidecar_lines(path: Path, tar_key: str, read: ShardRead, max_member_bytes: int | None,
                    languages: dict[str, str | None]) -> Iterator[tuple[ExportLine, str]]:
     for item in iter_keys(path, max_member_bytes):
         if item.key is None or item.error is not None or "json" not in item.files:
@@ -177,7 +179,7 @@ def _sidecar_lines(path: Path, tar_url: str, read: ShardRead, max_member_bytes: 
                          language=meta.language or languages.get(local_name(item.key),
                                                                  languages.get(source)),
                          speaker_id=_speaker(meta.speaker_id, read.shard_id), quality=quality,
-                         audio_tar=tar_url, audio_member=item.name,
+                         audio_tar=tar_key, audio_member=item.name,
                          **TextForms.of(meta).fields()), source
 
 
@@ -204,13 +206,13 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
     _done_info(read, ledger, PIPELINE.chain(PIPELINE.names[0], stage))
     languages = _languages(store, settings, shard_id)
     rows = (_token_lines(local, read, languages) if tokens else
-            _sidecar_lines(local, store.child_url(key), read, settings.max_member_bytes,
+            _sidecar_lines(local, key, read, settings.max_member_bytes,
                            languages))
     first: dict[str, dict[str, int]] = defaultdict(dict)
     read.dedup_applied = policy.dedup is not None
     ids: set[str] = set()
     try:
-        with open(read.staged, "w", encoding="utf-8") as out:
+        with open(read.staged, "w", encoding="utf-8", newline="\n") as out:
             for line, source in rows:
                 seconds = float(line.duration_seconds)
                 why = seconds_problem(seconds, settings.max_member_seconds)
@@ -235,15 +237,15 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                     read.edges.add((node, speaker_node(line.speaker_id)))
                 if line.corpus_speaker_id:
                     read.edges.add((node, corpus_speaker_node(line.corpus_speaker_id)))
-                body = line.to_json()
+                body = one_line(line.to_json())
                 ps = _pathset(read, _shallow(line))
                 if len(first[ps]) < FIRST_PER_PATHSET:
                     first[ps].setdefault(node, read.lines)
                 if not read.nodes or read.nodes[-1] != node:
                     read.nodes.append(node)
                 speaker = line.corpus_speaker_id or line.speaker_id or ""
-                out.write(f"{node}\t{ps}\t{line.language or 'unknown'}\t{seconds}\t"
-                          f"{_tabless(speaker)}\t{_tabless(line.id)}\t{body}\n")
+                out.write(stage_line(Staged(node, ps, line.language or "unknown", seconds,
+                                            speaker, line.id, body + "\n")))
                 read.lines += 1
                 read.seconds += seconds
                 read.spoken_by[line.text_spoken_by or ""] += 1
@@ -267,14 +269,33 @@ class Staged:
     body: str  # the JSON line, its newline included
 
 
+_HEAD = json.JSONDecoder()
+# line breaks to str.splitlines and to JavaScript that JSON may leave raw inside a string
+_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def one_line(body: str) -> str:
+    """A JSON line that every reader splits where JSON lines end: the line breaks JSON allows
+    raw in a string written as escapes (the same string once parsed)."""
+    for c, esc in _BREAKS.items():
+        if c in body:
+            body = body.replace(c, esc)
+    return body
+
+
+def stage_line(st: Staged) -> str:
+    """``st`` as one staged line: its head as a JSON array, then its JSON line."""
+    if "\n" in st.body[:-1] or not st.body.endswith("\n"):
+        raise ValueError("a staged body is one JSON line")  # to_json never writes a newline
+    head = json.dumps([st.node, st.pathset, st.language, st.seconds, st.speaker, st.id],
+                      ensure_ascii=True)
+    return head + st.body
+
+
 def staged(raw: str) -> Staged:
-    node, ps, language, seconds, speaker, line_id, body = raw.split("\t", 6)
-    return Staged(node, ps, language, float(seconds), speaker, line_id, body)
-
-
-def _tabless(text: str) -> str:
-    """A field of the staged line: an id or label holding a tab or newline keeps its place."""
-    return text.replace("\t", " ").replace("\n", " ")
+    head, end = _HEAD.raw_decode(raw)
+    node, ps, language, seconds, speaker, line_id = head
+    return Staged(node, ps, language, float(seconds), speaker, line_id, raw[end:])
 
 
 def _shallow(line: ExportLine) -> dict[str, Any]:
@@ -287,6 +308,6 @@ def _shallow(line: ExportLine) -> dict[str, Any]:
 
 def _pathset(read: ShardRead, data: dict[str, Any]) -> str:
     paths = tuple(sorted(leaf_paths(data)))
-    ps = hashlib.sha256("\n".join(paths).encode()).hexdigest()[:16]
+    ps = hashlib.sha256(json.dumps(paths).encode()).hexdigest()[:16]
     read.pathsets.setdefault(ps, paths)
     return ps

@@ -188,7 +188,7 @@ def write_parts(reads: list[ShardRead], root: Path, plan: SplitPlan,
     parts = {s: Parts(root, s, max_bytes, written) for s in SPLITS}
     try:
         for k, i in sorted(witnesses):
-            with open(reads[k].staged, encoding="utf-8") as f:
+            with open(reads[k].staged, encoding="utf-8", newline="\n") as f:
                 for n, raw in enumerate(f):
                     if n == i:
                         _route(raw, parts, written, side_of.__getitem__, groups)  # train
@@ -196,7 +196,7 @@ def write_parts(reads: list[ShardRead], root: Path, plan: SplitPlan,
         for k, r in enumerate(reads):
             if r.error is not None:
                 continue
-            with open(r.staged, encoding="utf-8") as f:
+            with open(r.staged, encoding="utf-8", newline="\n") as f:
                 for n, raw in enumerate(f):
                     if (k, n) not in witnesses and (k, n) not in written.capped.dropped:
                         _route(raw, parts, written, side_of.__getitem__, groups)

@@ -44,12 +44,14 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
 
             url = PipelineSettings().broker_url.get_secret_value()
         backlog = redis_backlog(url)
+    from common.display import visible
+
     try:
         client: SkyClient = SkyCliClient(sky_path)
     except RuntimeError as e:
         if not dry_run:
             raise click.ClickException(str(e)) from e
-        click.echo(f"warning: {e}; dry run against an empty job list", err=True)
+        click.echo(visible(f"warning: {e}; dry run against an empty job list"), err=True)
         client = _NoJobs()
     f = Fleet(cfg, client, backlog)
 
@@ -62,8 +64,8 @@ def fleet(config_path: str, dry_run: bool, once: bool, sky_path: str | None, sug
             click.echo(f"  {'would cancel' if dry_run else 'cancelled'} job {job_id} ({target})")
         for target, n in rep.capped.items():
             click.echo(f"  {target}: {n} launches held: provider caps reached")
-        for err in rep.errors:
-            click.echo(f"  error: {err}", err=True)
+        for err in rep.errors:  # sky's own text: colour codes and all, shown not obeyed
+            click.echo(visible(f"  error: {err}"), err=True)
 
     f.run(cycles=1 if (once or dry_run) else None, dry_run=dry_run, on_cycle=show)
 

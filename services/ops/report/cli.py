@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from common.display import visible
 from common.redact import redact_text
 from services.ops.options import output_option
 from services.stages import PipelineSettings
@@ -46,13 +47,13 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
         from services.ops.costs import render_lines
 
         for line in render_lines(data.cost):
-            click.echo(line)
+            click.echo(visible(line))
         for step in data.corpus:
-            click.echo(f"  {step.line()}")
+            click.echo(visible(f"  {step.line()}"))
         from services.ops.report.dedup import text_lines
 
         for line in text_lines(data.dedup):
-            click.echo(line)
+            click.echo(visible(line))
     if target is not None:
         from services.ops.report.render import render_html
 

@@ -258,6 +258,7 @@ def _add_sidecars(data: ReportData, store: Store, settings: Settings, pool: Thre
         shard = shard_of_stem(posixpath.splitext(posixpath.basename(key))[0])
         for _seg, meta in metas:
             data.quality.add_sidecar(meta, _speaker(meta.speaker_id, shard))
+            data.trainers.add_line(meta, shard)
         if bad:
             data.unreadable.append(f"{key}: {bad} bad member(s)")
 

@@ -11,6 +11,7 @@ from collections import Counter
 from html import escape
 from typing import Any
 
+from common.display import visible
 from services.ops.report.charts import barh, chart, duration_unit, tidy_ticks
 from services.ops.report.collect import ReportData, segment_lengths
 from services.ops.report.quality import charts as quality_charts
@@ -127,7 +128,7 @@ def _table(headers: list[str], rows: list[list[object]], left: int = 1) -> str:
     def cell(tag: str, i: int, v: object) -> str:
         cls = ' class="l"' if i < left else ""
         text = f"{v:.3g}" if isinstance(v, float) else str(v)
-        return f"<{tag}{cls}>{escape(text)}</{tag}>"
+        return f"<{tag}{cls}>{escape(visible(text))}</{tag}>"
 
     head = "".join(cell("th", i, h) for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>"
@@ -190,7 +191,8 @@ def render_html(data: ReportData) -> str:
                     [[r["stage"], r["shard"], r["attempts"], r["dead_lettered"], r["reason"]]
                      for r in data.failed], left=2) if data.failed else "<p>none</p>"
     unreadable = ("<h2 class=bad>Unreadable outputs</h2><ul>" + "".join(
-        f"<li>{escape(u)}</li>" for u in data.unreadable) + "</ul>") if data.unreadable else ""
+        f"<li>{escape(visible(u))}</li>" for u in data.unreadable)
+                  + "</ul>") if data.unreadable else ""
     from services.ops.report.dedup import html_section
 
     # each corpus step's progress line; dedup's own figures follow its line

@@ -1,6 +1,8 @@
 """What trainers select on, across a run (docs/quality.md): speakers per source file, segments
-per speaker, and the pitch and speaking-rate distributions, from the tokens JSONL (kept
-segments carry ``speaker_id`` and ``quality``)."""
+per speaker, and the pitch and speaking-rate distributions, from whatever stage has the fields:
+the tokens JSONL (kept segments carry ``speaker_id`` and ``quality``) and, for a shard without
+tokens (tokenize not run, or no codec weights: the README's quick start), the enhanced
+sidecars, where enhance wrote the same fields."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.ops.report.charts import chart
-from services.records import TokenLine, corpus_id, local_name, shard_of
+from services.records import Sidecar, TokenLine, corpus_id, local_name, shard_of
 
 
 @dataclass
@@ -20,8 +22,9 @@ class TrainerData:
     rates: dict[str, list[float]] = field(default_factory=dict)  # unit -> speaking rates
     min_word_probability: list[float] = field(default_factory=list)
 
-    def add_line(self, row: TokenLine, shard: int | None = None) -> None:
-        """``shard``: the row's (its speaker label names a voice within it)."""
+    def add_line(self, row: TokenLine | Sidecar, shard: int | None = None) -> None:
+        """A tokens line, or the sidecar of a segment with no tokens line; ``shard``: the
+        row's (its speaker label names a voice within it)."""
         if row.speaker_id:
             label = row.speaker_id if shard is None else corpus_id(row.speaker_id, shard)
             self.segments_per_speaker[label] += 1

@@ -104,11 +104,20 @@ def collect(settings: Settings, ids: range | None = None, top: int = 5) -> dict[
 
 
 def render(data: dict[str, Any]) -> None:
+    """Every value from the run (a URL, a reason, a host) goes through ``common.display``:
+    escaped inside markup, its control characters shown, never obeyed."""
     from rich.console import Console
     from rich.table import Table
 
-    con = Console(width=max(Console().width, 110))
-    title = f"onsei status: {data['output']}"
+    from common.display import markup as m
+    from common.display import visible
+
+    con = Console(width=max(Console().width, 110), emoji=False, highlight=False)
+
+    def plain(line: str) -> None:
+        con.print(visible(line), markup=False)
+
+    title = f"onsei status: {m(data['output'])}"
     if data["range"]:
         title += f"  range {data['range'][0]}-{data['range'][1]}"
     t = Table(title=title)
@@ -118,7 +127,7 @@ def render(data: dict[str, Any]) -> None:
         t.add_column(col, justify="right" if col != "stage" else "left")
     na = "?"
     for stage, s in data["stages"].items():
-        t.add_row(stage, str(s["done"]), na if s["queued"] is None else str(s["queued"]),
+        t.add_row(m(stage), str(s["done"]), na if s["queued"] is None else str(s["queued"]),
                   na if s["reserved"] is None else str(s["reserved"]),
                   na if s["running"] is None else str(s["running"]), str(s["failed"]),
                   str(s["dead_lettered"]), f"{s['audio_hours_in']:.2f}",
@@ -128,35 +137,35 @@ def render(data: dict[str, Any]) -> None:
     from services.ops.costs import render_lines
 
     for line in render_lines(data["cost"]):
-        con.print(line, highlight=False, markup=False)
+        plain(line)
     from services.ops.corpus import StepProgress
     from services.ops.status.dedup import render_line
 
     for name, step in data.get("corpus", {}).items():  # a step with its own line shows that
-        line = render_line(data[name]) if name == "dedup" and name in data else \
-            StepProgress(**{k: v for k, v in step.items() if k != "behind"}).line()
-        con.print(line, highlight=False, markup=False)
+        plain(render_line(data[name]) if name == "dedup" and name in data else
+              StepProgress(**{k: v for k, v in step.items() if k != "behind"}).line())
     if not data["redis"]:
         con.print("[yellow]Redis unreachable: queued/running unknown; done and failed are from "
                   "the ledger alone.[/]")
     elif data.get("redis_empty"):
-        con.print("Redis holds no queued or running work (idle, or flushed: run "
-                  "`enqueue-shards` over the range to re-enqueue what the ledger lacks).")
+        plain("Redis holds no queued or running work (idle, or flushed: run "
+              "`enqueue-shards` over the range to re-enqueue what the ledger lacks).")
     for stage, s in data["stages"].items():
         for c in s.get("corrupt", []):  # not done: the next enqueue-shards redoes the shard
             what = f"shard {c['shard_id']}" if "shard_id" in c else c["key"]
-            con.print(f"[red]{stage} {what}: corrupt record, not counted[/] ({c['why']})",
-                      highlight=False)
+            con.print(f"[red]{m(stage)} {m(what)}: corrupt record, not counted[/] "
+                      f"({m(c['why'])})")
         for f in s["failures"]:
             dead = "dead-lettered" if f["dead_lettered"] else f"attempt {f['attempts']}"
-            con.print(f"[red]{stage} shard {f['shard_id']}[/] ({dead}): {f['reason']}")
+            con.print(f"[red]{m(stage)} shard {m(f['shard_id'])}[/] ({m(dead)}): "
+                      f"{m(f['reason'])}")
         if s["slowest"]:
             slow = ", ".join(f"{x['shard_id']} ({x['wall_seconds']}s)" for x in s["slowest"])
-            con.print(f"{stage} slowest: {slow}")
+            plain(f"{stage} slowest: {slow}")
     for stage, s in data["stages"].items():  # workers stopped for their node's fault
         for x in s.get("sick", []):
-            con.print(f"[red]{stage} worker {x['node']} stopped {x['seconds'] / 60:.0f} min ago"
-                      f"[/]: {x['reason']}", highlight=False)
+            con.print(f"[red]{m(stage)} worker {m(x['node'])} stopped "
+                      f"{x['seconds'] / 60:.0f} min ago[/]: {m(x['reason'])}")
 
 
 @click.command()

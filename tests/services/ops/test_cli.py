@@ -63,3 +63,36 @@ def test_help_from_the_built_wheel(tmp_path) -> None:
     res = _run([sys.executable, "-m", "services.ops.cli", "--help"], cwd, PYTHONPATH=site)
     assert res.returncode == 0 and "\n  status " in res.stdout, res.stdout + res.stderr
     assert "\n  bench " not in res.stdout
+
+
+_EVERY_H = """
+import click
+from click.testing import CliRunner
+from services.ops.cli import cli
+
+def paths(group, ctx, prefix):
+    yield prefix
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if isinstance(cmd, click.Group):
+            yield from paths(cmd, click.Context(cmd, parent=ctx, info_name=name), [*prefix, name])
+        elif cmd is not None:
+            yield [*prefix, name]
+
+seen = list(paths(cli, click.Context(cli, info_name="onsei"), []))
+assert ["status"] in seen and ["export"] in seen and len(seen) > 12, seen
+for path in seen:
+    res = CliRunner().invoke(cli, [*path, "-h"])
+    assert res.exit_code == 0 and "Usage:" in res.output, (path, res.output)
+print(len(seen), "ok")
+"""
+
+
+def test_dash_h_is_help_everywhere(tmp_path) -> None:
+    """``onsei -h``, ``onsei status -h`` and every (sub)command's ``-h``: its help, exit 0. In a
+    fresh interpreter, as a user's shell runs it: click caches a command's help option the first
+    time it builds it, and another test may have invoked a subcommand on its own before."""
+    res = _run([sys.executable, "-c", _EVERY_H], REPO, PYTHONPATH=str(REPO))
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout + res.stderr
+    res = _run([str(BIN / "onsei"), "status", "-h"], tmp_path, PYTHONPATH=str(REPO))
+    assert res.returncode == 0 and "Usage: onsei status" in res.stdout, res.stdout + res.stderr

@@ -60,3 +60,40 @@ def test_an_empty_run_still_renders(make_settings) -> None:
     data = collect(s.output_url, s)
     assert to_json(data)["trainers"]["speakers"] == 0
     assert 'id="chart-speakers_per_file"' in render_html(data)
+
+
+def test_the_quick_start_charts_from_the_sidecars(make_settings, tmp_path, monkeypatch) -> None:
+    """No tokens (the README's quick start has no codec weights): `onsei report` reads the
+    speakers, pitch and speaking rate that enhance wrote in its sidecars, never "no data"."""
+    from click.testing import CliRunner
+
+    from common.shards.tar import ShardWriter
+    from services.ops.cli import cli
+    from services.ops.report.charts import chart
+    from services.records import Sidecar
+    from services.stages import PIPELINE
+
+    s = make_settings()
+    path = tmp_path / "e.tar"
+    with ShardWriter(path) as w:
+        for i, row in enumerate(_line(i, sid, p, r) for i, (sid, p, r) in enumerate(
+                [("a#s0", 110.0, 14.0), ("a#s1", 210.0, 12.0), ("b#s0", 180.0, 13.0)])):
+            meta = Sidecar.from_dict({k: v for k, v in row.items() if k not in ("id", "codes")})
+            w.write(f"{row['id'][:-5]}{i}_0000", {"flac": b"not decoded",
+                                                   "json": meta.to_json().encode()})
+    open_store(s.output_url, s).put_file(path, PIPELINE.output_key("enhance", s, 0))
+    monkeypatch.setenv("ONSEI_OUTPUT_URL", s.output_url)
+    monkeypatch.setenv("ONSEI_SCRATCH_DIR", s.scratch_dir)
+    html = tmp_path / "report.html"
+    res = CliRunner().invoke(cli, ["report", "--json", "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    t = json.loads(res.stdout)["trainers"]
+    assert t["speakers"] == 3 and t["files_labelled"] == 2 and t["median_pitch_hz"] == 180.0
+    assert t["median_speaking_rate"] == {"chars/s": 13.0}
+    pngs = dict(re.findall(r'<img id="chart-(\w+)"[^>]*src="data:image/png;base64,([^"]+)"',
+                           html.read_text()))
+    titles = {"speakers_per_file": "Speakers per source file",
+              "segments_per_speaker": "Segments per speaker",
+              "pitch": "Pitch (mean f0 per segment)", "speaking_rate": "Speaking rate"}
+    for cid, title in titles.items():
+        assert pngs[cid] != chart(title, None), cid  # the "no data" face of that chart
