@@ -31,6 +31,8 @@ from services.ops.export.publish import (
 )
 from services.ops.export.source import ShardRead, read_shard
 from services.ops.export.write import PART_BYTES, SplitPlan, Written, write_parts
+from services.ops.provenance.card import section as provenance_section
+from services.ops.provenance.screen import Screen, ScreenError, ScreenOptions
 from services.records import RecordError
 from services.speakers.result import SUMMARY_KEY as SPEAKERS_SUMMARY
 from services.speakers.result import SpeakersReader
@@ -48,12 +50,14 @@ class ExportResult:
     reads: list[ShardRead]
     written: Written
     recovered: list[str]  # what a killed export had left beside --to, and what became of it
+    screen: Screen | None = None  # what the provenance screen decided (services/ops/provenance)
 
 
 def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
            tokens: bool = True, plan: SplitPlan | None = None, workers: int = 8,
            part_bytes: int = PART_BYTES, with_audio: bool = False,
-           shard_segments: int = SHARD_SEGMENTS) -> ExportResult:
+           shard_segments: int = SHARD_SEGMENTS,
+           screening: ScreenOptions | None = None) -> ExportResult:
     plan = plan or SplitPlan()
     why = plan.problem()
     if why is not None:
@@ -91,11 +95,19 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
     policy = FilterPolicy.from_settings(settings)
     work = Path(tempfile.mkdtemp(prefix="onsei-export-", dir=_mkdir(settings.scratch_dir)))
     try:
+        # provenance, licence policy, takedowns, test sets (services/ops/provenance)
+        try:
+            screen = Screen.open(settings, store, shards, dedup, labels,
+                                 screening or ScreenOptions.parse(settings.export_licences),
+                                 work)
+        except ScreenError as e:
+            raise ExportError(str(e)) from None
         with staging(dest, settings.scratch_dir, new_marker()) as built, \
                 ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             reads = list(pool.map(
-                lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
-                                     tokens, work, labels[i]), shards))
+                lambda i: read_shard(i, store, ledger, settings,
+                                     screen.policy(policy.for_shard(dedup, i), i),
+                                     tokens, work, labels[i], screen.decorate(i)), shards))
             written = write_parts(reads, built, plan, part_bytes)
             try:
                 audio = (write_audio(built, written, store, settings, work, shard_segments)
@@ -108,13 +120,15 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
                             policy=described,
                             dedup=None if dedup is None else dedup.summary.to_dict(),
                             reads=reads, written=written)
-            (built / CARD).write_text(render(card), encoding="utf-8")
+            (built / CARD).write_text(render(card) + provenance_section(
+                screen, built, [f for s in written.files.values() for f in s], reads),
+                encoding="utf-8")
             if dest is not None:
                 publish_local(built, dest)
             else:
                 publish_store(built, open_store(to, settings),
                               [f for s in written.files.values() for f in s] + audio)
-        return ExportResult(to, reads, written, recovered)
+        return ExportResult(to, reads, written, recovered, screen)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
