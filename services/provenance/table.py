@@ -1,4 +1,4 @@
-"""A shard's provenance table: ``asr/<stem>.provenance.jsonl`` (asr's side output), one line
+"""A shard's provenance table: ``provenance/<stem>.jsonl`` (asr's side output), one line
 per input key whose ``.json`` member the raw shard holds: ``{"key", "source", "licence",
 "owner", "date", "licence_ok"}``. Written once, by asr, from the raw shard; every later record
 refers to it by what it already carries (a segment's id names its key, its corpus id its
@@ -19,7 +19,6 @@ from common.record import RecordError
 from common.shards.tar import split_member_name
 from services.provenance.record import Provenance
 
-SUFFIX = ".provenance.jsonl"
 MAX_JSON_BYTES = 1 << 20  # a sidecar larger than this is not read (its key stays unknown)
 
 

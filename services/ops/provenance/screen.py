@@ -156,7 +156,7 @@ class Screen:
         local = self.workdir / f"{shard}.scrub.parquet"
         try:
             self.store.get_file(key, local)
-            table = read_signatures(local, ["id", "text", "fp"])
+            table = read_signatures(local, ["id", "text", "language", "fp"])
             found = self.scrub.match(table)
         except (NotFound, SignatureError) as e:
             with self._lock:

@@ -47,8 +47,8 @@ def _halves(fp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return f >> 16, (f & 0xFFFF) | 0x10000
 
 
-def _grams(text: str) -> list[str]:
-    words = normalise(text).split()
+def _grams(text: str, language: str | None = None) -> list[str]:
+    words = normalise(text, language).split()
     return [" ".join(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1)]
 
 
@@ -137,10 +137,13 @@ class ScrubIndex:
                 return self.names[u]
         return None
 
-    def by_text(self, text: str | None) -> str | None:
+    def by_text(self, text: str | None, language: str | None = None) -> str | None:
+        """The test set one of whose n-grams ``text`` holds: as written, and with its numbers
+        spelled out in its ``language`` (a test transcript may hold either form)."""
         if not text or not self.grams:
             return None
-        for g in _grams(text):
+        forms = dict.fromkeys([None, language])
+        for g in (g for lang in forms for g in _grams(text, lang)):
             got = self.grams.get(_gram_key(g))
             if got is not None:
                 return got
@@ -148,17 +151,18 @@ class ScrubIndex:
 
     def match(self, table: Any) -> dict[str, tuple[str, str]]:
         """Segment id (within its shard) -> (test set, ``audio`` or ``text``) for the rows of
-        a signature table (``id``, ``text``, ``fp``) that a test set holds."""
+        a signature table (``id``, ``text``, ``language``, ``fp``) that a test set holds."""
         out: dict[str, tuple[str, str]] = {}
         ids = table.column("id").to_pylist()
         texts = table.column("text").to_pylist()
+        languages = table.column("language").to_pylist()
         fps = table.column("fp").to_pylist()
-        for i, text, raw in zip(ids, texts, fps, strict=True):
+        for i, text, lang, raw in zip(ids, texts, languages, fps, strict=True):
             got = self.by_audio(np.frombuffer(raw or b"", "<u4"))
             if got is not None:
                 out[i] = (got, "audio")
                 continue
-            got = self.by_text(text)
+            got = self.by_text(text, lang)
             if got is not None:
                 out[i] = (got, "text")
         return out

@@ -111,7 +111,7 @@ def test_provenance_licences_takedowns_and_test_sets(make_settings, tmp_path: Pa
     assert all(not x.error for x in Runner(s, ["asr", "enhance"]).run(range(1)))
     store = open_store(s.output_url, s)
     table = {json.loads(x)["key"]: json.loads(x) for x in
-             store.read_bytes("asr/shard-000000.provenance.jsonl").splitlines()}
+             store.read_bytes("provenance/shard-000000.jsonl").splitlines()}
     assert table["a"]["licence"] == "CC-BY-4.0" and table["a"]["owner"] == "Alice"
     assert table["a_copy"]["source"] == "https://mirror.example/a"
     assert table["c"]["licence"] == FLAGGED and table["c"]["licence_ok"] is False
