@@ -33,7 +33,8 @@ def needs_attribution(licence: str) -> bool:
 
 
 def _field(raw: str, name: str) -> object:
-    at = raw.find(f'"{name}":')
+    # from the end: these keys follow the codes (thousands of numbers) in a line
+    at = raw.rfind(f'"{name}":')
     if at < 0:
         return None
     try:

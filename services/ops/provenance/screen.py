@@ -91,7 +91,6 @@ class Screen:
     def open(cls, settings: Settings, store: Store, shards: list[int],
              dedup: DedupResult | None, labels: Mapping[int, Mapping[str, Label] | None],
              options: ScreenOptions, workdir: Path) -> Screen:
-        import duckdb
 
         requests, bad = load_all(store)
         if bad:
@@ -103,14 +102,18 @@ class Screen:
             raise ScreenError("--exclude-test-sets: no audio file in "
                               + ", ".join(str(p) for p in options.test_sets))
         corpus = Corpus.load(store, settings, shards, dedup, labels)
-        con = duckdb.connect()
-        try:
-            prov, seg = corpus.tables()
-            con.register("prov_in", prov)
-            con.register("seg_in", seg)
-            resolution = resolve(con, requests, "prov_in", "seg_in")
-        finally:
-            con.close()
+        resolution = Resolution()
+        if requests:  # DuckDB and Arrow only when there is something to resolve
+            import duckdb
+
+            con = duckdb.connect()
+            try:
+                prov, seg = corpus.tables()
+                con.register("prov_in", prov)
+                con.register("seg_in", seg)
+                resolution = resolve(con, requests, "prov_in", "seg_in")
+            finally:
+                con.close()
         return cls(options, corpus, requests, resolution, scrub, store, settings, workdir)
 
     # --- the hooks --------------------------------------------------------------------------
