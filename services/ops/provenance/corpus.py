@@ -18,6 +18,9 @@ from services.records import local_name, shard_of
 from services.speakers.result import Label
 
 
+NOTHING = Provenance()  # a key without metadata (records are frozen: one instance serves all)
+
+
 def provenance_key(settings: Settings, shard_id: int) -> str:
     from services.pipeline import PIPELINE  # loads asr's spec only
 
@@ -56,7 +59,8 @@ class Corpus:
 
     def of(self, shard: int, key: str) -> Provenance:
         table = self.provenance.get(shard)
-        return (table or {}).get(key) or Provenance()
+        got = table.get(key) if table else None
+        return NOTHING if got is None else got
 
     def _speaker(self, cid: str) -> str | None:
         shard = shard_of(cid)

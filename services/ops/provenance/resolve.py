@@ -47,10 +47,17 @@ class Resolution:
     ids: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # by cluster
     sources: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
+    @property
+    def empty(self) -> bool:
+        return not (self.keys or self.any_shard_keys or self.speakers or self.ids
+                    or self.sources)
+
     def covering(self, cid: str, shard: int, key: str, speaker: str | None,
                  source: str | None = None) -> list[str]:
         """The requests that cover one segment (its corpus id, shard, input key, speaker,
         and, for a published line, its source)."""
+        if self.empty:
+            return []
         out = (self.keys.get((shard, key), set()) | self.any_shard_keys.get(key, set())
                | self.ids.get(cid, set()))
         if speaker:

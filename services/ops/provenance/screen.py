@@ -134,17 +134,20 @@ class Screen:
     # --- the decisions ----------------------------------------------------------------------
     def reasons_for(self, shard: int, segment: str) -> list[str]:
         local = local_name(segment)
-        key = source_key(local)
-        prov = self.corpus.of(shard, key)
         out = []
         allowed = self.options.licences
-        if allowed is not None and prov.licence not in allowed:
-            out.append(f"{LICENCE}{prov.licence}")
-        label = (self.corpus.labels.get(shard) or {}).get(local)
-        for req in self.resolution.covering(corpus_id(local, shard), shard, key,
-                                            label[0] if label else None, prov.source):
-            out.append(f"{TAKEDOWN}{req}")
-        hit = self.matches.get(shard, {}).get(local)
+        if allowed is not None:
+            licence = self.corpus.of(shard, source_key(local)).licence
+            if licence not in allowed:
+                out.append(f"{LICENCE}{licence}")
+        if not self.resolution.empty:
+            key = source_key(local)
+            label = (self.corpus.labels.get(shard) or {}).get(local)
+            for req in self.resolution.covering(corpus_id(local, shard), shard, key,
+                                                label[0] if label else None,
+                                                self.corpus.of(shard, key).source):
+                out.append(f"{TAKEDOWN}{req}")
+        hit = self.matches.get(shard, {}).get(local) if self.matches else None
         if hit is not None:
             out.append(f"{TEST_SET}{hit[0]}")
             with self._lock:
