@@ -17,7 +17,6 @@ from services.provenance.table import parse_table
 from services.records import local_name, shard_of
 from services.speakers.result import Label
 
-
 NOTHING = Provenance()  # a key without metadata (records are frozen: one instance serves all)
 
 

@@ -56,5 +56,6 @@ def test_a_request_matching_nothing_is_recorded_with_a_warning(make_settings,
     assert got.exit_code == 0, got.output
     assert "matches nothing in the corpus now" in got.output
     (t,), bad = load_all(open_store(s.output_url, s))
+    assert bad == {}
     assert (t.kind, t.value, t.requested_by, t.reason, t.matched.keys) == (
         "source", "https://v/9", "me", "asked", 0)
