@@ -173,6 +173,13 @@ def _test_sets(screen: Screen, reads: list[ShardRead]) -> list[str]:
                      str(screen.how[(name, "audio")]), str(screen.how[(name, "text")])])
     out += md.table(["test set", "utterances", "segments removed", "hours removed",
                      "by audio", "by text"], rows)
+    odd = [f"{md.code(name)}: {screen.scrub.unreadable[name]} audio files not decoded (not "
+           "matched by audio)" for name in sorted(screen.scrub.unreadable)]
+    odd += [f"{md.code(name)}: {screen.scrub.without_text[name]} utterances without a "
+            "transcript found (matched by audio only)"
+            for name in sorted(screen.scrub.without_text)]
+    if odd:
+        out += ["", *(f"- {x}" for x in odd)]
     if screen.not_scrubbed:
         out += ["", f"Shards not scrubbed by audio or text (no signature file): "
                 f"{len(screen.not_scrubbed)}: "
