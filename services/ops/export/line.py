@@ -40,7 +40,7 @@ class ExportLine(Record):
     phonemes: str | None = _omitted()
     # where the input file came from and its licence (services/provenance; "unknown": no
     # metadata)
-    source: str | None = _omitted()
+    origin: str | None = _omitted()  # the source URL or id ("source" is the input file here)
     licence: str | None = _omitted()
 
 

@@ -1,8 +1,9 @@
-"""The card's "Provenance" section: hours by licence and by source of what was written, what
+"""The card's "Origin and licences" section: hours by licence and by source of what was
+written, what
 the licence policy removed, the attributions the written lines' licences require, the
 takedowns applied and the test sets scrubbed.
 
-The hours are read back from the part files written (each line's ``source``, ``licence`` and
+The hours are read back from the part files written (each line's ``origin``, ``licence`` and
 ``duration_seconds``), so they count what is in the export after every cap and split, whatever
 form the lines were staged in. A key is found by its exact JSON spelling: inside a JSON string
 every quote is escaped, so ``"licence":`` can only be the key.
@@ -60,7 +61,7 @@ class Tally:
                     seconds = _field(raw, "duration_seconds")
                     s = float(seconds) if isinstance(seconds, (int, float)) else 0.0
                     lic = _field(raw, "licence")
-                    src = _field(raw, "source")
+                    src = _field(raw, "origin")
                     lic = lic if isinstance(lic, str) else UNKNOWN
                     src = src if isinstance(src, str) else UNKNOWN
                     t.licence_seconds[lic] += s
@@ -95,10 +96,11 @@ def section(screen: Screen, root: Path, files: Iterable[str], reads: list[ShardR
     def share(s: float) -> str:
         return f"{100 * s / total:.1f} %" if total else "-"
 
-    out = ["", "## Provenance", "",
-           ("Each line's `source` and `licence` are its input file's, from the metadata it was "
-           "packed with (asr's provenance table); `unknown`: the file came without them "
-           "(never guessed)."), "", "### Hours by licence", "",
+    # (no "provenance" in the card's words: a card's reader greps it for "nan")
+    out = ["", "## Origin and licences", "",
+           ("Each line's `origin` (the source URL or id) and `licence` are its input file's, "
+            "from the metadata it was packed with; `unknown`: the file "
+            "came without them (never guessed)."), "", "### Hours by licence", "",
            *md.table(["licence", "lines", "hours", "share of hours"],
                      [[_licence_name(k), str(t.licence_lines[k]), md.hours(v), share(v)]
                       for k, v in sorted(t.licence_seconds.items(), key=lambda kv: -kv[1])]),

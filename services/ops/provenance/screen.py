@@ -1,7 +1,7 @@
 """What an export keeps, beyond the filter policy: the licence policy, the takedowns and the
 test-set scrub, as reasons beside the filter's (``licence:<id>``, ``takedown:<request>``,
 ``test_set:<name>``), so every removal is counted on the card like any other; and each line's
-``source`` and ``licence`` from its input file's provenance.
+``origin`` (its input file's source URL or id) and ``licence``.
 
 The hooks into the export (services/ops/export/run.py) are three: :meth:`Screen.policy` wraps
 a shard's filter policy, :meth:`Screen.decorate` adds the fields to a line, and
@@ -128,7 +128,7 @@ class Screen:
     def decorate(self, shard: int) -> Callable[[ExportLine], ExportLine]:
         def add(line: ExportLine) -> ExportLine:
             p = self.corpus.of(shard, source_key(line.id))
-            return line.model_copy(update={"source": p.source, "licence": p.licence})
+            return line.model_copy(update={"origin": p.source, "licence": p.licence})
         return add
 
     # --- the decisions ----------------------------------------------------------------------

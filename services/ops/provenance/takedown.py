@@ -89,7 +89,7 @@ def check_export(root: Path, res: Resolution) -> Iterator[Covered]:
                     if shard is None:
                         continue
                     reqs = res.covering(cid, shard, source_key(local_name(cid)),
-                                        line.get("corpus_speaker_id"), line.get("source"))
+                                        line.get("corpus_speaker_id"), line.get("origin"))
                     if reqs:
                         yield Covered(f"{split}/{part.name}:{n}", cid, reqs)
 

@@ -129,7 +129,7 @@ def test_provenance_licences_takedowns_and_test_sets(make_settings, tmp_path: Pa
     for line in first:
         by_key.setdefault(line["id"].rsplit("_", 1)[0], []).append(line)
     assert {"a", "a_copy"} & set(by_key) and "b" in by_key, sorted(by_key)
-    assert all(x["source"] == "unknown" and x["licence"] == "unknown" for x in by_key["d"])
+    assert all(x["origin"] == "unknown" and x["licence"] == "unknown" for x in by_key["d"])
     assert {x["licence"] for x in by_key["k"]} == {"CC0-1.0"}
 
     env = {"ONSEI_OUTPUT_URL": s.output_url, "ONSEI_SCRATCH_DIR": s.scratch_dir}
@@ -174,7 +174,7 @@ def test_provenance_licences_takedowns_and_test_sets(make_settings, tmp_path: Pa
         assert row[2] == f"{sum(x['duration_seconds'] for x in mine) / 3600:.3f}"
     assert sum(int(r[1]) for r in lic.values()) == len(lines)
     src = {r[0].strip("`"): int(r[2]) for r in _card_table(card, "Hours by source")}
-    assert src == {k: sum(1 for x in lines if x["source"] == k) for k in src}
+    assert src == {k: sum(1 for x in lines if x["origin"] == k) for k in src}
     assert sum(src.values()) == len(lines)
     policy = {r[0].split("`")[1]: int(r[1]) for r in _card_table(card, "Licence policy")}
     assert policy == {FLAGGED: len(by_key.get("c", [])), "unknown": len(by_key["d"])}

@@ -41,7 +41,7 @@ def test_lines_card_policy_and_takedown(make_settings, tmp_path: Path) -> None:
     lines = lines_of(to)["train"]
     by_id = {x["id"]: x for x in lines}
     assert by_id["000000_0000@000000"]["licence"] == "CC0-1.0"
-    assert by_id["000001_0001@000000"]["source"] == "https://v/000001"
+    assert by_id["000001_0001@000000"]["origin"] == "https://v/000001"
     assert by_id["001000_0000@000001"]["licence"] == "CC-BY-4.0"
     assert {x["id"].split("_")[0] for x in lines} == {"000000", "000001", "001000"}
     removed = {}
