@@ -1,7 +1,6 @@
 """The card's "Origin and licences" section: hours by licence and by source of what was
-written, what
-the licence policy removed, the attributions the written lines' licences require, the
-takedowns applied and the test sets scrubbed.
+written, what the licence policy removed, the attributions the written lines' licences require,
+the takedowns applied and the test sets scrubbed.
 
 The hours are read back from the part files written (each line's ``origin``, ``licence`` and
 ``duration_seconds``), so they count what is in the export after every cap and split, whatever
