@@ -27,11 +27,12 @@ KINDS: dict[str, Kind] = {"source": "source", "key": "key", "voice": "voice"}
 @click.option("--reason", default=None, help="why (the request's text, kept with it)")
 @click.option("--by", "by", default=None, help="who asked (default: user@host)")
 @click.option("--list", "list_", is_flag=True, help="list the requests on record")
-@click.option("--check", "check", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              default=None, help="list the lines of this published export a request covers")
+@click.option("--check", "check", default=None, metavar="EXPORT",
+              help="list the lines of this published export (folder or s3:// prefix) a "
+                   "request covers")
 def takedown(output_url: str | None, source: str | None, key: str | None, voice: Path | None,
              threshold: float | None, reason: str | None, by: str | None, list_: bool,
-             check: Path | None) -> None:
+             check: str | None) -> None:
     """Take a source, an input key or a voice out of every later export (append-only record
     under _ledger/takedown/; docs/provenance.md)."""
     from common.storage import open_store
@@ -54,9 +55,14 @@ def takedown(output_url: str | None, source: str | None, key: str | None, voice:
                 click.echo(t.to_json())
             return
         assert check is not None
+        from services.ops.export.publish import MARKER
+
+        export = open_store(check, settings)
+        if not export.exists(MARKER):
+            raise click.ClickException(f"--check {check}: not an onsei export (no {MARKER})")
         res = td.resolved(td.corpus_now(settings, store, open_ledger(settings, store)), requests)
         n = 0
-        for c in td.check_export(check, res):
+        for c in td.check_export(export, res):
             n += 1
             click.echo(f"{c.where}\t{c.id}\t{','.join(c.requests)}")
         click.echo(f"{n} lines of {check} covered by {len(requests)} takedown requests"

@@ -7,7 +7,6 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from common.ledger.store import Ledger
 from common.settings import Settings
@@ -74,24 +73,24 @@ class Covered:
     requests: list[str]
 
 
-def check_export(root: Path, res: Resolution) -> Iterator[Covered]:
-    """The lines of the export at ``root`` that a request covers, in file order."""
+def check_export(export: Store, res: Resolution) -> Iterator[Covered]:
+    """The lines of the export in ``export`` (a local folder or an s3:// prefix, as a store)
+    that a request covers, in file order."""
     for split in SPLITS:
-        for part in sorted((root / split).glob("*.jsonl")):
-            with open(part, encoding="utf-8") as f:
-                for n, raw in enumerate(f, 1):
-                    try:
-                        line = json.loads(raw)
-                    except ValueError:
-                        continue
-                    cid = str(line.get("id", ""))
-                    shard = shard_of(cid)
-                    if shard is None:
-                        continue
-                    reqs = res.covering(cid, shard, source_key(local_name(cid)),
-                                        line.get("corpus_speaker_id"), line.get("origin"))
-                    if reqs:
-                        yield Covered(f"{split}/{part.name}:{n}", cid, reqs)
+        for part in sorted(k for k in export.list(f"{split}/") if k.endswith(".jsonl")):
+            for n, raw in enumerate(export.read_bytes(part).splitlines(), 1):
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                cid = str(line.get("id", "")) if isinstance(line, dict) else ""
+                shard = shard_of(cid)
+                if shard is None:
+                    continue
+                reqs = res.covering(cid, shard, source_key(local_name(cid)),
+                                    line.get("corpus_speaker_id"), line.get("origin"))
+                if reqs:
+                    yield Covered(f"{part}:{n}", cid, reqs)
 
 
 def requests_on_record(store: Store) -> list[Takedown]:

@@ -65,3 +65,33 @@ def test_lines_card_policy_and_takedown(make_settings, tmp_path: Path) -> None:
     assert "`https://v/000001`: owner 000001, `CC-BY-4.0`" in attribution
     assert "000000" not in attribution  # CC0 asks for no credit
     assert json.loads(json.dumps(res.written.lines))["train"] == len(lines)
+
+
+def test_check_lists_the_published_lines_a_later_request_covers(make_settings,
+                                                                tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from services.ops.provenance.cli import takedown
+
+    s = make_settings(filter_min_ovrl=0.0)
+    store = open_store(s.output_url, s)
+    write_run(store, s, default_run())
+    store.write_bytes("provenance/shard-000001.jsonl", _table({"001002": "CC0-1.0"}))
+    to = tmp_path / "set"
+    export(s, s.output_url, str(to), plan=SplitPlan(validation_fraction=0.0))
+    env = {"ONSEI_OUTPUT_URL": s.output_url, "ONSEI_SCRATCH_DIR": s.scratch_dir}
+    run = CliRunner()
+    got = run.invoke(takedown, ["--check", str(to)], env=env)
+    assert got.exit_code == 0 and "0 lines" in got.output, got.output
+    assert run.invoke(takedown, ["--source", "https://v/001002", "--reason", "asked"],
+                      env=env).exit_code == 0
+    assert run.invoke(takedown, ["--key", "000004", "--reason", "asked"], env=env).exit_code == 0
+    got = run.invoke(takedown, ["--check", str(to)], env=env)
+    rows = [r.split("\t") for r in got.output.splitlines() if "\t" in r]
+    assert sorted(r[1] for r in rows) == sorted(
+        [f"001002_{i:04d}@000001" for i in range(3)]
+        + [f"000004_{i:04d}@{sh:06d}" for i in range(3) for sh in (0,)])
+    assert all(r[0].startswith("train/part-00000.jsonl:") for r in rows)
+    assert "6 lines" in got.output
+    got = run.invoke(takedown, ["--check", str(tmp_path)], env=env)
+    assert got.exit_code == 1 and "not an onsei export" in got.output
