@@ -78,17 +78,19 @@ def takedown(output_url: str | None, source: str | None, key: str | None, voice:
     kind, value = asked[0]
     speakers = None
     limit = None
+    embedding = None
     if kind == "voice":
-        from services.ops.provenance.voice import VoiceError, match
+        from services.ops.provenance.voice import VoiceError, embed, match
 
         limit = settings.speakers_link_threshold if threshold is None else threshold
         try:
-            speakers = match(settings, store, ledger, Path(str(value)), limit)
+            embedding = embed(Path(str(value)))
+            speakers = match(settings, store, ledger, embedding, limit)
         except VoiceError as e:
             raise click.ClickException(str(e)) from None
         value = Path(str(value)).name
     t, where = td.make_request(store, corpus, KINDS[kind], str(value), who, reason.strip(),
-                               speakers, limit)
+                               speakers, limit, embedding)
     m = t.matched
     click.echo(f"takedown {t.id} recorded: {where}")
     click.echo(f"matches now: {m.keys} input keys, {len(m.speakers)} corpus speakers"

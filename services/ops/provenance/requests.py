@@ -43,6 +43,9 @@ class Takedown(Record):
     requested_at: float
     threshold: float | None = omitted()  # voice: the cosine the sample's match needed
     speakers: list[str] = Field(default_factory=list)  # voice: the corpus speakers it covers
+    # voice: the sample's embedding (256 values), matched again at each export against the
+    # corpus speakers as they are then (a voice linked later as a new speaker is covered too)
+    embedding: list[float] | None = omitted()
     matched: Matched = Field(default_factory=Matched)
 
     @property

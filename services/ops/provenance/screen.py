@@ -102,6 +102,11 @@ class Screen:
             raise ScreenError("--exclude-test-sets: no audio file in "
                               + ", ".join(str(p) for p in options.test_sets))
         corpus = Corpus.load(store, settings, shards, dedup, labels)
+        if any(t.kind == "voice" and t.embedding for t in requests):
+            from services.ops.provenance.voice import rematch
+            from services.stages import open_ledger
+
+            requests = rematch(settings, store, open_ledger(settings, store), requests)
         resolution = Resolution()
         if requests:  # DuckDB and Arrow only when there is something to resolve
             import duckdb

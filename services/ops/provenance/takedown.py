@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from common.ledger.store import Ledger
 from common.settings import Settings
@@ -45,11 +46,14 @@ def resolved(corpus: Corpus, requests: list[Takedown]) -> Resolution:
 
 def make_request(store: Store, corpus: Corpus, kind: Kind, value: str, by: str, reason: str,
                  speakers: list[tuple[str, float]] | None = None,
-                 threshold: float | None = None) -> tuple[Takedown, str]:
+                 threshold: float | None = None,
+                 embedding: Any = None) -> tuple[Takedown, str]:
     """The request written to the ledger, with what it matches now; returns it and its key."""
     t = Takedown(id=new_id(), kind=kind, value=value, requested_by=by, reason=reason,
                  requested_at=time.time(), threshold=threshold,
-                 speakers=[s for s, _ in speakers or []])
+                 speakers=[s for s, _ in speakers or []],
+                 embedding=None if embedding is None else
+                 [round(float(v), 5) for v in embedding])
     res = resolved(corpus, [t])
     keys = res.keys_of(t.id) if kind != "key" else _keys_named(corpus, value)
     t = t.model_copy(update={"matched": Matched(

@@ -146,6 +146,8 @@ def test_provenance_licences_takedowns_and_test_sets(make_settings, tmp_path: Pa
     listed = [json.loads(x) for x in run.invoke(takedown, ["--list"], env=env).output.splitlines()]
     assert [t["kind"] for t in listed] == ["source", "voice"]
     assert listed[0]["requested_by"] == "legal@example" and listed[0]["matched"]["keys"] == 1
+    # the sample's embedding is kept: each export matches it against the speakers as they are
+    assert len(listed[1]["embedding"]) == 256 and listed[1]["threshold"] == 0.8
     got = run.invoke(takedown, ["--check", str(before)], env=env)
     covered = {row.split("\t")[1].rsplit("_", 1)[0] for row in got.output.splitlines()
                if "\t" in row}
