@@ -25,6 +25,7 @@ from services.ops.provenance.corpus import Corpus, source_key
 from services.ops.provenance.requests import Takedown, load_all
 from services.ops.provenance.resolve import Resolution, resolve
 from services.ops.provenance.scrub import ScrubIndex
+from services.ops.provenance.testsets import TestSetError
 from services.provenance.record import UNKNOWN, spdx
 from services.records import corpus_id, local_name
 from services.speakers.result import Label
@@ -97,7 +98,10 @@ class Screen:
             key, why = next(iter(bad.items()))
             raise ScreenError(f"takedown request {key} unreadable ({why}): fix or restore it "
                               "before exporting (a request is never skipped)")
-        scrub = ScrubIndex.build(list(options.test_sets)) if options.test_sets else None
+        try:
+            scrub = ScrubIndex.build(list(options.test_sets)) if options.test_sets else None
+        except (TestSetError, OSError) as e:
+            raise ScreenError(str(e)) from None
         if scrub is not None and not scrub.utterances:
             raise ScreenError("--exclude-test-sets: no audio file in "
                               + ", ".join(str(p) for p in options.test_sets))
