@@ -9,6 +9,7 @@ MODULES: list[str] = [
     "text",  # text_spoken, Japanese reading and accent, and their cost (docs/text.md)
     "segments",  # sentence punctuation kept, segments cut at sentence ends (docs/asr.md)
     "speakers",  # one speaker label across files and shards (docs/speakers.md)
+    "provenance",  # takedowns over a large index, the test-set scrub (docs/provenance.md)
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "memory",  # peak RSS of a long member over a short one (docs/operations.md)

@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     max_sidecar_bytes: int = Field(
         1024 * 1024, ge=1, le=1024**3, description="largest .json sidecar read")
 
+    # --- export ---------------------------------------------------------------------------------
+    export_licences: str = Field(
+        "", description="licences `onsei export` keeps, comma-separated SPDX ids (`unknown`: "
+                        "files without metadata); empty: every licence")
+
     # --- models ---------------------------------------------------------------------------------
     model_cache: str = Field(
         str(Path("~/.cache/onsei/models").expanduser()), description="weights looked up first"

@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 OURS = {"common", "services", "bench", "fixtures", "tests"}
 STAGE_EXTRAS = {"asr": ("asr", "asr-offline", "asr-separation"),
                 "enhance": ("enhance", "enhance-overlap"), "tokenize": ("tokenize",),
-                "report": ("report",), "dedup": ("dedup",), "speakers": ("speakers",)}
+                "report": ("report",), "dedup": ("dedup",), "speakers": ("speakers",),
+                "provenance": ("provenance",)}
 # Shared code that imports a stage's stack inside a function only those stages call: the import
 # must be declared by each of them.
 CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"),

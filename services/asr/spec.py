@@ -10,6 +10,8 @@ SPEC = StageSpec(
     stage_class="services.asr.stage:AsrStage",
     output_key=lambda s, i: f"asr/{s.shard_stem(i)}.jsonl",
     inputs=lambda s, i: {"shard": InputRef("input", s.shard_name(i))},
+    # each input key's source and licence from its metadata (services/provenance/table.py)
+    side_outputs=lambda s, i: {"provenance": f"provenance/{s.shard_stem(i)}.jsonl"},
     deploy=Deploy(extra="asr", image="nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04",
                   image_why="CTranslate2 4.x needs the CUDA 12 runtime + cuDNN 9 from the base "
                             "image.",

@@ -22,6 +22,7 @@ from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
 from services.asr.stats import AsrStats
+from services.provenance.table import write_table
 from services.records import AsrLine, LineStatus
 from services.text.forms import normaliser, with_forms
 
@@ -130,8 +131,11 @@ class AsrStage(Stage):
             os.fsync(f.fileno())
         for k in ("files", "ok", "dropped", "errors", "segments", "kept_segments"):
             counts.setdefault(k, 0)
+        prov = Path(workdir) / f"{self.settings.shard_stem(shard_id)}.provenance.jsonl"
+        write_table(inputs["shard"], prov, self.settings.max_sidecar_bytes)
         return StageResult(
-            outputs={SPEC.output_key(self.settings, shard_id): out},
+            outputs={SPEC.output_key(self.settings, shard_id): out,
+                     SPEC.side_output_key("provenance", self.settings, shard_id): prov},
             counts=dict(counts), audio_seconds_in=seconds_in, audio_seconds_out=seconds_out,
             extra=AsrStats(languages=dict(languages), decode_wait_seconds=round(decode_wait, 3),
                            text_seconds=round(text_seconds, 3)).to_dict(),

@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "deploy": "services.ops.deploy.cli:deploy",
 
     "export": "services.ops.export.cli:export",
+    "takedown": "services.ops.provenance.cli:takedown",
     "flower": "services.ops.flower:flower",
     "bench": "bench.__main__:bench",
 }

@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -98,6 +99,7 @@ class PackSummary:
     seconds: float = 0.0
     unknown_duration: int = 0
     shards: list[str] = field(default_factory=list)
+    with_metadata: int = 0  # files packed with provenance metadata (beside them or manifest)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
     skipped_examples: dict[str, list[str]] = field(default_factory=dict)
 
@@ -168,15 +170,22 @@ def plan_shards(files: list[AudioFile], shard_size: int) -> list[list[AudioFile]
     return shards
 
 
-def sidecar(f: AudioFile) -> bytes:
-    meta = {"source_path": f.rel, "source_bytes": f.size, "duration_seconds": f.seconds}
+def sidecar(f: AudioFile, provenance: dict[str, Any] | None = None) -> bytes:
+    meta: dict[str, Any] = {"source_path": f.rel, "source_bytes": f.size,
+                            "duration_seconds": f.seconds}
+    if provenance:  # as given: asr reads it (services/provenance/record.py)
+        meta["provenance"] = provenance
     return json.dumps(meta, ensure_ascii=False).encode()
 
 
 def pack(root: Path, output_url: str, settings: Settings, *, shard_size: int = 10**9,
-         start_id: int = 0, overwrite: bool = False, progress: bool = True) -> PackSummary:
-    """Pack ``root`` into shards ``start_id, start_id+1, ...`` under ``output_url``."""
+         start_id: int = 0, overwrite: bool = False, progress: bool = True,
+         manifest: dict[str, dict[str, Any]] | None = None) -> PackSummary:
+    """Pack ``root`` into shards ``start_id, start_id+1, ...`` under ``output_url``;
+    ``manifest``: metadata by relative path (services/provenance/metadata.py)."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from services.provenance.metadata import metadata_for
 
     summary = PackSummary()
     store = open_store(output_url, settings)
@@ -201,7 +210,9 @@ def pack(root: Path, output_url: str, settings: Settings, *, shard_size: int = 1
                 local = tmpdir / Path(name).name
                 with ShardWriter(local) as w:
                     for f in members:
-                        w.write_files(f.key, {f.ext: f.path, "json": sidecar(f)})
+                        meta = metadata_for(f.path, f.rel, manifest or {})
+                        summary.with_metadata += bool(meta)
+                        w.write_files(f.key, {f.ext: f.path, "json": sidecar(f, meta)})
                         bar.advance(t_pack, f.size)
                 store.put_file(local, name)
                 local.unlink()
@@ -230,6 +241,7 @@ def print_summary(summary: PackSummary, output_url: str) -> None:
         f" (+{summary.unknown_duration} files without a declared duration)"
         if summary.unknown_duration else ""))
     t.add_row("bytes", f"{summary.bytes / 1e6:,.1f} MB")
+    t.add_row("with provenance metadata", f"{summary.with_metadata:,} files")
     span = f"{summary.shards[0]} .. {summary.shards[-1]}" if summary.shards else "-"
     t.add_row("shards", markup(f"{len(summary.shards)} ({span})"))
     for reason, n in sorted(summary.skipped.items()):  # file names: text, never markup
@@ -248,17 +260,25 @@ def print_summary(summary: PackSummary, output_url: str) -> None:
               help="id of the first shard (to add to an existing set)")
 @click.option("--overwrite", is_flag=True, help="replace shards that already exist")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="per-file source/licence/owner/date: JSON lines or CSV with "
+              "a path column (docs/provenance.md)")
 def pack_audio(directory: Path, output_url: str, shard_size: str, start_id: int,
-               overwrite: bool, no_progress: bool) -> None:
+               overwrite: bool, no_progress: bool, manifest: Path | None) -> None:
     """Pack a folder tree of audio files into WebDataset input shards."""
     try:
         size = parse_size(shard_size)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--shard-size") from e
+    from services.provenance.metadata import ManifestError, load_manifest
     from services.stages import PipelineSettings
 
+    try:
+        rows = load_manifest(manifest) if manifest is not None else None
+    except (ManifestError, OSError, UnicodeDecodeError) as e:
+        raise click.BadParameter(str(e), param_hint="--manifest") from e
     summary = pack(directory, output_url, PipelineSettings(), shard_size=size, start_id=start_id,
-                   overwrite=overwrite, progress=not no_progress)
+                   overwrite=overwrite, progress=not no_progress, manifest=rows)
     print_summary(summary, output_url)
     if summary.files == 0:
         raise click.ClickException(f"no audio files found under {directory}")

@@ -118,6 +118,12 @@ class SpeakerLinker:
                 on_batch(self.progress, len(new))
         return self._write_summary(index, parts)
 
+    def published_index(self) -> SpeakerIndex:
+        """The corpus speakers as published (the parts a recorded shard names), for a reader
+        (a takedown by voice): nothing in the store is changed, only the local cache."""
+        done = self.ledger.done_ids(STAGE)
+        return self._open_index([k for k, p in self._parts().items() if set(p.shards) & done])
+
     def _parts(self) -> dict[str, PartInfo]:
         return {k: part_info(self.store, k, self.workdir / "parts")
                 for k in sorted(self.store.list(PARTS)) if k.endswith(".parquet")}

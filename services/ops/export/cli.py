@@ -29,10 +29,16 @@ from services.ops.options import output_option
               help="also WebDataset tars (FLAC + JSON per segment) under webdataset/<split>/")
 @click.option("--shard-size", "shard_size", default=1000, show_default=True, type=int,
               help="segments per WebDataset tar (--with-audio)")
+@click.option("--licences", default=None,
+              help="keep only these licences (SPDX ids, comma-separated; `unknown`: files "
+                   "without metadata); default ONSEI_EXPORT_LICENCES, else every licence")
+@click.option("--exclude-test-sets", "test_sets", multiple=True, type=click.Path(
+    exists=True, file_okay=False), help="folder of a test set (audio + transcripts): training "
+    "segments holding its audio or words are removed (repeatable; docs/provenance.md)")
 def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
            validation_fraction: float, test_fraction: float, max_hours_per_speaker: float | None,
            max_hours_per_source: float | None, seed: int, with_audio: bool,
-           shard_size: int) -> None:
+           shard_size: int, licences: str | None, test_sets: tuple[str, ...]) -> None:
     """Filtered, deduplicated JSONL (train/, validation/, test/) and a dataset card."""
     from services.ops.enqueue import parse_range
     from services.ops.export.caps import Caps
@@ -40,16 +46,23 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     from services.ops.export.run import ExportError
     from services.ops.export.run import export as run_export
     from services.ops.export.write import SplitPlan, group_warning
+    from services.ops.provenance.report import stderr_lines
+    from services.ops.provenance.screen import ScreenOptions
     from services.stages import PipelineSettings
 
     settings = PipelineSettings()
     ids = parse_range(range_, settings.max_range) if range_ else None
     plan = SplitPlan(seed, validation_fraction, test_fraction,
                      Caps(max_hours_per_speaker, max_hours_per_source))
+    screening = ScreenOptions.parse(settings.export_licences if licences is None else licences,
+                                    test_sets)
+    for odd in screening.unknown_licences():
+        click.echo(f"warning: --licences {odd}: not an SPDX id onsei knows; kept as given "
+                   "(matched exactly)", err=True)
     try:
         res = run_export(settings, output_url or settings.output_url, to, ids,
                          tokens=not no_tokens, with_audio=with_audio, shard_segments=shard_size,
-                         plan=plan)
+                         plan=plan, screening=screening)
     except (ExportError, ExportTargetError) as e:
         raise click.ClickException(str(e)) from None
     w = res.written
@@ -70,6 +83,8 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
     for cap, n in sorted(w.capped.segments.items()):
         click.echo(f"--{cap.replace('_', '-')}: {n} lines left out "
                    f"({w.capped.seconds[cap] / 3600:.3f} h)", err=True)
+    for line in stderr_lines(res.reads, res.screen):
+        click.echo(line, err=True)
     warning = group_warning(w, plan)
     if warning:
         click.echo(f"warning: {warning} (the card's Splits)", err=True)

@@ -38,6 +38,10 @@ class ExportLine(Record):
     reading: str | None = _omitted()
     accent: str | None = _omitted()
     phonemes: str | None = _omitted()
+    # where the input file came from and its licence (services/provenance; "unknown": no
+    # metadata)
+    origin: str | None = _omitted()  # the source URL or id ("source" is the input file here)
+    licence: str | None = _omitted()
 
 
 def leaf_paths(value: Any, prefix: str = "") -> set[str]:

@@ -32,6 +32,8 @@ from services.ops.export.publish import (
 )
 from services.ops.export.source import ShardRead, read_shard
 from services.ops.export.write import PART_BYTES, SplitPlan, Written, write_parts
+from services.ops.provenance.card import section as provenance_section
+from services.ops.provenance.screen import Screen, ScreenError, ScreenOptions
 from services.records import RecordError
 from services.speakers.result import SUMMARY_KEY as SPEAKERS_SUMMARY
 from services.speakers.result import SpeakersReader
@@ -50,12 +52,14 @@ class ExportResult:
     written: Written
     recovered: list[str]  # what a killed export had left beside --to, and what became of it
     kept: list[str] = field(default_factory=list)  # in --to, not the earlier export's: kept
+    screen: Screen | None = None  # what the provenance screen decided (services/ops/provenance)
 
 
 def export(settings: Settings, output_url: str, to: str, ids: range | None = None,
            tokens: bool = True, plan: SplitPlan | None = None, workers: int = 8,
            part_bytes: int = PART_BYTES, with_audio: bool = False,
-           shard_segments: int = SHARD_SEGMENTS) -> ExportResult:
+           shard_segments: int = SHARD_SEGMENTS,
+           screening: ScreenOptions | None = None) -> ExportResult:
     plan = plan or SplitPlan()
     why = plan.problem()
     if why is not None:
@@ -93,11 +97,19 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
     work = Path(tempfile.mkdtemp(prefix="onsei-export-", dir=_mkdir(settings.scratch_dir)))
     try:
         marker = new_marker()
+        # provenance, licence policy, takedowns, test sets (services/ops/provenance)
+        try:
+            screen = Screen.open(settings, store, shards, dedup, labels,
+                                 screening or ScreenOptions.parse(settings.export_licences),
+                                 work)
+        except ScreenError as e:
+            raise ExportError(str(e)) from None
         with staging(dest, settings.scratch_dir, marker) as built, \
                 ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             reads = list(pool.map(
-                lambda i: read_shard(i, store, ledger, settings, policy.for_shard(dedup, i),
-                                     tokens, work, labels[i]), shards))
+                lambda i: read_shard(i, store, ledger, settings,
+                                     screen.policy(policy.for_shard(dedup, i), i),
+                                     tokens, work, labels[i], screen.decorate(i)), shards))
             written = write_parts(reads, built, plan, part_bytes)
             try:
                 audio = (write_audio(built, written, store, settings, work, shard_segments)
@@ -110,7 +122,9 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
                             policy=described,
                             dedup=None if dedup is None else dedup.summary.to_dict(),
                             reads=reads, written=written, audio=audio)
-            (built / CARD).write_text(render(card), encoding="utf-8")
+            (built / CARD).write_text(render(card) + provenance_section(
+                screen, built, [f for s in written.files.values() for f in s], reads),
+                encoding="utf-8")
             seal(built, marker)
             kept: list[str] = []
             if dest is not None:
@@ -118,7 +132,7 @@ def export(settings: Settings, output_url: str, to: str, ids: range | None = Non
             else:
                 publish_store(built, open_store(to, settings),
                               [f for s in written.files.values() for f in s] + audio)
-        return ExportResult(to, reads, written, recovered, kept)
+        return ExportResult(to, reads, written, recovered, kept, screen)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,10 +190,12 @@ def _speaker(label: str | None, shard_id: int) -> str | None:
 
 def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                policy: FilterPolicy, tokens: bool, workdir: Path,
-               speakers: Mapping[str, Label] | None = None) -> ShardRead:
+               speakers: Mapping[str, Label] | None = None,
+               decorate: Callable[[ExportLine], ExportLine] | None = None) -> ShardRead:
     """Stage the kept lines of one shard under ``workdir``; a shard whose source cannot be
     read is left out with its reason (``error``), never half staged. ``speakers``: the
-    shard's corpus speaker labels by segment name (None: the result does not cover it)."""
+    shard's corpus speaker labels by segment name (None: the result does not cover it);
+    ``decorate``: adds fields to each line (its provenance: services/ops/provenance)."""
     read = ShardRead(shard_id, workdir / f"{shard_id}.staged")
     stage = "tokenize" if tokens else "enhance"
     key = PIPELINE.output_key(stage, settings, shard_id)
@@ -232,6 +234,8 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                 if reasons:
                     read.remove(reasons, seconds)
                     continue
+                if decorate is not None:
+                    line = decorate(line)
                 node = file_node(shard_id, source)
                 if line.speaker_id:
                     read.edges.add((node, speaker_node(line.speaker_id)))

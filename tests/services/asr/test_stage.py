@@ -154,7 +154,8 @@ def test_done_record(shard_run: ShardRun, corpus: Corpus) -> None:
     kept_s = sum(s["end"] - s["start"] for x in shard_run.lines for s in x["segments"] if s["kept"])
     assert rec.audio_seconds_out == pytest.approx(kept_s, abs=0.05)
     assert rec.stat("languages").get("en", 0) >= 2 and rec.stat("languages").get("ja") == 1
-    assert shard_run.record.outputs == ["asr/shard-000007.jsonl"]
+    # and each input key's provenance, from its metadata (services/provenance)
+    assert shard_run.record.outputs == ["asr/shard-000007.jsonl", "provenance/shard-000007.jsonl"]
 
 
 def test_truncated_shard_raises_and_publishes_nothing(asr_stage, tmp_path) -> None:

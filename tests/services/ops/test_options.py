@@ -10,7 +10,7 @@ import pytest
 from services.ops.cli import SUBCOMMANDS
 
 
-@pytest.mark.parametrize("name", ["run", "status", "report", "dedup", "export"])
+@pytest.mark.parametrize("name", ["run", "status", "report", "dedup", "export", "takedown"])
 def test_one_output_option_across_the_commands(name) -> None:
     module, attr = SUBCOMMANDS[name].split(":")
     command = getattr(importlib.import_module(module), attr)

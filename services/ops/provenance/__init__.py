@@ -1,0 +1,2 @@
+"""Provenance at export: the licence policy, takedowns and the test-set scrub
+(docs/provenance.md)."""
