@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from common.settings import Settings
 from services.stages import PIPELINE
@@ -30,9 +29,7 @@ MACHINE_DEFAULTS = {"scratch_dir": "the system's temp dir",
 def _default(name: str, f: FieldInfo) -> str:
     if name in MACHINE_DEFAULTS:
         return MACHINE_DEFAULTS[name]
-    value: Any = f.default
-    if value is PydanticUndefined and f.default_factory is not None:
-        value = f.default_factory()  # type: ignore[call-arg]
+    value: Any = f.get_default(call_default_factory=True)
     if hasattr(value, "get_secret_value"):
         value = value.get_secret_value() or "(none)"
     if value is None:
