@@ -200,6 +200,11 @@ class Settings(BaseSettings):
         if len(names) < 3:
             raise ValueError(f"{v!r} gives every shard id the same name: it needs {{id}} "
                              f"(e.g. shard-{{id:06d}}.tar)")
+        from common.shards.pattern import climbs
+
+        why = climbs(v)
+        if why:
+            raise ValueError(f"{v!r} could name a shard outside its root: {why}")
         return v
 
     @model_validator(mode="after")
@@ -234,7 +239,13 @@ class Settings(BaseSettings):
 
 class _OwnKeys(YamlConfigSettingsSource):
     """The YAML file holds every section's keys: each settings class reads those it declares
-    (and their former names, renamed by the caller)."""
+    (and their former names, renamed by the caller). The file is read by
+    common/setting_names.py: anything but a mapping of names is one sentence."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        from common.setting_names import read_config
+
+        return read_config(file_path)
 
     def __call__(self) -> dict[str, Any]:
         known = self.settings_cls.model_fields.keys() | renames_of(self.settings_cls).keys()

@@ -15,11 +15,10 @@ def config(as_json: bool) -> None:
     """Print the effective settings (env + ONSEI_CONFIG YAML + defaults), secrets redacted:
     the generic ones, each stage's section, then the corpus steps' (``onsei dedup``,
     ``onsei speakers``: no stage's, not joined)."""
-    from services.dedup.settings import DedupSettings
-    from services.speakers.settings import SpeakersSettings
+    from services.setting_names import every_settings_class
 
     values = PipelineSettings().redacted()
-    for step in (DedupSettings, SpeakersSettings):
+    for step in every_settings_class()[1:]:
         values.update({k: v for k, v in step().redacted().items() if k not in values})
     if as_json:
         click.echo(json.dumps(values, indent=2, default=str))
