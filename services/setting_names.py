@@ -14,15 +14,15 @@ def every_settings_class() -> tuple[type[Settings], ...]:
     """The pipeline's settings (every stage's section) and the corpus steps', which no stage
     joins (``onsei dedup``, ``onsei speakers``)."""
     from services.dedup.settings import DedupSettings
+    from services.pipeline import PIPELINE
     from services.speakers.settings import SpeakersSettings
-    from services.stages import PipelineSettings
 
-    return PipelineSettings, DedupSettings, SpeakersSettings
+    return PIPELINE.settings_class, DedupSettings, SpeakersSettings
 
 
 def check_every_name(environ: Mapping[str, str] | None = None) -> None:
     """:class:`common.errors.ConfigError` naming each ``ONSEI_*`` name or config key that is no
     setting, with the closest one."""
-    from services.stages import PIPELINE
+    from services.pipeline import PIPELINE
 
     check_names(every_settings_class(), PIPELINE.names, every_section=True, environ=environ)
