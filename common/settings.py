@@ -166,6 +166,17 @@ class Settings(BaseSettings):
     model_cache: str = Field(
         str(Path("~/.cache/onsei/models").expanduser()), description="weights looked up first"
     )
+    model_trusted_sha256: str = Field(
+        "", description="comma-separated sha256 of model files that may be unpickled in full "
+        "(which can run code; common/models/safe_load.py): only files you made or trust")
+
+    @field_validator("model_trusted_sha256")
+    @classmethod
+    def _sha256s(cls, v: str) -> str:
+        from common.models.safe_load import trusted_hashes
+
+        trusted_hashes(v)  # raises on anything that is not a list of sha256
+        return v
 
     @classmethod
     def settings_customise_sources(
