@@ -147,7 +147,8 @@ class Settings(BaseSettings):
     node_price_per_hour: float | None = Field(
         None, ge=0, le=100_000,
         description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
-    node_gpus: int = Field(1, ge=1, le=1024, description="GPUs per node")
+    node_gpus: int = Field(1, ge=1, le=1024, description="GPUs per node (unset: detected, "
+                           "common/node/price.py)")
     node_parallel_shards: int = Field(
         0, ge=0, le=100_000,
         description="shards the node works on at once (0: worker_concurrency x node_gpus)")
