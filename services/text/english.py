@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from services.text import bounds
 from services.text.bounds import MAX_WORD, PIECE, TextTooCostly, check
 
 NAME = "WeTextProcessing"
@@ -88,17 +89,20 @@ class EnglishSpoken:
         return any(w in wl or w.rstrip(",;:?!") in wl for w in words) or any(
             " ".join(words[i:i + n]) in wl for n in (2, 3) for i in range(len(words)))
 
-    def spoken(self, text: str, deadline: float | None = None) -> str:
+    def spoken(self, text: str, seconds: float | None = None) -> str:
         """``text`` as spoken; :class:`TextTooCostly` past a bound (a word longer than any
-        number, ``deadline`` passed between pieces)."""
+        number, more than ``seconds`` spent, checked between pieces; the FSTs' load is not
+        counted)."""
         if not text.strip() or not self.changes(text):
             return text
         long = max(text.split(), key=len)
         if len(long) > MAX_WORD:
             raise TextTooCostly(f"a word of {len(long)} characters (at most {MAX_WORD})")
+        normalizer = self._normalizer  # loaded (once per process) before the clock starts
+        deadline = None if seconds is None else bounds.deadline(seconds)
         out = []
         for piece in pieces(text):
             check(deadline)
-            out.append(self._normalizer.normalize(piece) if self.changes(piece) else piece)
+            out.append(normalizer.normalize(piece) if self.changes(piece) else piece)
         check(deadline)
         return _SPACE_BEFORE.sub(r"\1", " ".join(out)).strip()

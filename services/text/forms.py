@@ -17,7 +17,8 @@ from functools import cache
 from importlib import metadata
 from typing import Any, TypedDict
 
-from services.text.bounds import MAX_CHARS, TextTooCostly, deadline
+from services.text import bounds
+from services.text.bounds import MAX_CHARS, TextTooCostly
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ class TextNormaliser:
         if language == "ja":
             ja = n.forms(text)
             return TextForms(ja.text_spoken, by, ja.reading, ja.accent)
-        spoken = n.spoken(text, deadline()) if language == "en" else n.spoken(text)
+        spoken = n.spoken(text, bounds.SECONDS) if language == "en" else n.spoken(text)
         ipa = None
         if self.phonemes and language == "en":
             from services.text.phonemes import english_ipa
