@@ -200,6 +200,9 @@ def test_no_library_module_reads_a_setting_from_the_environment() -> None:
 
     allowed = {
         "common/settings.py": {"ONSEI_CONFIG"},  # the settings' own source, read as they are built
+        # every ONSEI_* name is judged at boot ("?": the whole environment), so a misspelt
+        # setting is an error instead of a default
+        "common/setting_names.py": {"?", "ONSEI_CONFIG"},
         # which stages exist decides which settings sections exist: read before the settings
         "services/pipeline.py": {"ONSEI_PIPELINE"},
         "common/queue/metrics.py": {"PROMETHEUS_MULTIPROC_DIR"},  # prometheus_client's switch
