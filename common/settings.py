@@ -152,7 +152,8 @@ class Settings(BaseSettings):
     node_price_per_hour: float | None = Field(
         None, ge=0, le=100_000,
         description="USD per node-hour; unset: the table's per-GPU price x node_gpus")
-    node_gpus: int = Field(1, ge=1, le=1024, description="GPUs per node")
+    node_gpus: int = Field(1, ge=1, le=1024, description="GPUs per node (unset: detected, "
+                           "common/node/price.py)")
     node_parallel_shards: int = Field(
         0, ge=0, le=100_000,
         description="shards the node works on at once (0: worker_concurrency x node_gpus)")
@@ -176,6 +177,17 @@ class Settings(BaseSettings):
     model_cache: str = Field(
         str(Path("~/.cache/onsei/models").expanduser()), description="weights looked up first"
     )
+    model_trusted_sha256: str = Field(
+        "", description="comma-separated sha256 of model files that may be unpickled in full "
+        "(which can run code; common/models/safe_load.py): only files you made or trust")
+
+    @field_validator("model_trusted_sha256")
+    @classmethod
+    def _sha256s(cls, v: str) -> str:
+        from common.models.safe_load import trusted_hashes
+
+        trusted_hashes(v)  # raises on anything that is not a list of sha256
+        return v
 
     @classmethod
     def settings_customise_sources(
@@ -226,6 +238,11 @@ class Settings(BaseSettings):
         if len(names) < 3:
             raise ValueError(f"{v!r} gives every shard id the same name: it needs {{id}} "
                              f"(e.g. shard-{{id:06d}}.tar)")
+        from common.shards.pattern import climbs
+
+        why = climbs(v)
+        if why:
+            raise ValueError(f"{v!r} could name a shard outside its root: {why}")
         return v
 
     @model_validator(mode="after")
@@ -260,7 +277,13 @@ class Settings(BaseSettings):
 
 class _OwnKeys(YamlConfigSettingsSource):
     """The YAML file holds every section's keys: each settings class reads those it declares
-    (and their former names, renamed by the caller)."""
+    (and their former names, renamed by the caller). The file is read by
+    common/setting_names.py: anything but a mapping of names is one sentence."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        from common.setting_names import read_config
+
+        return read_config(file_path)
 
     def __call__(self) -> dict[str, Any]:
         known = self.settings_cls.model_fields.keys() | renames_of(self.settings_cls).keys()

@@ -90,7 +90,11 @@ def boot(settings_class: type[Settings], **overrides: Any) -> Settings:
     """The settings of a process started outside the ``onsei`` command (a Celery worker or
     Flower importing its app module): an invalid value stops it with one line per value on
     stderr, before the app exists (Celery would print the traceback of a failed import)."""
+    from common.setting_names import check_names
+
     try:
+        # a misspelt name would leave its setting at the default: refused (those it can judge)
+        check_names((settings_class,), PIPELINE.names, every_section=False)
         return settings_class(**overrides)
     except ValidationError as e:
         sys.exit(f"Error: {describe_errors(e)}")

@@ -15,7 +15,9 @@ One completeness scheme for every entry (docs/architecture.md, "Model weights"):
   (files, sizes, sha256), then the directory is renamed into place: an entry directory is
   always whole, and a crashed fetch leaves only its staging directory (resumed next time).
 - *per-worker load*: a loader asks :func:`cached_entry` for a complete entry (whole, and
-  holding the files that loader requires) and reads it; it never writes the cache. An entry
+  holding the files that loader requires) and reads it; it never writes the cache. A fetched
+  entry is pinned by its manifest's sha256, checked there (common/models/pinned.py): a file
+  changed or added after the fetch is refused. An entry
   without a manifest was put there by hand; it is checked under the lock, never mid-fetch.
 
 Stage loaders may call :func:`resolve_model_dir` (``name`` as configured, e.g.
@@ -37,6 +39,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from common.models.pinned import TamperedEntry, verify_entry
 from common.settings import Settings
 from common.storage import Store, open_store, split_url
 
@@ -129,7 +132,10 @@ def cached_entry(dest: Path, required: Required = ()) -> Path | None:
     if not dest.is_dir():
         return None
     if (dest / MANIFEST).is_file():  # published whole: no fetch can be writing it
-        return dest if is_complete(dest, required) else None
+        if not is_complete(dest, required):
+            return None
+        verify_entry(dest)  # pinned at its fetch (common/models/pinned.py)
+        return dest
     try:
         with entry_lock(dest):
             return dest if is_complete(dest, required) else None
@@ -145,11 +151,19 @@ def fetch_entry(dest: Path, fill: Callable[[Path], object], source: str,
     resume a staging directory a crashed fetch left (files already there are kept)."""
     with entry_lock(dest):
         if is_complete(dest, required):
+            if (dest / MANIFEST).is_file():
+                verify_entry(dest)
             return dest
         staging = dest.parent / f".{dest.name}.fetching"
         staging.mkdir(parents=True, exist_ok=True)
         fill(staging)
-        if not (staging / MANIFEST).is_file():
+        if (staging / MANIFEST).is_file():  # fetched with its manifest: the files must match it
+            try:
+                verify_entry(staging)
+            except TamperedEntry:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        else:
             write_manifest(staging, source, source)
         if dest.exists() or dest.is_symlink():  # incomplete: replaced whole
             stale = dest.parent / f".{dest.name}.stale-{os.getpid()}"

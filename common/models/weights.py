@@ -15,6 +15,7 @@ from pathlib import Path
 from common.errors import ModelUnavailable
 from common.models.cache import cache_name, cached_entry, fetch_entry, local_root
 from common.models.cache import resolve_model_dir as cached_model_dir
+from common.models.pinned import TamperedEntry
 from common.models.wheel import is_wheel_spec
 from common.settings import Settings
 from common.storage import open_store, split_url
@@ -87,6 +88,14 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
             missing = [f for f in files if not (d / f).is_file()]
             raise WeightsUnavailable(hint(f"{d} lacks {', '.join(missing)}"))
         return d
+    try:
+        return _cached_or_fetched(spec, scheme, files, settings, hint)
+    except TamperedEntry as e:
+        raise WeightsUnavailable(hint(str(e))) from e
+
+
+def _cached_or_fetched(spec: str, scheme: str, files: list[str], settings: Settings,
+                       hint: Callable[[str], str]) -> Path:
     dest = local_root(settings) / cache_name(spec)
     if cached_entry(dest, files) is not None:
         return dest
@@ -99,6 +108,8 @@ def resolve_model_dir(spec: str, files: list[str], settings: Settings,
         cached = cached_model_dir(spec, settings, files)
         if cached is not None:
             return cached
+    except TamperedEntry:  # changed after its fetch: refused, not worked around
+        raise
     except Exception as e:  # noqa: BLE001 - fall through to the source
         log.warning("model cache %s unusable for %s: %s", settings.model_cache, spec, e)
     if is_wheel_spec(spec):

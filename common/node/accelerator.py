@@ -14,6 +14,7 @@ import logging
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +47,35 @@ def type_of_gpu(name: str) -> str:
 
 
 @functools.cache
-def detect() -> str:
-    """The first GPU's type (one node has one type), else ``unknown``."""
+def gpu_names() -> tuple[str, ...]:
+    """``nvidia-smi``'s name of each GPU of this node; none without it, or when it fails."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return UNKNOWN
+        return ()
     try:
         out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=TIMEOUT_S, check=True)
     except (OSError, subprocess.SubprocessError) as e:
         log.warning("node type unknown (set ONSEI_NODE_TYPE): nvidia-smi failed: %s", e)
-        return UNKNOWN
-    names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+        return ()
+    return tuple(line.strip() for line in out.stdout.splitlines() if line.strip())
+
+
+@functools.cache
+def detect() -> str:
+    """The first GPU's type (one node has one type), else ``unknown``."""
+    names = gpu_names()
     return type_of_gpu(names[0]) if names else UNKNOWN
+
+
+DEV = Path("/dev")
+
+
+def gpu_count() -> int:
+    """How many GPUs this machine has: those nvidia-smi lists, else its NVIDIA device files
+    (``/dev/nvidia0``...: a container given GPUs has them even without the driver's tools);
+    0 on a machine without any."""
+    names = gpu_names()
+    if names:
+        return len(names)
+    return sum(1 for p in DEV.glob("nvidia*") if re.fullmatch(r"nvidia[0-9]+", p.name))

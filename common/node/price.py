@@ -74,7 +74,7 @@ class Node:
         price = rec.get("price_per_hour")
         return cls(str(rec.get("type") or fallback.type), str(rec.get("pricing") or
                    fallback.pricing), float(price) if price is not None else
-                   fallback.price_per_hour, max(1, int(rec.get("gpus") or 1)),
+                   fallback.price_per_hour, max(0, int(rec.get("gpus", 1) or 0)),
                    max(1, int(rec.get("parallel_shards") or 1)))
 
 
@@ -89,14 +89,31 @@ def node_of(settings: Settings, detect: bool = True) -> Node:
     if not node_type:
         node_type = detect_type() if detect else UNKNOWN
         source = "nvidia-smi" if node_type != UNKNOWN else "none"
-    gpus = max(1, settings.node_gpus)
+    gpus = _gpus(settings, node_type, source, detect)
     price = settings.node_price_per_hour
     if price is None and node_type != UNKNOWN:
-        per_gpu = table_price(node_type, settings.node_pricing)
-        price = None if per_gpu is None else round(per_gpu * gpus, 4)
-    parallel = settings.node_parallel_shards or max(1, settings.worker_concurrency) * gpus
+        per_gpu = table_price(node_type, settings.node_pricing)  # the cpu row: per node
+        price = None if per_gpu is None else round(per_gpu * max(1, gpus), 4)
+    parallel = settings.node_parallel_shards or max(1, settings.worker_concurrency) * max(1, gpus)
     return Node(normalize_type(node_type), settings.node_pricing, price, gpus, max(1, parallel),
                 source)
+
+
+def _gpus(settings: Settings, node_type: str, source: str, detect: bool) -> int:
+    """The node's GPUs as its records say them: ``ONSEI_NODE_GPUS`` when set; none for ``cpu``;
+    else the GPUs this machine has (common/node/accelerator.py: 0 on a machine without one),
+    and for a type the operator declared that shows none here, or a reader of old records, the
+    setting's default."""
+    from common.node.accelerator import gpu_count
+
+    if "node_gpus" in settings.model_fields_set:
+        return settings.node_gpus
+    if normalize_type(node_type) == "cpu":
+        return 0
+    if not detect:
+        return settings.node_gpus
+    found = gpu_count()
+    return settings.node_gpus if found == 0 and source == "setting" else found
 
 
 def charge(node: Node, wall_seconds: float) -> tuple[float, float, float | None]:

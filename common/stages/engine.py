@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 import time
 import traceback
 import weakref
@@ -202,10 +201,13 @@ class Engine:
         made and removed per shard cost two journal writes each (docs/operations.md, "Scale")."""
         pid = os.getpid()
         if self._work is None or self._work[0] != pid or not self._work[1].is_dir():
+            from common.stages.scratch import claim, sweep
+
             scratch = Path(self.settings.scratch_dir)
-            scratch.mkdir(parents=True, exist_ok=True)
-            path = Path(tempfile.mkdtemp(prefix=f"onsei-{self.name}-", dir=scratch))
-            weakref.finalize(self, _remove_own, path, pid)
+            # what killed workers left (their partial downloads among it), before taking more
+            sweep(scratch, self.settings.task_time_limit)
+            path, fd = claim(scratch, self.name)
+            weakref.finalize(self, _remove_own, path, fd, pid)
             self._work = (pid, path)
         return self._work[1]
 
@@ -286,6 +288,8 @@ def _empty(workdir: Path) -> None:
                 pass
 
 
-def _remove_own(path: Path, pid: int) -> None:
+def _remove_own(path: Path, fd: int, pid: int) -> None:
+    from common.stages.scratch import release
+
     if os.getpid() == pid:  # a forked child's exit must not remove its parent's directory
-        shutil.rmtree(path, ignore_errors=True)
+        release(path, fd)

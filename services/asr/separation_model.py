@@ -12,7 +12,9 @@ folder, an ``s3://`` prefix or a Hugging Face repo (``adefossez/HTDemucs``) hold
 ``demucs.pretrained.get_model(name, repo=folder)`` reads). Loading goes through demucs's own
 code (``demucs.hf.load_safetensors_model``, ``demucs.states.load_model``,
 ``demucs.apply.BagOfModels``), so any model demucs can run loads; it must have a ``vocals``
-source. Everything is checked at load, before a shard is taken.
+source. Everything is checked at load, before a shard is taken. A ``.th`` is unpickled as
+weights only (common/models/safe_load.py: its model class and tensors, nothing that runs code),
+then built as ``load_model`` builds it.
 """
 
 from __future__ import annotations
@@ -58,17 +60,51 @@ def _model_file(d: Path, sig: str) -> Path | None:
     return th[0] if th else None
 
 
-def _load_one(path: Path, hint: Callable[[str], str]) -> Any:
-    from demucs.hf import load_safetensors_model
-    from demucs.states import load_model
+# what a Demucs package (``serialize_model``) holds besides tensors and containers: its model
+# class and the ``Fraction`` of its segment length
+PACKAGE_CLASSES = ("demucs.htdemucs.HTDemucs", "demucs.hdemucs.HDemucs", "demucs.demucs.Demucs",
+                   "fractions.Fraction")
+
+
+def _load_one(path: Path, settings: Settings, hint: Callable[[str], str]) -> Any:
+    from common.models.safe_load import UnsafeCheckpoint
 
     try:
         if path.suffix == ".safetensors":
+            from demucs.hf import load_safetensors_model
+
             return load_safetensors_model(path)
-        return load_model(path)  # type: ignore[no-untyped-call]
+        return _load_package(path, settings, hint)
+    except UnsafeCheckpoint as e:
+        raise SeparationModelError(str(e)) from e
+    except SeparationModelError:
+        raise
     except Exception as e:  # any unreadable or mismatched file is the user's to fix
         raise SeparationModelError(hint(f"{path.name} does not load: "
                                         f"{type(e).__name__}: {str(e)[:300]}")) from e
+
+
+def _load_package(path: Path, settings: Settings, hint: Callable[[str], str]) -> Any:
+    """demucs's pickled package (``.th``) read as weights only, then built as demucs's
+    ``load_model`` builds it (never through it: it unpickles in full)."""
+    from demucs.states import load_model
+
+    from common.models.safe_load import read_checkpoint, resolve
+
+    package, trusted = read_checkpoint(path, PACKAGE_CLASSES, settings.model_trusted_sha256,
+                                       hint)
+    if not isinstance(package, dict) or not {"klass", "args", "kwargs", "state"} <= package.keys():
+        raise SeparationModelError(hint(f"{path.name} is not a Demucs package (klass, args, "
+                                        "kwargs, state)"))
+    if not trusted:
+        if package["klass"] not in resolve(PACKAGE_CLASSES[:-1]):
+            raise SeparationModelError(hint(f"{path.name} names {package['klass']!r}, not a "
+                                            "Demucs model class"))
+        if isinstance(package["state"], dict) and package["state"].get("__quantized"):
+            raise SeparationModelError(hint(
+                f"{path.name} is quantized (diffq), whose state is read by unpickling: give the "
+                "model's .safetensors instead"))
+    return load_model(package)  # type: ignore[no-untyped-call]  # a dict: nothing unpickled
 
 
 def _load_bag(spec: str, name: str, settings: Settings,
@@ -88,7 +124,7 @@ def _load_bag(spec: str, name: str, settings: Settings,
     missing = [s for s, f in zip(sigs, files) if f is None]
     if missing:
         raise SeparationModelError(hint(f"{d} lacks the models {', '.join(missing)}"))
-    return [_load_one(f, hint) for f in files if f is not None], bag_yaml
+    return [_load_one(f, settings, hint) for f in files if f is not None], bag_yaml
 
 
 def load_separation_model(spec: str, name: str, settings: Settings,
@@ -123,7 +159,7 @@ def load_separation_model(spec: str, name: str, settings: Settings,
         raise SeparationModelError(str(e)) from e
     folder = Path(spec.removeprefix("file://")).expanduser()
     if one is not None:
-        models, bag_yaml = [_load_one(one, hint)], {}
+        models, bag_yaml = [_load_one(one, settings, hint)], {}
     elif (folder / "model.index").is_file() and not (folder / f"{name}.yaml").is_file():
         raise SeparationModelError(hint("it holds a TF checkpoint (model.index), as Spleeter's "
                                         "are: set ONSEI_ASR_SEPARATION_BACKEND=spleeter"))

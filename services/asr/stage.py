@@ -112,10 +112,13 @@ class AsrStage(Stage):
                     truncated = any(n.startswith("truncated") for n in item.notes or ())
                     outcome = self.transcribe_file(item.key, item.audio, truncated)
                     t_text, failed = time.perf_counter(), self._text.failed
+                    bounded = self._text.bounded
                     outcome.line = with_forms(outcome.line, self._text)
                     text_seconds += time.perf_counter() - t_text
                     if self._text.failed > failed:  # kept, without text_spoken
                         counts["text_failed"] += self._text.failed - failed
+                    if self._text.bounded > bounded:  # kept, without text_spoken: too long
+                        counts["text_bounded"] += self._text.bounded - bounded
                     if item.notes:
                         outcome.line = outcome.line.model_copy(update={"notes": item.notes})
                         counts["truncated"] += any(n.startswith("truncated") for n in item.notes)

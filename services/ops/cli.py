@@ -40,6 +40,15 @@ class LazyGroup(click.Group):
         with user_errors(verbose=bool(ctx.params.get("verbose"))):
             return super().invoke(ctx)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and not {"-h", "--help"} & set(rest):
+            from services.setting_names import check_every_name
+
+            check_every_name()  # a misspelt ONSEI_* name or config key stops every command
+        return name, cmd, rest
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         """The commands this installation can run (``bench`` only beside the checkout)."""
         return sorted(n for n in SUBCOMMANDS if n not in OUTSIDE or _importable(n))

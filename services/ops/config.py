@@ -59,8 +59,7 @@ def config(as_json: bool, with_origins: bool, markdown: bool) -> None:
     """Print the effective settings (env + ONSEI_CONFIG YAML + profile + defaults), secrets
     redacted, each with what set it: the generic ones, each stage's section, then the corpus
     steps' (``onsei dedup``, ``onsei speakers``: no stage's, not joined)."""
-    from services.dedup.settings import DedupSettings
-    from services.speakers.settings import SpeakersSettings
+    from services.setting_names import every_settings_class
 
     if markdown:
         from services.ops.settings_doc import markdown as reference
@@ -70,7 +69,7 @@ def config(as_json: bool, with_origins: bool, markdown: bool) -> None:
     settings = PipelineSettings()
     values = settings.redacted()
     set_by = origins(settings)
-    for step in (DedupSettings, SpeakersSettings):
+    for step in every_settings_class()[1:]:
         extra = step()
         step_set_by = origins(extra)
         for k, v in extra.redacted().items():

@@ -27,25 +27,26 @@ def parse_range(text: str, max_ids: int | None = None) -> range:
     """``0-999``: shards 0 to 999, both included (1,000 shards); ``7``: one shard. A range is
     a ``range``, never a set of its ids: only its size is checked against ``max_ids``
     (``ONSEI_MAX_RANGE``), so ``0-99999999999`` is refused at once instead of exhausting memory.
-    """
+    Each bound is checked against the largest shard id before it becomes a number, and the size
+    is counted without ``len()`` (which overflows past 2**63 - 1)."""
+    shown = text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
     # ASCII digits only: int() also reads "１２" or "٣" (what a shell shows is not what runs)
     m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text.strip(), re.ASCII)
-    try:
-        if m is None:
-            raise ValueError(text)
-        a, b = m.group(1), m.group(2) or m.group(1)
-        r = range(int(a), int(b) + 1)
-    except ValueError:
-        raise click.BadParameter(f"expected A-B or N (ASCII digits), got {text!r}") from None
-    if len(r) == 0 or r.start < 0:
-        raise click.BadParameter(f"empty or negative range {text!r}")
-    if r.stop - 1 > MAX_SHARD_ID:  # a worker would refuse every such message
-        raise click.BadParameter(f"shard ids go up to {MAX_SHARD_ID} (2**63 - 1), got {text!r}")
-    if max_ids is not None and len(r) > max_ids:
+    if m is None:
+        raise click.BadParameter(f"expected A-B or N (ASCII digits), got {shown!r}")
+    a, b = m.group(1), m.group(2) or m.group(1)
+    if any(len(d.lstrip("0")) > len(str(MAX_SHARD_ID)) for d in (a, b)) or int(b) > MAX_SHARD_ID:
+        # a worker would refuse every such message
+        raise click.BadParameter(f"shard ids go up to {MAX_SHARD_ID} (2**63 - 1), got {shown!r}")
+    start, last = int(a), int(b)
+    if last < start:
+        raise click.BadParameter(f"empty range {shown!r}: its first id is above its last")
+    count = last - start + 1
+    if max_ids is not None and count > max_ids:
         raise click.BadParameter(
-            f"range {text} names {len(r):,} shards, more than ONSEI_MAX_RANGE={max_ids:,}; "
+            f"range {shown} names {count:,} shards, more than ONSEI_MAX_RANGE={max_ids:,}; "
             "split it into smaller ranges or raise ONSEI_MAX_RANGE")
-    return r
+    return range(start, last + 1)
 
 
 @dataclass
@@ -160,6 +161,9 @@ def corpus_notes(settings: Settings, p: Plan, until: str) -> list[str]:
 def main(range_: str, stage: str, until: str | None, force: bool, retry_failed: bool,
          dry_run: bool) -> None:
     """Enqueue the shards of a range whose stages are not done (and not already queued)."""
+    from services.setting_names import check_every_name
+
+    check_every_name()
     settings = PipelineSettings()
     try:
         until = one_of(until or settings.until or PIPELINE.last, STAGES, "stage")

@@ -60,7 +60,8 @@ def flower_env(auth: str, base: dict[str, str] | None = None) -> dict[str, str]:
 
 @click.command()
 @click.option("--host", default=None, help="bind address [settings.flower_host]")
-@click.option("--port", type=int, default=None, help="port [settings.flower_port]")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="port [settings.flower_port]")
 def flower(host: str | None, port: int | None) -> None:
     """Start Flower on the broker, behind basic auth, bound to loopback unless configured."""
     from services.stages import PipelineSettings

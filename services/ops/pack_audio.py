@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from common.queue.messages import MAX_SHARD_ID
 from common.settings import Settings
 from common.shards.audio import AUDIO_EXTENSIONS, AudioError, probe_seconds
 from common.shards.tar import ShardWriter
@@ -195,6 +196,9 @@ def pack(root: Path, output_url: str, settings: Settings, *, shard_size: int = 1
         files = scan(root, settings, summary, tick=lambda: bar.advance(t_scan))
         bar.remove_task(t_scan)
         plan = plan_shards(files, shard_size)
+        if start_id + len(plan) - 1 > MAX_SHARD_ID:
+            raise click.ClickException(f"--start-id {start_id} leaves no room for {len(plan)} "
+                                       f"shards: shard ids go up to {MAX_SHARD_ID}")
         names = [settings.shard_name(start_id + i) for i in range(len(plan))]
         existing = [n for n in names if store.exists(n)]
         if existing and not overwrite:
@@ -256,7 +260,7 @@ def print_summary(summary: PackSummary, output_url: str) -> None:
               help="where the shards go: a folder, file:// or s3:// URL")
 @click.option("--shard-size", default="1GB", show_default=True,
               help="target shard size (e.g. 500MB, 2GiB); a larger file gets a shard of its own")
-@click.option("--start-id", default=0, show_default=True, type=click.IntRange(min=0),
+@click.option("--start-id", default=0, show_default=True, type=click.IntRange(0, MAX_SHARD_ID),
               help="id of the first shard (to add to an existing set)")
 @click.option("--overwrite", is_flag=True, help="replace shards that already exist")
 @click.option("--no-progress", is_flag=True, help="no progress bar")

@@ -5,7 +5,11 @@ The normaliser costs ~0.1-0.5 s a sentence, most of it composing the whole sente
 tagger. A sentence it cannot change is not given to it: one with no digit, no symbol and no
 token of the normaliser's own whitelists ("Dr." -> "doctor", "~" -> "approximately") nor
 initials or a state code comes back unchanged, so skipping it changes nothing but the cost (the
-bench checks this on plain sentences)."""
+bench checks this on plain sentences).
+
+Its cost grows faster than the text, so a long text goes in sentence-sized pieces, a word
+past any number's length is refused, and the segment's time is bounded (services/text/bounds.py).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from services.text import bounds
+from services.text.bounds import MAX_WORD, PIECE, TextTooCostly, check
 
 NAME = "WeTextProcessing"
 PACKAGE = "WeTextProcessing"
@@ -24,6 +31,21 @@ _PLAIN = re.compile(r"[A-Za-z\s'’\-,.?!;:\"“”()]*")
 _WHITELISTS = ("tts.tsv", "symbol.tsv", "alternatives.tsv")
 _LETTER_PATTERNS = re.compile(r"[A-Z](?:\. ?[A-Z]){2,}|, ?[A-Z]{2}\b")
 _SPACE_BEFORE = re.compile(r"\s+([,.?!;:])")  # the verbaliser writes "january , twenty"
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+")
+
+
+def pieces(text: str, size: int = PIECE) -> list[str]:
+    """``text`` as pieces of at most ``size`` characters: whole sentences packed together,
+    a longer sentence cut between words (one piece: ``text`` itself when it is short)."""
+    out: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        words = [sentence] if len(sentence) <= size else sentence.split()
+        for w in words:
+            if out and len(out[-1]) + 1 + len(w) <= size:
+                out[-1] += " " + w
+            else:
+                out.append(w)
+    return out
 
 
 class EnglishSpoken:
@@ -67,8 +89,20 @@ class EnglishSpoken:
         return any(w in wl or w.rstrip(",;:?!") in wl for w in words) or any(
             " ".join(words[i:i + n]) in wl for n in (2, 3) for i in range(len(words)))
 
-    def spoken(self, text: str) -> str:
+    def spoken(self, text: str, seconds: float | None = None) -> str:
+        """``text`` as spoken; :class:`TextTooCostly` past a bound (a word longer than any
+        number, more than ``seconds`` spent, checked between pieces; the FSTs' load is not
+        counted)."""
         if not text.strip() or not self.changes(text):
             return text
-        out = self._normalizer.normalize(text)
-        return _SPACE_BEFORE.sub(r"\1", out).strip()
+        long = max(text.split(), key=len)
+        if len(long) > MAX_WORD:
+            raise TextTooCostly(f"a word of {len(long)} characters (at most {MAX_WORD})")
+        normalizer = self._normalizer  # loaded (once per process) before the clock starts
+        deadline = None if seconds is None else bounds.deadline(seconds)
+        out = []
+        for piece in pieces(text):
+            check(deadline)
+            out.append(normalizer.normalize(piece) if self.changes(piece) else piece)
+        check(deadline)
+        return _SPACE_BEFORE.sub(r"\1", " ".join(out)).strip()

@@ -17,6 +17,9 @@ from functools import cache
 from importlib import metadata
 from typing import Any, TypedDict
 
+from services.text import bounds
+from services.text.bounds import MAX_CHARS, TextTooCostly
+
 log = logging.getLogger(__name__)
 
 FIELDS = ("text_spoken", "text_spoken_by", "reading", "accent", "phonemes")
@@ -102,6 +105,7 @@ class TextNormaliser:
         self.phonemes = phonemes
         self._by_language: dict[str, Any] = {}
         self.failed = 0  # texts a normaliser raised on (their segments have no forms)
+        self.bounded = 0  # texts past a bound (services/text/bounds.py), given no forms
 
     def _for(self, language: str) -> Any:
         if language not in self._by_language:
@@ -126,13 +130,20 @@ class TextNormaliser:
 
     def forms(self, text: str, language: str | None) -> TextForms:
         """The forms of ``text``; none where ``language`` has no normaliser, or where the
-        normaliser fails on it (counted in ``failed``, logged): the segment is kept all the
-        same, with its ``text``."""
+        normaliser fails on it (counted in ``failed``, logged) or where the text is past a
+        bound (counted in ``bounded``): the segment is kept all the same, with its ``text``."""
         n = self._for(language) if language else None
         if n is None:
             return TextForms()
+        text = " ".join(text.split())
         try:
-            return self._forms(n, " ".join(text.split()), language)
+            if len(text) > MAX_CHARS:
+                raise TextTooCostly(f"{len(text)} characters (at most {MAX_CHARS})")
+            return self._forms(n, text, language)
+        except TextTooCostly as e:
+            self.bounded += 1
+            log.warning("text_spoken: %s not given %r...: %s", n.name, text[:80], e)
+            return TextForms()
         except Exception as e:  # noqa: BLE001 - a text it cannot read must not cost the file
             self.failed += 1
             log.warning("text_spoken: %s failed on %r: %s: %s", n.name, text[:80],
@@ -144,7 +155,7 @@ class TextNormaliser:
         if language == "ja":
             ja = n.forms(text)
             return TextForms(ja.text_spoken, by, ja.reading, ja.accent)
-        spoken = n.spoken(text)
+        spoken = n.spoken(text, bounds.SECONDS) if language == "en" else n.spoken(text)
         ipa = None
         if self.phonemes and language == "en":
             from services.text.phonemes import english_ipa

@@ -202,6 +202,9 @@ def test_no_library_module_reads_a_setting_from_the_environment() -> None:
         "common/settings.py": {"ONSEI_CONFIG"},  # the settings' own source, read as they are built
         # the profile is a source of the settings too, below the YAML file: read as they are built
         "common/profiles.py": {"ONSEI_PROFILE"},
+        # every ONSEI_* name is judged at boot ("?": the whole environment), so a misspelt
+        # setting is an error instead of a default
+        "common/setting_names.py": {"?", "ONSEI_CONFIG"},
         # which stages exist decides which settings sections exist: read before the settings
         "services/pipeline.py": {"ONSEI_PIPELINE"},
         "common/queue/metrics.py": {"PROMETHEUS_MULTIPROC_DIR"},  # prometheus_client's switch

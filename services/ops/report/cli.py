@@ -33,7 +33,8 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
         target = None if html_path is None else check_html_target(html_path, url)
     except ReportTargetError as e:
         raise click.ClickException(str(e)) from None
-    data = collect(url, settings, total_shards=len(parse_range(range_)) if range_ else None)
+    ids = parse_range(range_, settings.max_range) if range_ else None
+    data = collect(url, settings, total_shards=None if ids is None else len(ids))
     summary = to_json(data)
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))

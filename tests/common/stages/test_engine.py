@@ -77,11 +77,13 @@ def test_one_scratch_dir_per_process_emptied_after_each_shard(make_settings) -> 
     for i in range(3):
         assert e.attempt(i).status == "done"
     scratch = Path(s.scratch_dir)
-    (work,) = [p for p in scratch.iterdir() if p.name.startswith("onsei-asr-")]
+    (work,) = [p for p in scratch.iterdir() if p.name.startswith("onsei-work-asr-")
+               and p.is_dir()]
     assert list(work.iterdir()) == []  # what the shards left is gone, the dir is reused
     work.rmdir()  # the scratch was cleaned under a running worker: a new one is made
     assert e.attempt(0, check_done=False).status == "done"
-    (again,) = [p for p in scratch.iterdir() if p.name.startswith("onsei-asr-")]
+    (again,) = [p for p in scratch.iterdir() if p.name.startswith("onsei-work-asr-")
+                and p.is_dir()]
     del e
     gc.collect()
     assert not again.exists()  # removed with the engine

@@ -202,3 +202,26 @@ def test_cli_says_which_shards_reach_tokenize_before_dedup_covers_them(
     assert "dedup:" not in CliRunner().invoke(main, ["--range", "0-3", "--stage", "enhance",
                                                      "--until", "enhance", "--force",
                                                      "--dry-run"]).output
+
+
+@pytest.mark.parametrize("text", [f"0-{10**30}", f"0-{2**63 - 1}", "5-" + "9" * 5000])
+def test_a_huge_range_is_refused_before_any_number_overflows(text: str) -> None:
+    with pytest.raises(click.BadParameter) as e:
+        parse_range(text, 1_000_000)
+    assert "shard ids go up to" in str(e.value) or "more than ONSEI_MAX_RANGE" in str(e.value)
+    assert len(str(e.value)) < 300  # a 5,000-digit argument is not repeated whole
+    with pytest.raises(click.BadParameter, match="first id is above its last"):
+        parse_range("9-3")
+
+
+def test_huge_ranges_through_the_commands(make_settings, clean_env) -> None:
+    from services.ops.cli import cli
+
+    for args in (["run", "--range", f"0-{10**30}", "--input", "x", "--output", "y"],
+                 ["status", "--range", f"0-{2**63 - 1}"],
+                 ["report", "--range", f"0-{2**63 - 1}", "--json"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+        assert "shard ids go up to" in res.output or "ONSEI_MAX_RANGE" in res.output
+    res = CliRunner().invoke(main, ["--range", f"0-{10**30}", "--dry-run"])
+    assert res.exit_code == 2 and "shard ids go up to" in res.output

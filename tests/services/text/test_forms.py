@@ -115,7 +115,7 @@ def test_a_text_the_normaliser_fails_on_keeps_its_segment_without_forms(caplog) 
     class Broken:
         name, version = "broken", "0"
 
-        def spoken(self, text: str) -> str:
+        def spoken(self, text: str, seconds: float | None = None) -> str:
             raise RuntimeError("Operation failed")
 
     n = TextNormaliser()
