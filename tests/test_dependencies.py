@@ -23,6 +23,8 @@ CALLED_BY_STAGES = {("common/models/device.py", "torch"): ("enhance", "tokenize"
                     ("common/models/device.py", "ctranslate2"): ("asr", "enhance"),
                     # model weights from the hub: Sidon (enhance), the music separator (asr)
                     ("common/models/weights.py", "huggingface_hub"): ("asr", "enhance"),
+                    # checkpoints read weights-only: Demucs's (asr's separator), pyannote's
+                    ("common/models/safe_load.py", "torch"): ("asr-separation", "enhance"),
                     # the enhance stage writes the signatures `onsei dedup` reads
                     ("services/dedup/signature.py", "pyarrow"): ("enhance", "dedup"),
                     # and the speaker embeddings `onsei speakers` reads
