@@ -32,10 +32,10 @@ from services.ops.export.publish import (
 from services.ops.export.source import ShardRead, read_shard
 from services.ops.export.write import PART_BYTES, SplitPlan, Written, write_parts
 from services.records import RecordError
+from services.rules.policy import FilterPolicy
 from services.speakers.result import SUMMARY_KEY as SPEAKERS_SUMMARY
 from services.speakers.result import SpeakersReader
 from services.stages import open_ledger
-from services.tokenize.filter import FilterPolicy
 
 
 class ExportError(ValueError):

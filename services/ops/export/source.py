@@ -2,7 +2,7 @@
 
 From the tokens (``tokens/<tokenizer>/<shard>.jsonl``) or, with ``--no-tokens``, the enhanced
 sidecars (``enhanced/<shard>.tar``, audio not decoded). Every line goes through the filter
-policy and the duplicate list (services/tokenize/filter.py) again: tokenize applied the policy
+policy and the duplicate list (services/rules/policy.py) again: tokenize applied the policy
 in force then, and the dedup result may have grown since. Each line gets its corpus speaker
 (``corpus_speaker_id``, ``corpus_speaker_confidence``) from the ``onsei speakers`` result where
 it covers the shard (a label, once given, never changes: this fills in lines tokenized before
@@ -44,12 +44,12 @@ from services.records import (
     segment_id,
     shard_of,
 )
+from services.rules.policy import FilterPolicy, reason_kind
+from services.rules.skipped import skipped_of
+from services.rules.stats import FilterOutcome
 from services.speakers.result import Label
 from services.stages import PIPELINE
 from services.text.forms import TextForms
-from services.tokenize.filter import FilterPolicy, reason_kind
-from services.tokenize.skipped import skipped_of
-from services.tokenize.stats import TokenizeStats
 
 # what the card reports of each stage's done records: the model and its version
 # Candidates per shard for the writer's schema witnesses: one of several files is on the train
@@ -104,7 +104,7 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
         read.models[stage] = json.dumps({k: v for k, v in heads.items() if v is not None},
                                         sort_keys=True)
         if stage == "tokenize":
-            stats, damage = TokenizeStats.read(rec)
+            stats, damage = FilterOutcome.read(rec)
             policy = stats.quality_filter.policy() if stats.quality_filter is not None else {}
             read.policy = json.dumps(policy, sort_keys=True)
             skipped = skipped_of(stats, damage)

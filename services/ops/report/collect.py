@@ -34,9 +34,9 @@ from services.records import (
     TokenLine,
     corpus_id,
 )
+from services.rules.skipped import read_skipped
 from services.stages import PIPELINE, STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
-from services.tokenize.skipped import read_skipped
 
 TOP_N = 10
 R = TypeVar("R", bound=Record)
