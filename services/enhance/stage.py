@@ -20,6 +20,7 @@ from services.enhance.cuts import CutSettings
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 from services.enhance.stats import EnhanceStats, QualityStats
+from services.rules.policy import FilterPolicy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,6 +95,7 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.enhance.early import EarlyFilter
         from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
         from services.enhance.verify import check_written
@@ -131,10 +133,16 @@ class EnhanceStage(Stage):
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
+        # the filter rules on the input audio, before the model: only with the annotations
+        # (their models compute the fields; without them no rule reads a field at all)
+        early = EarlyFilter(FilterPolicy.from_settings(s), ann) if ann is not None else None
 
         def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
             for seg in segments:  # a view: the engine drops only its own reference
-                inputs_kept[seg.serial] = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                before = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                if early is not None and not early.keeps(seg.spec, before, b.in_rate):
+                    continue  # dropped before restoration: the done record says why
+                inputs_kept[seg.serial] = before
                 yield seg
 
         seconds_in = 0.0
@@ -149,7 +157,8 @@ class EnhanceStage(Stage):
         writer.close()
         errors = plan.errors + reader.errors
         # else the shard fails, nothing published
-        check_written(plan, writer.durations, errors, writer.trimmed)
+        check_written(plan, writer.durations, errors, writer.trimmed,
+                      early.dropped if early is not None else ())
         errors += writer.errors  # annotation failures: the segments were written all the same
         st = engine.stats
         counts = {
@@ -158,6 +167,7 @@ class EnhanceStage(Stage):
             "members_decoded": len(reader.decoded_keys),
             "segments_planned": plan.segments,
             "segments": writer.written,
+            "segments_dropped_early": len(early.dropped) if early is not None else 0,
             "signatures": len(writer.signatures),
             "speaker_embeddings": len(writer.embeddings),
             "errors": len(errors),
@@ -183,5 +193,6 @@ class EnhanceStage(Stage):
                 errors=[ErrorEntry(**e) for e in errors[:MAX_ERRORS_RECORDED]],
                 quality=None if ann is None else QualityStats(
                     **writer.quality.as_dict(), seconds=round(ann.seconds - quality_seconds0, 3)),
+                **(early.stats() if early is not None else {}),
             ).to_dict(),
         )

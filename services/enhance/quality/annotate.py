@@ -27,6 +27,7 @@ from services.enhance.quality import music, overlap
 from services.enhance.quality.campplus import CamppEncoder, label_encoder
 from services.enhance.quality.dnsmos import Dnsmos
 from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
+from services.enhance.quality.overlap import Frames
 from services.enhance.quality.overlap_model import load_overlap_test
 from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
@@ -135,14 +136,18 @@ class Annotator:
                 rec.restoration_changed_text = sc.cer > self.cer_threshold
             self.fidelity_checked += len(picked)
         for rec, it, x in zip(out, items, before):
-            rec.overlap = self._overlap(it, x.size, rs)
+            rec.overlap = self.input_overlap(it.before, it.before_rate, rs, x.size,
+                                             it.overlap_frames)
         self.seconds += time.perf_counter() - t0
         return out
 
-    def _overlap(self, it: AnnotationInput, size16k: int, rs: Resampled) -> float | None:
+    def input_overlap(self, x: np.ndarray, rate: int, rs: Resampled, size16k: int | None = None,
+                      frames: Frames | None = None) -> float | None:
+        """``quality.overlap`` of an input clip ``x`` at ``rate`` (None: too short to judge):
+        from ``frames`` when the caller found them, else its own. ``size16k``: the clip's
+        length at 16 kHz, where the caller has it resampled (else resampled here)."""
+        if size16k is None:
+            size16k = rs(x, rate, SR).size
         if size16k < overlap.MIN_SECONDS * SR:
             return None
-        f = it.overlap_frames
-        if f is None:
-            f = self.overlap.frames(it.before, it.before_rate, rs)
-        return f.share()
+        return (frames if frames is not None else self.overlap.frames(x, rate, rs)).share()
