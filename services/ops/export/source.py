@@ -73,6 +73,11 @@ class ShardRead:
     removed_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     before: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (tokenize)
     before_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # stage -> reason kind -> segments a stage before tokenize dropped (enhance, before
+    # restoration: services/enhance/early.py), and their seconds
+    early: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    early_seconds: dict[str, dict[str, float]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     edges: set[tuple[str, str]] = field(default_factory=set)  # (file, voice) nodes
     pathsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # path set -> its first lines, up to FIRST_PER_PATHSET of distinct source files
@@ -103,16 +108,20 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
                  "tokenizer": rec.model_info.get("tokenizer")}
         read.models[stage] = json.dumps({k: v for k, v in heads.items() if v is not None},
                                         sort_keys=True)
+        stats, damage = FilterOutcome.read(rec)
         if stage == "tokenize":
-            stats, damage = FilterOutcome.read(rec)
             policy = stats.quality_filter.policy() if stats.quality_filter is not None else {}
             read.policy = json.dumps(policy, sort_keys=True)
-            skipped = skipped_of(stats, damage)
-            for why in skipped.damaged:
-                read.refused[f"tokenize skipped {why}"] += 1
-            for kind, n in skipped.tally.segments_by_reason.items():
-                read.before[kind] += n
-                read.before_seconds[kind] += skipped.tally.seconds_by_reason.get(kind, 0.0)
+        elif stats.quality_filter is None:
+            continue  # no rule applied at this stage (enhance's early ones: when in force)
+        skipped = skipped_of(stats, damage)
+        for why in skipped.damaged:
+            read.refused[f"{stage} skipped {why}"] += 1
+        counts, seconds = ((read.before, read.before_seconds) if stage == "tokenize"
+                           else (read.early[stage], read.early_seconds[stage]))
+        for kind, n in skipped.tally.segments_by_reason.items():
+            counts[kind] += n
+            seconds[kind] += skipped.tally.seconds_by_reason.get(kind, 0.0)
 
 
 def _languages(store: Store, settings: Settings, shard_id: int) -> dict[str, str | None]:

@@ -2,7 +2,8 @@
 with ``ONSEI_FILTER_MAX_OVERLAP`` on, a segment where two real voices talk at once is dropped
 before the model runs (no audio of it goes in, nothing of it is written), the done record says
 why in tokenize's shape; enhanced again with the rule off, the same segment is restored and
-its sidecar carries the very score the early rule read."""
+its sidecar carries the very score the early rule read. The dataset card counts it under
+enhance."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from fixtures.known_speakers import sphinx_lines
 from fixtures.speechgen import make_shard, wav_bytes
 from services.enhance.quality.overlap import overlap
 from services.enhance.stage import EnhanceStage
+from services.ops.export.run import export
+from services.ops.export.write import SplitPlan
 from services.stages import PIPELINE
 from tests.services.enhance.helpers import asr_line
 from tests.system_packages import POCKETSPHINX, missing
@@ -48,7 +51,7 @@ def talk() -> dict[str, np.ndarray]:
 
 
 def _run(make_settings, root: Path, talk: dict[str, np.ndarray], stage: EnhanceStage | None,
-         **over) -> tuple[EnhanceStage, object, dict[str, dict]]:
+         **over) -> tuple[EnhanceStage, object, dict[str, dict], object]:
     raw, out = root / "raw", root / "out"
     make_shard(raw / "shard-000000.tar", {k: {"wav": wav_bytes(a)} for k, a in talk.items()})
     (out / "asr").mkdir(parents=True)
@@ -66,12 +69,13 @@ def _run(make_settings, root: Path, talk: dict[str, np.ndarray], stage: EnhanceS
     with tarfile.open(out / "enhanced/shard-000000.tar") as tf:
         metas = {m.name[:-5]: json.loads(tf.extractfile(m).read())
                  for m in tf if m.name.endswith(".json")}
-    return new, rec, metas
+    return new, rec, metas, s
 
 
 def test_overlap_drops_before_restoration_and_a_rerun_restores(make_settings, tmp_path,
                                                                 talk) -> None:
-    stage, rec, metas = _run(make_settings, tmp_path / "on", talk, None, filter_max_overlap=0.3)
+    stage, rec, metas, s = _run(make_settings, tmp_path / "on", talk, None,
+                                filter_max_overlap=0.3)
     assert [k.split("_")[0] for k in metas] == ["clean"]
     # no audio of the dropped segment went into the model
     assert rec.audio_seconds_in == pytest.approx(talk["clean"].size / SR, abs=0.01)
@@ -84,9 +88,13 @@ def test_overlap_drops_before_restoration_and_a_rerun_restores(make_settings, tm
     policy = rec.stat("quality_filter")
     assert policy["max_overlap"] == 0.3 and policy["by_reason"] == {"overlap>0.3": 1}
     assert metas["clean_0000"]["quality"]["overlap"] <= 0.3
+    # the dataset card says where it went
+    export(s, s.output_url, str(tmp_path / "set"), tokens=False,
+           plan=SplitPlan(validation_fraction=0.0))
+    assert "| `overlap>0.3` | enhance | 1 |" in (tmp_path / "set/README.md").read_text()
 
     # the rule off: the same asr output, nothing decoded again by asr, the segment restored
-    _, rec2, metas2 = _run(make_settings, tmp_path / "off", talk, stage)
+    _, rec2, metas2, _ = _run(make_settings, tmp_path / "off", talk, stage)
     assert sorted(k.split("_")[0] for k in metas2) == ["both", "clean"]
     assert metas2["both_0000"]["quality"]["overlap"] == early_score  # the same score, same rule
     assert rec2.counts["segments_dropped_early"] == 0
