@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from services.enhance.quality.overlap import MIN_SECONDS as MIN_OVERLAP_SECONDS
 from services.enhance.resampled import Resampled
 from services.records import Quality, SkippedSegment, segment_id
 from services.rules.policy import FilterPolicy
@@ -35,11 +36,23 @@ if TYPE_CHECKING:
 
 SHARE_DIGITS = 3  # as quality/records.py writes a share (music, overlap)
 
-# an input field -> how the annotations compute it: (annotator, input, its rate, resampler)
-InputField = Callable[["Annotator", np.ndarray, int, Resampled], Any]
-INPUT_FIELDS: dict[str, InputField] = {
-    "overlap": lambda ann, x, rate, rs: ann.input_overlap(x, rate, rs),
-}
+# an input field -> how the annotations compute it: (annotator, input, its rate, resampler,
+# what it found on the way, kept for the steps after restoration: ``EarlyFilter.found``)
+InputField = Callable[["Annotator", np.ndarray, int, Resampled, dict[str, Any]], Any]
+
+
+def _overlap(ann: Annotator, x: np.ndarray, rate: int, rs: Resampled,
+             found: dict[str, Any]) -> float | None:
+    """The annotation's overlap, its frames kept (the writer's re-cut and the annotation
+    take them instead of finding them again)."""
+    if rs(x, rate, SR).size < MIN_OVERLAP_SECONDS * SR:
+        return None
+    frames = found["overlap_frames"] = ann.overlap.frames(x, rate, rs)
+    return ann.input_overlap(x, rate, rs, frames=frames)
+
+
+INPUT_FIELDS: dict[str, InputField] = {"overlap": _overlap}
+SR = 16000
 
 
 class EarlyFilter:
@@ -59,6 +72,7 @@ class EarlyFilter:
         self.dropped: set[str] = set()
         self.dropped_seconds = 0.0
         self.seconds = 0.0  # spent computing the fields
+        self.found: dict[str, Any] = {}  # the last segment's by-products (its overlap frames)
 
     @property
     def active(self) -> bool:
@@ -69,7 +83,9 @@ class EarlyFilter:
             return True
         t0 = time.perf_counter()
         rs = Resampled()
-        values = {f: INPUT_FIELDS[f](self.annotator, audio, rate, rs) for f in self.fields}
+        self.found = {}
+        values = {f: INPUT_FIELDS[f](self.annotator, audio, rate, rs, self.found)
+                  for f in self.fields}
         self.seconds += time.perf_counter() - t0
         quality = Quality.model_validate({f: round(v, SHARE_DIGITS) if isinstance(v, float)
                                           else v for f, v in values.items()})

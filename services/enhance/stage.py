@@ -140,8 +140,11 @@ class EnhanceStage(Stage):
         def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
             for seg in segments:  # a view: the engine drops only its own reference
                 before = seg.padded[geom.margin:geom.margin + seg.seg_len]
-                if early is not None and not early.keeps(seg.spec, before, b.in_rate):
-                    continue  # dropped before restoration: the done record says why
+                if early is not None:
+                    if not early.keeps(seg.spec, before, b.in_rate):
+                        continue  # dropped before restoration: the done record says why
+                    if "overlap_frames" in early.found:  # not found again after restoration
+                        writer.known_frames[seg.serial] = early.found["overlap_frames"]
                 inputs_kept[seg.serial] = before
                 yield seg
 

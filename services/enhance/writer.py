@@ -86,6 +86,8 @@ class EnhancedWriter:
         self.annotator = annotator
         self.cuts = cuts  # None: segments are not cut at changes (trim_window 0: not trimmed)
         self.trimmed: dict[str, float] = {}  # segment -> seconds trimmed off its pieces
+        # serial -> the overlap frames of its input, found before restoration (early.py)
+        self.known_frames: dict[int, overlap.Frames] = {}
         self.in_rate = in_rate
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
@@ -161,7 +163,9 @@ class EnhancedWriter:
         item, the overlap frames of its input where they were found (its segment's, clipped to
         the piece: the overlap annotation is taken from them, not found again)."""
         rs = rs or Resampled()
-        found: list[overlap.Frames | None] = [None] * len(batch)
+        # the frames found before restoration (``known``), else found here or by the annotation
+        known = [self.known_frames.pop(seg.serial, None) for seg, _, _ in batch]
+        found: list[overlap.Frames | None] = list(known)
         todo = [i for i, (seg, audio, _) in enumerate(batch)
                 if self.cuts is not None and seg.spec.words
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
@@ -178,7 +182,8 @@ class EnhancedWriter:
             # on the input, as the overlap annotation is
             src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
             if cfg.needs_fires:
-                frames = self.annotator.overlap.frames(src, rate, rs)
+                frames = known[i] if known[i] is not None else \
+                    self.annotator.overlap.frames(src, rate, rs)
             parts, kept = segment_pieces(seg.spec, w, None if frames is None else fires(frames),
                                          cfg)
             if len(parts) > 1:
@@ -193,7 +198,7 @@ class EnhancedWriter:
                     round(p.start * rate) / rate, (a if b is None else b).size / rate)
                     for p, (_, a, b) in zip(kept, cut)]
             else:
-                found[i] = frames
+                found[i] = frames if frames is not None else known[i]
         self.trimmed.update(trimmed)
         return out, found
 

@@ -17,7 +17,7 @@ import pytest
 from common.stages.engine import Engine
 from fixtures.known_speakers import sphinx_lines
 from fixtures.speechgen import make_shard, wav_bytes
-from services.enhance.quality.overlap import overlap
+from services.enhance.quality.overlap import PitchTest, overlap
 from services.enhance.stage import EnhanceStage
 from services.ops.export.run import export
 from services.ops.export.write import SplitPlan
@@ -73,7 +73,15 @@ def _run(make_settings, root: Path, talk: dict[str, np.ndarray], stage: EnhanceS
 
 
 def test_overlap_drops_before_restoration_and_a_rerun_restores(make_settings, tmp_path,
-                                                                talk) -> None:
+                                                                talk, monkeypatch) -> None:
+    calls: list[int] = []
+    found = PitchTest.frames
+
+    def counted(self, x, rate, rs):  # type: ignore[no-untyped-def]
+        calls.append(x.size)
+        return found(self, x, rate, rs)
+
+    monkeypatch.setattr(PitchTest, "frames", counted)
     stage, rec, metas, s = _run(make_settings, tmp_path / "on", talk, None,
                                 filter_max_overlap=0.3)
     assert [k.split("_")[0] for k in metas] == ["clean"]
@@ -88,6 +96,7 @@ def test_overlap_drops_before_restoration_and_a_rerun_restores(make_settings, tm
     policy = rec.stat("quality_filter")
     assert policy["max_overlap"] == 0.3 and policy["by_reason"] == {"overlap>0.3": 1}
     assert metas["clean_0000"]["quality"]["overlap"] <= 0.3
+    assert len(calls) == 2  # once a segment: the kept one's frames are not found again
     # the dataset card says where it went
     export(s, s.output_url, str(tmp_path / "set"), tokens=False,
            plan=SplitPlan(validation_fraction=0.0))
