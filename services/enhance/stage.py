@@ -98,6 +98,7 @@ class EnhanceStage(Stage):
         from services.enhance.early import EarlyFilter
         from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
+        from services.enhance.sides import Signatures, SpeakerEmbeddings
         from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
 
@@ -114,11 +115,13 @@ class EnhanceStage(Stage):
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         ann = self._annotator
-        sig_key = SPEC.side_output_key("signatures", s, shard_id)
-        spk_key = SPEC.side_output_key("speakers", s, shard_id)
+        # the side outputs the spec names, each its step (sides.py), written after the tar
+        made = {"signatures": Signatures(self._signature_powers),
+                "speakers": SpeakerEmbeddings()}
+        side_keys = SPEC.side_outputs(s, shard_id) if SPEC.side_outputs is not None else {}
+        sides = [(made[name], workdir / "out" / k) for name, k in side_keys.items()]
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
-                                batch=s.quality_batch_segments,
-                                signature_path=workdir / "out" / sig_key,
+                                batch=s.quality_batch_segments, sides=sides,
                                 speaker_threshold=s.quality_speaker_label_threshold,
                                 speaker_unknown_near=s.quality_speaker_unknown_near,
                                 cuts=CutSettings(
@@ -127,9 +130,7 @@ class EnhanceStage(Stage):
                                     s.quality_overlap_trim_seconds, s.quality_overlap_cuts,
                                 ) if s.quality_speaker_changes else None,
                                 batch_seconds=s.quality_batch_seconds,
-                                ahead_seconds=s.enhance_write_ahead_seconds,
-                                signature_powers=self._signature_powers,
-                                speakers_path=workdir / "out" / spk_key)
+                                ahead_seconds=s.enhance_write_ahead_seconds)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
@@ -171,8 +172,8 @@ class EnhanceStage(Stage):
             "segments_planned": plan.segments,
             "segments": writer.written,
             "segments_dropped_early": len(early.dropped) if early is not None else 0,
-            "signatures": len(writer.signatures),
-            "speaker_embeddings": len(writer.embeddings),
+            "signatures": len(made["signatures"]),
+            "speaker_embeddings": len(made["speakers"]),
             "errors": len(errors),
             "chunks": engine.chunks,
             "rows": st.rows,
@@ -181,8 +182,7 @@ class EnhanceStage(Stage):
         if errors:
             log.warning("enhance %s: %d errors, first: %s", shard_id, len(errors), errors[0])
         return StageResult(
-            outputs={key: out_path, sig_key: workdir / "out" / sig_key,
-                     spk_key: workdir / "out" / spk_key},
+            outputs={key: out_path, **{k: workdir / "out" / k for k in side_keys.values()}},
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,
