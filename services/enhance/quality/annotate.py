@@ -20,7 +20,7 @@ at 8 kHz) instead of doing it again.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -33,24 +33,13 @@ from services.enhance.quality.overlap import Frames
 from services.enhance.quality.overlap_model import load_overlap_test
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
-from services.enhance.quality.steps import STEPS, Batch
+from services.enhance.quality.steps import STEPS, AnnotationInput, Batch
 from services.enhance.quality.vad import SpeechFraction
 from services.enhance.resampled import Resampled
 from services.enhance.settings import EnhanceSettings
 
 SR = 16000
-
-
-@dataclass
-class AnnotationInput:
-    segment_id: str
-    text: str
-    language: str | None
-    before: np.ndarray
-    before_rate: int
-    after: np.ndarray
-    after_rate: int
-    overlap_frames: overlap.Frames | None = None  # ``before``'s, when the caller has them
+__all__ = ["AnnotationInput", "Annotator"]
 
 
 class Annotator:

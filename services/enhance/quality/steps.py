@@ -14,7 +14,7 @@ time, so what replaces a model there (a fake in a bench, a port on a GPU node) i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -23,8 +23,48 @@ from services.enhance.quality.fidelity import sampled
 from services.enhance.quality.prosody import load_prosody, measure
 
 if TYPE_CHECKING:
-    from services.enhance.quality.annotate import AnnotationInput, Annotator
+    from services.enhance.quality.campplus import CamppEncoder
+    from services.enhance.quality.dnsmos import Dnsmos
+    from services.enhance.quality.fidelity import FidelityChecker
+    from services.enhance.quality.overlap import Frames, OverlapTest
+    from services.enhance.quality.speaker import SpeakerEncoder
+    from services.enhance.quality.vad import SpeechFraction
     from services.enhance.resampled import Resampled
+
+
+@dataclass
+class AnnotationInput:
+    segment_id: str
+    text: str
+    language: str | None
+    before: np.ndarray
+    before_rate: int
+    after: np.ndarray
+    after_rate: int
+    overlap_frames: Frames | None = None  # ``before``'s, when the caller has them
+
+
+class Annotator(Protocol):
+    """What the steps read off the annotator (annotate.py): its models and thresholds."""
+
+    dnsmos: Dnsmos
+    speaker: SpeakerEncoder
+    vad: SpeechFraction
+    fidelity: FidelityChecker
+    fraction: float
+    speaker_threshold: float
+    cer_threshold: float
+    fidelity_checked: int
+
+    @property
+    def overlap(self) -> OverlapTest: ...
+
+    @property
+    def label_model(self) -> CamppEncoder | None: ...
+
+    def input_overlap(self, x: np.ndarray, rate: int, rs: Resampled,
+                      size16k: int | None = None,
+                      frames: Frames | None = None) -> float | None: ...
 
 
 @dataclass
