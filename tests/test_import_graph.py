@@ -120,3 +120,18 @@ def test_tests_and_benches_share_fixtures_not_each_other() -> None:
                     if t == "bench" and not f.startswith("tests/bench/"))
     wrong += sorted(f"{f} -> {t}" for f, t in fixtures if t in ("bench", "tests"))
     assert wrong == []
+
+
+def test_no_corpus_step_imports_a_stage() -> None:
+    """The corpus steps (dedup, speakers) and ``onsei export`` read what the stages wrote
+    through the records and the rules (services/records.py, services/rules/), never a stage's
+    package: the arrows of the house drawing run one way (docs/architecture.md, "Layers")."""
+    graph = import_graph()
+    stages = {m.removesuffix(".spec") for m in graph if m.endswith(".spec")} - {"common.stages"}
+    assert {"services.asr", "services.enhance", "services.tokenize"} <= stages
+    steps = ("services.dedup", "services.speakers", "services.ops.export", "services.rules")
+    assert "services.rules.policy" in graph["services.ops.export.run"]
+    wrong = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
+                   if any(m == s or m.startswith(s + ".") for s in steps)
+                   and any(t == s or t.startswith(s + ".") for s in stages))
+    assert wrong == []

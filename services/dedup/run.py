@@ -65,7 +65,7 @@ from services.dedup.verify import Rule, confirm, confirm_pool
 from services.records import corpus_id
 
 if TYPE_CHECKING:
-    from services.tokenize.filter import FilterPolicy
+    from services.rules.policy import FilterPolicy
 
 log = logging.getLogger(__name__)
 

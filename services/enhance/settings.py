@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from common.settings import one_of
+from services.rules.settings import FilterSettings
 from services.whisper.settings import WhisperSettings
 
 ENHANCERS: tuple[str, ...] = ("sidon", "rnnoise", "none")
@@ -17,7 +18,7 @@ FRONTENDS: tuple[str, ...] = ("torch", "transformers")
 MIN_DNSMOS_HOP = 0.1
 
 
-class EnhanceSettings(WhisperSettings):
+class EnhanceSettings(WhisperSettings, FilterSettings):  # the rules it applies early
     prefixes: ClassVar[tuple[str, ...]] = ("enhance_", "quality_")
     renamed: ClassVar[dict[str, str]] = {"enhancer": "enhance_backend",
                                          "sidon_model": "enhance_sidon_model"}

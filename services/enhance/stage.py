@@ -20,6 +20,7 @@ from services.enhance.cuts import CutSettings
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 from services.enhance.stats import EnhanceStats, QualityStats
+from services.rules.policy import FilterPolicy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,8 +95,10 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.enhance.early import EarlyFilter
         from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
+        from services.enhance.sides import Signatures, SpeakerEmbeddings
         from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
 
@@ -112,11 +115,13 @@ class EnhanceStage(Stage):
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
         ann = self._annotator
-        sig_key = SPEC.side_output_key("signatures", s, shard_id)
-        spk_key = SPEC.side_output_key("speakers", s, shard_id)
+        # the side outputs the spec names, each its step (sides.py), written after the tar
+        made = {"signatures": Signatures(self._signature_powers),
+                "speakers": SpeakerEmbeddings()}
+        side_keys = SPEC.side_outputs(s, shard_id) if SPEC.side_outputs is not None else {}
+        sides = [(made[name], workdir / "out" / k) for name, k in side_keys.items()]
         writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
-                                batch=s.quality_batch_segments,
-                                signature_path=workdir / "out" / sig_key,
+                                batch=s.quality_batch_segments, sides=sides,
                                 speaker_threshold=s.quality_speaker_label_threshold,
                                 speaker_unknown_near=s.quality_speaker_unknown_near,
                                 cuts=CutSettings(
@@ -125,16 +130,23 @@ class EnhanceStage(Stage):
                                     s.quality_overlap_trim_seconds, s.quality_overlap_cuts,
                                 ) if s.quality_speaker_changes else None,
                                 batch_seconds=s.quality_batch_seconds,
-                                ahead_seconds=s.enhance_write_ahead_seconds,
-                                signature_powers=self._signature_powers,
-                                speakers_path=workdir / "out" / spk_key)
+                                ahead_seconds=s.enhance_write_ahead_seconds)
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
+        # the filter rules on the input audio, before the model: only with the annotations
+        # (their models compute the fields; without them no rule reads a field at all)
+        early = EarlyFilter(FilterPolicy.from_settings(s), ann) if ann is not None else None
 
         def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
             for seg in segments:  # a view: the engine drops only its own reference
-                inputs_kept[seg.serial] = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                before = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                if early is not None:
+                    if not early.keeps(seg.spec, before, b.in_rate):
+                        continue  # dropped before restoration: the done record says why
+                    if "overlap_frames" in early.found:  # not found again after restoration
+                        writer.known_frames[seg.serial] = early.found["overlap_frames"]
+                inputs_kept[seg.serial] = before
                 yield seg
 
         seconds_in = 0.0
@@ -149,7 +161,8 @@ class EnhanceStage(Stage):
         writer.close()
         errors = plan.errors + reader.errors
         # else the shard fails, nothing published
-        check_written(plan, writer.durations, errors, writer.trimmed)
+        check_written(plan, writer.durations, errors, writer.trimmed,
+                      early.dropped if early is not None else ())
         errors += writer.errors  # annotation failures: the segments were written all the same
         st = engine.stats
         counts = {
@@ -158,8 +171,9 @@ class EnhanceStage(Stage):
             "members_decoded": len(reader.decoded_keys),
             "segments_planned": plan.segments,
             "segments": writer.written,
-            "signatures": len(writer.signatures),
-            "speaker_embeddings": len(writer.embeddings),
+            "segments_dropped_early": len(early.dropped) if early is not None else 0,
+            "signatures": len(made["signatures"]),
+            "speaker_embeddings": len(made["speakers"]),
             "errors": len(errors),
             "chunks": engine.chunks,
             "rows": st.rows,
@@ -168,8 +182,7 @@ class EnhanceStage(Stage):
         if errors:
             log.warning("enhance %s: %d errors, first: %s", shard_id, len(errors), errors[0])
         return StageResult(
-            outputs={key: out_path, sig_key: workdir / "out" / sig_key,
-                     spk_key: workdir / "out" / spk_key},
+            outputs={key: out_path, **{k: workdir / "out" / k for k in side_keys.values()}},
             counts=counts,
             audio_seconds_in=seconds_in,
             audio_seconds_out=writer.seconds_out,
@@ -183,5 +196,6 @@ class EnhanceStage(Stage):
                 errors=[ErrorEntry(**e) for e in errors[:MAX_ERRORS_RECORDED]],
                 quality=None if ann is None else QualityStats(
                     **writer.quality.as_dict(), seconds=round(ann.seconds - quality_seconds0, 3)),
+                **(early.stats() if early is not None else {}),
             ).to_dict(),
         )

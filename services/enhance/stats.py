@@ -1,11 +1,15 @@
-"""The enhance done record's ``stats`` block, typed (common/ledger/stats.py)."""
+"""The enhance done record's ``stats`` block, typed (common/ledger/stats.py). With a filter
+rule on the input audio in force (services/enhance/early.py), what it dropped before restoration
+in the shape tokenize writes what it skips (services/rules/stats.py)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from common.ledger.stats import ErrorEntry, StageStats
+from common.ledger.stats import ErrorEntry
 from common.record import Record, omitted
+from services.records import SkippedSegment
+from services.rules.stats import FilterOutcome
 
 __all__ = ["EnhanceStats", "QualityStats"]
 
@@ -29,7 +33,7 @@ class QualityStats(Record):
     seconds: float = 0.0  # spent annotating
 
 
-class EnhanceStats(StageStats):
+class EnhanceStats(FilterOutcome):
     padded_fraction: float = 0.0  # of the model's input, filler silence
     overhead_fraction: float = 0.0  # of the model's input, not kept: filler and context
     decode_seconds: float = 0.0
@@ -38,3 +42,6 @@ class EnhanceStats(StageStats):
     batch_size: int = 0
     errors: list[ErrorEntry] = Field(default_factory=list)  # the first errors
     quality: QualityStats | None = omitted()  # None (not written): annotations off
+    # the segments dropped before restoration (none: not written; quality_filter and
+    # skipped_tally are absent then too)
+    skipped: list[SkippedSegment] = Field(default_factory=list, exclude_if=lambda v: not v)

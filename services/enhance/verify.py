@@ -7,12 +7,12 @@ from asr's kept segments -- by count, by key, or by a ``duration_seconds`` more 
 from ``end - start`` -- fails here, before anything is published or marked done. A segment
 cut at speaker changes (``turns.py``) counts as its pieces together, plus what the writer says
 it trimmed off their edges where two voices overlap (``edges.py``): all of it, if no piece was
-left.
+left. A segment a filter rule dropped before restoration (``early.py``) is not expected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from services.enhance.errors import SegmentError
 from services.enhance.segments import Plan, SegmentSpec
@@ -37,11 +37,13 @@ def _some(names: list[str]) -> str:
 
 def check_written(plan: Plan, written: list[tuple[SegmentSpec, float]],
                   errors: list[SegmentError], trimmed: Mapping[str, float] | None = None,
-                  ) -> None:
+                  dropped: Collection[str] = ()) -> None:
     """Raise :class:`SegmentMismatch` unless ``written`` ((spec, duration_seconds) in output
-    order) is exactly the plan's kept segments, each within 20 ms of its asr length with the
+    order) is exactly the plan's kept segments less those a filter rule ``dropped`` before
+    restoration (by segment name: ``early.py``), each within 20 ms of its asr length with the
     seconds ``trimmed`` off it (by segment name)."""
-    expected = {segment_name(s): s for specs in plan.by_key.values() for s in specs}
+    expected = {segment_name(s): s for specs in plan.by_key.values() for s in specs
+                if segment_name(s) not in dropped}
     got: dict[str, float] = {}  # a segment cut at speaker changes: its pieces' total
     doubled: list[str] = []
     pieces: set[str] = set()

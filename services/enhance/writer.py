@@ -8,17 +8,14 @@ With an annotator (docs/quality.md), segments are gathered ``batch`` at a time (
 thread and annotated together (input and output audio, both already in memory) before they are
 written; their sidecar gets a ``quality`` object. A batch whose annotation fails is written
 without it and each of its segments gets an entry in ``errors``: the audio is never lost.
-With ``signature_path``, each written segment also gets a duplicate-detection signature
-(services/dedup/signature.py) from its input audio: the recording itself, so signatures stay
-comparable whichever enhancer restored it; its spectrograms are computed by
-``signature_powers`` (the stage's device at a GPU node). ``close()`` writes the file after the
-tar.
+Each side output (``sides``: services/enhance/sides.py, the dedup signatures and the speaker
+embeddings) hears of every segment written and every speaker label given, and ``close()``
+writes its file after the tar.
 
 With annotations, a segment that holds a speaker change is first cut there (``turns.py``: its
 pieces are named ``<key>_<idx>-<part>``), and a source file's encoded segments are held until
 the file is complete, to label its speakers (``speakers.py``: ``speaker_id`` in each sidecar),
-then written in order. With ``speakers_path``, each labelled segment's embedding is also kept
-for ``onsei speakers`` (services/speakers/embeddings.py), written by ``close()`` too.
+then written in order.
 """
 
 from __future__ import annotations
@@ -36,14 +33,13 @@ from common.shards.audio import flac_bytes, resample
 from common.shards.tar import ShardWriter
 from common.shards.writebehind import WriteBehind
 from services.dedup.fingerprint import RATE as TELEPHONE
-from services.dedup.signature import SignatureWriter
-from services.dedup.spectrum import Powers, numpy_powers
 from services.enhance.cuts import DEFAULT_CUTS, CutSettings, segment_pieces
 from services.enhance.edges import fires
 from services.enhance.errors import SegmentError
 from services.enhance.quality import overlap
 from services.enhance.resampled import Resampled
 from services.enhance.segments import CutSegment, SegmentSpec
+from services.enhance.sides import SideOutput
 from services.enhance.speakers import (
     FUSED,
     RESEMBLYZER,
@@ -54,7 +50,6 @@ from services.enhance.speakers import (
 )
 from services.enhance.turns import MIN_PIECE, Piece, cut_segment
 from services.records import Sidecar, segment_id
-from services.speakers.embeddings import EmbeddingsWriter
 
 if TYPE_CHECKING:
     from services.enhance.quality.annotate import Annotator
@@ -69,23 +64,21 @@ class EnhancedWriter:
     """``put(segment, audio at rate)`` in output order; ``close()`` publishes the tar whole."""
 
     def __init__(self, path: Path, rate: int, ahead: int = 8, annotator: Annotator | None = None,
-                 in_rate: int = 0, batch: int = 16, signature_path: Path | None = None,
+                 in_rate: int = 0, batch: int = 16,
                  speaker_threshold: float | None = None, batch_seconds: float = 120.0,
-                 ahead_seconds: float = 60.0, signature_powers: Powers | None = None,
-                 cuts: CutSettings | None = DEFAULT_CUTS,
-                 speakers_path: Path | None = None,
+                 ahead_seconds: float = 60.0, cuts: CutSettings | None = DEFAULT_CUTS,
+                 sides: Sequence[tuple[SideOutput, Path]] = (),
                  speaker_unknown_near: float = UNKNOWN_NEAR) -> None:
         self.rate = rate
-        self.signature_path = signature_path
-        self.speakers_path = speakers_path
-        self.embeddings = EmbeddingsWriter()
-        self.signatures = SignatureWriter(powers=signature_powers or numpy_powers)
+        self.sides = list(sides)  # the side outputs and their files (sides.py)
         self._writer = ShardWriter(path)
         self.written = 0
         self.seconds_out = 0.0
         self.annotator = annotator
         self.cuts = cuts  # None: segments are not cut at changes (trim_window 0: not trimmed)
         self.trimmed: dict[str, float] = {}  # segment -> seconds trimmed off its pieces
+        # serial -> the overlap frames of its input, found before restoration (early.py)
+        self.known_frames: dict[int, overlap.Frames] = {}
         self.in_rate = in_rate
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
@@ -161,7 +154,9 @@ class EnhancedWriter:
         item, the overlap frames of its input where they were found (its segment's, clipped to
         the piece: the overlap annotation is taken from them, not found again)."""
         rs = rs or Resampled()
-        found: list[overlap.Frames | None] = [None] * len(batch)
+        # the frames found before restoration (``known``), else found here or by the annotation
+        known = [self.known_frames.pop(seg.serial, None) for seg, _, _ in batch]
+        found: list[overlap.Frames | None] = list(known)
         todo = [i for i, (seg, audio, _) in enumerate(batch)
                 if self.cuts is not None and seg.spec.words
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
@@ -178,7 +173,8 @@ class EnhancedWriter:
             # on the input, as the overlap annotation is
             src, rate = (before, self.in_rate) if before is not None else (audio, OUT_RATE)
             if cfg.needs_fires:
-                frames = self.annotator.overlap.frames(src, rate, rs)
+                frames = known[i] if known[i] is not None else \
+                    self.annotator.overlap.frames(src, rate, rs)
             parts, kept = segment_pieces(seg.spec, w, None if frames is None else fires(frames),
                                          cfg)
             if len(parts) > 1:
@@ -193,7 +189,7 @@ class EnhancedWriter:
                     round(p.start * rate) / rate, (a if b is None else b).size / rate)
                     for p, (_, a, b) in zip(kept, cut)]
             else:
-                found[i] = frames
+                found[i] = frames if frames is not None else known[i]
         self.trimmed.update(trimmed)
         return out, found
 
@@ -232,15 +228,14 @@ class EnhancedWriter:
             self.quality.add(quality)
         flac = flac_bytes(out, OUT_RATE)
         self.seconds_out += out.size / OUT_RATE
-        if self.signature_path is not None:
+        if self.sides:
             src, rate = (before, self.in_rate) if before is not None and self.in_rate else (
                 out, OUT_RATE)
             # at 8 kHz, as the overlap frames took it (the same call on the same samples)
             x8 = rs(src, rate, TELEPHONE) if rs is not None and src.dtype == np.float32 else None
-            self.signatures.add(_seg_id(seg), s.key, s.idx, seconds, s.text,
-                                s.language, None if quality is None else
-                                round(float(quality.dnsmos_after.ovrl), 4), src, rate,
-                                quality=meta.quality, telephone=x8)
+            ovrl = None if quality is None else round(float(quality.dnsmos_after.ovrl), 4)
+            for side, _ in self.sides:
+                side.written(_seg_id(seg), s, meta, ovrl, src, rate, x8)
         if self.annotator is None:
             self._emit((seg, flac, meta), None)
             return
@@ -255,10 +250,8 @@ class EnhancedWriter:
         seg, flac, meta = self._held.take(item) if isinstance(item, int) else item
         if speaker_id is not None:
             meta = meta.model_copy(update={"speaker_id": speaker_id})
-            q = meta.quality
-            if q is not None and q.speaker_embedding:
-                self.embeddings.add(_seg_id(seg), speaker_id, q.speaker_embedding,
-                                    q.speaker_parts)
+            for side, _ in self.sides:
+                side.labelled(_seg_id(seg), speaker_id, meta)
         assert meta.duration_seconds is not None  # _write gives every sidecar its duration
         self._writer.write(_seg_id(seg), {"flac": flac, "json": meta.to_json().encode("utf-8")})
         self.written += 1
@@ -273,10 +266,8 @@ class EnhancedWriter:
         finally:
             self._held.close()
         self._writer.close()
-        if self.signature_path is not None:
-            self.signatures.write(self.signature_path)
-        if self.speakers_path is not None:
-            self.embeddings.write(self.speakers_path)
+        for side, side_path in self.sides:
+            side.write(side_path)
 
     def abort(self) -> None:
         self._behind.abort()  # what is pending is dropped

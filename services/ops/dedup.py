@@ -23,13 +23,13 @@ def dedup(output_url: str | None, range_: str | None) -> None:
     from services.dedup.run import Deduper, NothingToDedup, Progress
     from services.dedup.settings import DedupSettings
     from services.ops.enqueue import parse_range
+    from services.rules.policy import FilterPolicy
+    from services.rules.settings import FilterSettings
     from services.stages import open_ledger
-    from services.tokenize.filter import FilterPolicy
-    from services.tokenize.settings import TokenizeSettings
 
     settings = DedupSettings(**output_settings(output_url))
-    # the copy kept is one tokenize's filter policy passes: the same settings build it
-    policy = FilterPolicy.from_settings(TokenizeSettings(**output_settings(output_url)))
+    # the copy kept is one the filter rules pass: the same settings tokenize reads build them
+    policy = FilterPolicy.from_settings(FilterSettings(**output_settings(output_url)))
     ids = parse_range(range_, settings.max_range) if range_ else None
     store = open_store(settings.output_url, settings)
     ledger = open_ledger(settings, store)

@@ -27,13 +27,13 @@ from common.shards.readahead import read_ahead
 from common.shards.tar import MemberError
 from common.shards.writebehind import WriteBehind
 from services.records import NEU_TOKENS, Quality, Sidecar, SkippedSegment, TokenLine
+from services.rules.policy import FilterPolicy
+from services.rules.skipped import SkipLog
 from services.speakers.result import Label
 from services.text.forms import TextForms
 from services.tokenize.batching import plan_batches
 from services.tokenize.encode import HOP, Prepared, encode_batch
 from services.tokenize.errors import Problem, SegmentError
-from services.tokenize.filter import FilterPolicy
-from services.tokenize.skipped import SkipLog
 
 SR = 16_000
 FRAME_RATE = SR // HOP  # 50 codes per second

@@ -78,8 +78,8 @@ class TokenizeStage(Stage):
         }
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.rules.policy import FilterPolicy
         from services.tokenize.encode import prepare
-        from services.tokenize.filter import FilterPolicy
         from services.tokenize.flow import PipelineConfig, run_pipeline
 
         self.load()

@@ -1,49 +1,16 @@
 """The tokenize done record's ``stats`` block, typed (common/ledger/stats.py): batching, the
-quality filter in force and what it removed, the corpus speaker labels applied, an error
-sample, the first skipped segments and the complete tally of all of them."""
+quality filter in force and what it removed (services/rules/stats.py), the corpus speaker
+labels applied, an error sample."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
-from common.ledger.stats import ErrorEntry, StageStats
+from common.ledger.stats import ErrorEntry
 from common.record import Record, omitted
-from services.records import SkippedSegment, SkipTally
+from services.rules.stats import DedupSeen, FilterOutcome, FilterStats
 
 __all__ = ["DedupSeen", "FilterStats", "SpeakersApplied", "TokenizeStats"]
-
-
-class DedupSeen(Record):
-    """The dedup result the filter saw: its duplicate list's digest, and whether it applied
-    (it covered the shard and duplicates are filtered)."""
-
-    duplicates_sha256: str
-    applied: bool
-
-
-class FilterStats(Record):
-    """The quality filter for the shard: its policy (``FilterPolicy.describe()``; a key a
-    record was written without stays absent, see :meth:`policy`) and what it removed."""
-
-    multi_speaker: bool | None = None
-    min_ovrl: float | None = None
-    min_ovrl_delta: float | None = None
-    restoration_changed_text: bool | None = None
-    duplicates: bool | None = None
-    min_speech_fraction: float | None = None
-    max_music: float | None = None
-    max_overlap: float | None = None
-    dedup: DedupSeen | None = None  # None: no dedup result existed
-    skipped_seconds: float = 0.0
-    by_reason: dict[str, int] = Field(default_factory=dict)  # segments by reason kind
-
-    def policy(self) -> dict[str, Any]:
-        """The rules in force as the record has them (the figures and the dedup result
-        apart): what two shards compare to tell whether one policy filtered both."""
-        return self.model_dump(exclude_unset=True,
-                               exclude={"dedup", "skipped_seconds", "by_reason"})
 
 
 class SpeakersApplied(Record):
@@ -53,15 +20,10 @@ class SpeakersApplied(Record):
     labels: int = Field(0, ge=0)
 
 
-class TokenizeStats(StageStats):
+class TokenizeStats(FilterOutcome):
     batches: int = Field(0, ge=0)
     mean_batch: float = 0.0  # segments per batch
     padding_waste: float = 0.0  # share of the encoded frames that were padding
     load_seconds: float = 0.0  # the codec's load
     errors_sample: list[ErrorEntry] = Field(default_factory=list)  # the first errors
-    quality_filter: FilterStats | None = omitted()
     corpus_speakers: SpeakersApplied | None = omitted()
-    # the first skipped segments (MAX_SKIPPED_ENTRIES) and the tally of every one; a record
-    # written before the tally has every entry and no tally
-    skipped: list[SkippedSegment] = Field(default_factory=list)
-    skipped_tally: SkipTally | None = omitted()

@@ -4,7 +4,7 @@
 - :mod:`speaker`: Resemblyzer embedding + consistency of its parts -> ``multi_speaker``;
 - :mod:`fidelity`: re-transcription of a sample of restored segments, CER vs the ASR text.
 
-Which annotated segments tokenize skips is tokenize's rule (services/tokenize/filter.py).
+Which annotated segments are dropped, and where, is services/rules/ (the filter rules).
 
 Every scorer takes 16 kHz mono float32 clips and runs batched; heavy imports happen on load.
 """

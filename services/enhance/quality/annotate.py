@@ -1,11 +1,12 @@
 """All annotations of a batch of segments, from audio already in memory (no extra decode).
 
 ``Annotator.annotate(items)`` takes each segment's input (before restoration) and output (after)
-at their own rates, resamples both to 16 kHz once, and runs DNSMOS on both, the speaker encoder
-on the restored audio, the prosody measures (speech fraction, pitch, speaking rate, SNR:
-``prosody.py``), the music score (held tones in the input's pauses: ``music.py``), and the
-fidelity re-transcription on the sampled ones; DNSMOS, the speaker
-encoder, the speech-fraction VAD (on a GPU: ``vad.py``) and Whisper run batched over the
+at their own rates, resamples both to 16 kHz once, and runs the declared steps of ``steps.py``
+over them in order (adding an annotator: one file and one line there): DNSMOS on both, the
+speaker encoder on the restored audio, the prosody measures (speech fraction, pitch, speaking
+rate, SNR: ``prosody.py``), the music score (held tones in the input's pauses: ``music.py``),
+and the fidelity re-transcription on the sampled ones; DNSMOS, the speaker encoder, the
+speech-fraction VAD (on a GPU: ``vad.py``) and Whisper run batched over the
 items. ``seconds`` accumulates the time spent (the stage reports it).
 
 The overlap is scored on the input, resampled from its own rate, by the pitch test
@@ -19,35 +20,26 @@ at 8 kHz) instead of doing it again.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import fields
+from typing import Any
 
 import numpy as np
 
-from services.enhance.quality import music, overlap
+from services.enhance.quality import overlap
 from services.enhance.quality.campplus import CamppEncoder, label_encoder
 from services.enhance.quality.dnsmos import Dnsmos
-from services.enhance.quality.fidelity import FidelityChecker, sampled, whisper_loader
+from services.enhance.quality.fidelity import FidelityChecker, whisper_loader
+from services.enhance.quality.overlap import Frames
 from services.enhance.quality.overlap_model import load_overlap_test
-from services.enhance.quality.prosody import load_prosody, measure
 from services.enhance.quality.records import QualityRecord
 from services.enhance.quality.speaker import SpeakerEncoder
+from services.enhance.quality.steps import STEPS, AnnotationInput, Batch
 from services.enhance.quality.vad import SpeechFraction
 from services.enhance.resampled import Resampled
 from services.enhance.settings import EnhanceSettings
 
 SR = 16000
-
-
-@dataclass
-class AnnotationInput:
-    segment_id: str
-    text: str
-    language: str | None
-    before: np.ndarray
-    before_rate: int
-    after: np.ndarray
-    after_rate: int
-    overlap_frames: overlap.Frames | None = None  # ``before``'s, when the caller has them
+__all__ = ["AnnotationInput", "Annotator"]
 
 
 class Annotator:
@@ -69,6 +61,7 @@ class Annotator:
         self._settings = s
         self._overlap_test: overlap.OverlapTest | None = None
         self._label_model: CamppEncoder | None = None
+        self.steps = STEPS  # the annotators, in order (steps.py)
 
     @property
     def overlap(self) -> overlap.OverlapTest:
@@ -86,12 +79,8 @@ class Annotator:
         return self._label_model
 
     def load(self) -> None:
-        self.dnsmos.load()
-        self.speaker.load()
-        _ = self.label_model
-        self.vad.load()
-        self.overlap.load()
-        load_prosody()
+        for step in self.steps:
+            step.load(self)
 
     def info(self) -> dict[str, str | float]:
         return {"dnsmos": "speechmos sig_bak_ovr.onnx (P.835)",
@@ -103,46 +92,37 @@ class Annotator:
 
     def annotate(self, items: list[AnnotationInput],
                  resampled: Resampled | None = None) -> list[QualityRecord]:
+        """Every step of :attr:`steps` over the batch, in order; one record per item."""
         if not items:
             return []
         t0 = time.perf_counter()
         rs = resampled or Resampled()
-        before = [rs(it.before, it.before_rate, SR) for it in items]
-        after = [rs(it.after, it.after_rate, SR) for it in items]
-        mos = self.dnsmos.score(before + after)
-        spk = self.speaker.score(after)
-        cam = self.label_model.embed(after) if self.label_model is not None else None
-        windows = self.vad.windows(after)  # the pauses music.py looks in, and the fraction
-        fractions = [float(w.mean()) if w.size else 0.0 for w in windows]
-        out = []
-        for i, it in enumerate(items):
-            c = spk[i].consistency
-            out.append(QualityRecord(
-                dnsmos_before=mos[i], dnsmos_after=mos[len(items) + i],
-                speaker_embedding=spk[i].embedding, speaker_consistency=c,
-                speaker_parts=spk[i].parts,
-                multi_speaker=c is not None and c < self.speaker_threshold,
-                prosody=measure(after[i], before[i], it.text, it.language, fractions[i]),
-                music=music.music_score(before[i], windows[i]),
-                speaker_embedding_campplus=None if cam is None else cam[i]))
-        picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
-        if picked:
-            scores = self.fidelity.check([(after[i], items[i].text, items[i].language)
-                                          for i in picked])
-            for i, sc in zip(picked, scores):
-                rec = out[i]
-                rec.fidelity_cer, rec.fidelity_text = sc.cer, sc.transcript
-                rec.restoration_changed_text = sc.cer > self.cer_threshold
-            self.fidelity_checked += len(picked)
-        for rec, it, x in zip(out, items, before):
-            rec.overlap = self._overlap(it, x.size, rs)
+        batch = Batch(items, [rs(it.before, it.before_rate, SR) for it in items],
+                      [rs(it.after, it.after_rate, SR) for it in items], rs)
+        for step in self.steps:
+            step.run(self, batch)
+        out = [_record(f) for f in batch.fields]
         self.seconds += time.perf_counter() - t0
         return out
 
-    def _overlap(self, it: AnnotationInput, size16k: int, rs: Resampled) -> float | None:
+    def input_overlap(self, x: np.ndarray, rate: int, rs: Resampled, size16k: int | None = None,
+                      frames: Frames | None = None) -> float | None:
+        """``quality.overlap`` of an input clip ``x`` at ``rate`` (None: too short to judge):
+        from ``frames`` when the caller found them, else its own. ``size16k``: the clip's
+        length at 16 kHz, where the caller has it resampled (else resampled here)."""
+        if size16k is None:
+            size16k = rs(x, rate, SR).size
         if size16k < overlap.MIN_SECONDS * SR:
             return None
-        f = it.overlap_frames
-        if f is None:
-            f = self.overlap.frames(it.before, it.before_rate, rs)
-        return f.share()
+        return (frames if frames is not None else self.overlap.frames(x, rate, rs)).share()
+
+
+_DECLARED = frozenset(f.name for f in fields(QualityRecord)) - {"extra"}
+
+
+def _record(values: dict[str, Any]) -> QualityRecord:
+    """A record of what the steps set: a field the record does not declare goes to its
+    ``extra`` (written into the sidecar as it is)."""
+    known = {k: v for k, v in values.items() if k in _DECLARED}
+    extra = {k: v for k, v in values.items() if k not in _DECLARED}
+    return QualityRecord(**known, extra=extra)

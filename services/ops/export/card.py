@@ -38,7 +38,9 @@ def _removed(reads: list[ShardRead]) -> list[list[str]]:
     n: Counter[tuple[str, str]] = Counter()
     sec: dict[tuple[str, str], float] = defaultdict(float)
     for r in reads:
-        for where, counts, seconds in (("tokenize", r.before, r.before_seconds),
+        for where, counts, seconds in (*((st, r.early[st], r.early_seconds[st])
+                                         for st in sorted(r.early)),
+                                       ("tokenize", r.before, r.before_seconds),
                                        ("export", r.removed, r.removed_seconds)):
             for k, v in counts.items():
                 n[(where, k)] += v

@@ -35,10 +35,10 @@ from services.ops.export.write import PART_BYTES, SplitPlan, Written, write_part
 from services.ops.provenance.card import section as provenance_section
 from services.ops.provenance.screen import Screen, ScreenError, ScreenOptions
 from services.records import RecordError
+from services.rules.policy import FilterPolicy
 from services.speakers.result import SUMMARY_KEY as SPEAKERS_SUMMARY
 from services.speakers.result import SpeakersReader
 from services.stages import open_ledger
-from services.tokenize.filter import FilterPolicy
 
 
 class ExportError(ValueError):

@@ -2,7 +2,7 @@
 
 From the tokens (``tokens/<tokenizer>/<shard>.jsonl``) or, with ``--no-tokens``, the enhanced
 sidecars (``enhanced/<shard>.tar``, audio not decoded). Every line goes through the filter
-policy and the duplicate list (services/tokenize/filter.py) again: tokenize applied the policy
+policy and the duplicate list (services/rules/policy.py) again: tokenize applied the policy
 in force then, and the dedup result may have grown since. Each line gets its corpus speaker
 (``corpus_speaker_id``, ``corpus_speaker_confidence``) from the ``onsei speakers`` result where
 it covers the shard (a label, once given, never changes: this fills in lines tokenized before
@@ -46,12 +46,12 @@ from services.records import (
     segment_id,
     shard_of,
 )
+from services.rules.policy import FilterPolicy, reason_kind
+from services.rules.skipped import skipped_of
+from services.rules.stats import FilterOutcome
 from services.speakers.result import Label
 from services.stages import PIPELINE
 from services.text.forms import TextForms
-from services.tokenize.filter import FilterPolicy, reason_kind
-from services.tokenize.skipped import skipped_of
-from services.tokenize.stats import TokenizeStats
 
 # what the card reports of each stage's done records: the model and its version
 # Candidates per shard for the writer's schema witnesses: one of several files is on the train
@@ -75,6 +75,11 @@ class ShardRead:
     removed_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     before: Counter[str] = field(default_factory=Counter)  # reason kind -> segments (tokenize)
     before_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # stage -> reason kind -> segments a stage before tokenize dropped (enhance, before
+    # restoration: services/enhance/early.py), and their seconds
+    early: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    early_seconds: dict[str, dict[str, float]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     edges: set[tuple[str, str]] = field(default_factory=set)  # (file, voice) nodes
     pathsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # path set -> its first lines, up to FIRST_PER_PATHSET of distinct source files
@@ -105,16 +110,20 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
                  "tokenizer": rec.model_info.get("tokenizer")}
         read.models[stage] = json.dumps({k: v for k, v in heads.items() if v is not None},
                                         sort_keys=True)
+        stats, damage = FilterOutcome.read(rec)
         if stage == "tokenize":
-            stats, damage = TokenizeStats.read(rec)
             policy = stats.quality_filter.policy() if stats.quality_filter is not None else {}
             read.policy = json.dumps(policy, sort_keys=True)
-            skipped = skipped_of(stats, damage)
-            for why in skipped.damaged:
-                read.refused[f"tokenize skipped {why}"] += 1
-            for kind, n in skipped.tally.segments_by_reason.items():
-                read.before[kind] += n
-                read.before_seconds[kind] += skipped.tally.seconds_by_reason.get(kind, 0.0)
+        elif stats.quality_filter is None:
+            continue  # no rule applied at this stage (enhance's early ones: when in force)
+        skipped = skipped_of(stats, damage)
+        for why in skipped.damaged:
+            read.refused[f"{stage} skipped {why}"] += 1
+        counts, seconds = ((read.before, read.before_seconds) if stage == "tokenize"
+                           else (read.early[stage], read.early_seconds[stage]))
+        for kind, n in skipped.tally.segments_by_reason.items():
+            counts[kind] += n
+            seconds[kind] += skipped.tally.seconds_by_reason.get(kind, 0.0)
 
 
 def _languages(store: Store, settings: Settings, shard_id: int) -> dict[str, str | None]:

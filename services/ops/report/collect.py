@@ -34,9 +34,9 @@ from services.records import (
     TokenLine,
     corpus_id,
 )
+from services.rules.skipped import read_skipped
 from services.stages import PIPELINE, STAGES, open_ledger
 from services.tokenize.settings import TokenizeSettings
-from services.tokenize.skipped import read_skipped
 
 TOP_N = 10
 R = TypeVar("R", bound=Record)
@@ -196,7 +196,7 @@ def collect(output_url: str, settings: Settings, workers: int = 8,
         records[stage] = [trim(rec) for rec in done]
         for rec in done:
             _add_done(stage_sum, rec)
-            if stage == "tokenize":  # segments the quality filter removed
+            if stage in ("enhance", "tokenize"):  # what the filter rules removed there
                 data.quality.add_skipped(read_skipped(rec))
             done_ids.add(rec.shard_id)
             slow.append({"stage": stage, "shard": rec.shard or "?",

@@ -12,7 +12,7 @@ from typing import Any
 
 from services.ops.report.charts import barh, chart, largest_first
 from services.records import Quality, Sidecar, TokenLine
-from services.tokenize.skipped import Skipped
+from services.rules.skipped import Skipped
 
 TOP_SPEAKERS = 30  # speakers named in the report; the rest are counted
 

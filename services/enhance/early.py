@@ -1,0 +1,112 @@
+"""The filter rules whose fields exist before restoration (services/rules/, ``Phase.INPUT``),
+applied to each cut segment's input as it leaves the reader: a segment they drop never reaches
+the model, the annotators, the signatures or the tar (docs/quality.md, "filter rules").
+
+Each input field is computed here as the annotations compute it (the same call on the same
+samples, rounded as the sidecar writes it), so a segment kept here and judged again by
+tokenize gets the same verdict from the same rule. A rule judges the asr segment whole, before
+the speaker re-cut (``turns.py``): its pieces are judged again after restoration.
+
+What is dropped stays visible and recoverable: the enhance done record holds the policy in
+force (``quality_filter``), the first dropped segments and the tally of all (``skipped``,
+``skipped_tally``: the shape tokenize writes, services/rules/stats.py), and the asr output is
+untouched, so enhance run again with other ``ONSEI_FILTER_*`` settings restores them without
+decoding again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from services.enhance.quality.overlap import MIN_SECONDS as MIN_OVERLAP_SECONDS
+from services.enhance.resampled import Resampled
+from services.records import Quality, SkippedSegment, segment_id
+from services.rules.policy import FilterPolicy
+from services.rules.quality import Phase, reasons
+from services.rules.skipped import SkipLog
+from services.rules.stats import FilterStats
+
+if TYPE_CHECKING:
+    from services.enhance.quality.annotate import Annotator
+    from services.enhance.segments import SegmentSpec
+
+SHARE_DIGITS = 3  # as quality/records.py writes a share (music, overlap)
+
+# an input field -> how the annotations compute it: (annotator, input, its rate, resampler,
+# what it found on the way, kept for the steps after restoration: ``EarlyFilter.found``)
+InputField = Callable[["Annotator", np.ndarray, int, Resampled, dict[str, Any]], Any]
+
+
+def _overlap(ann: Annotator, x: np.ndarray, rate: int, rs: Resampled,
+             found: dict[str, Any]) -> float | None:
+    """The annotation's overlap, its frames kept (the writer's re-cut and the annotation
+    take them instead of finding them again)."""
+    if rs(x, rate, SR).size < MIN_OVERLAP_SECONDS * SR:
+        return None
+    frames = found["overlap_frames"] = ann.overlap.frames(x, rate, rs)
+    return ann.input_overlap(x, rate, rs, frames=frames)
+
+
+INPUT_FIELDS: dict[str, InputField] = {"overlap": _overlap}
+SR = 16000
+
+
+class EarlyFilter:
+    """``keeps(spec, input, rate)`` for each segment in order; ``dropped``: the names
+    (``<key>_<idx>``) of those it dropped, for the output check."""
+
+    def __init__(self, policy: FilterPolicy, annotator: Annotator) -> None:
+        self.policy = policy
+        self.rules = policy.at(Phase.INPUT)
+        fields = dict.fromkeys(r.reads for r in self.rules)
+        unknown = [f for f in fields if f not in INPUT_FIELDS]
+        if unknown:  # a rule declared on the input whose field enhance cannot compute there
+            raise ValueError(f"input fields without a computation: {', '.join(unknown)}")
+        self.fields = list(fields)
+        self.annotator = annotator
+        self.log = SkipLog()
+        self.dropped: set[str] = set()
+        self.dropped_seconds = 0.0
+        self.seconds = 0.0  # spent computing the fields
+        self.found: dict[str, Any] = {}  # the last segment's by-products (its overlap frames)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rules)
+
+    def keeps(self, spec: SegmentSpec, audio: np.ndarray, rate: int) -> bool:
+        if not self.rules:
+            return True
+        t0 = time.perf_counter()
+        rs = Resampled()
+        self.found = {}
+        values = {f: INPUT_FIELDS[f](self.annotator, audio, rate, rs, self.found)
+                  for f in self.fields}
+        self.seconds += time.perf_counter() - t0
+        quality = Quality.model_validate({f: round(v, SHARE_DIGITS) if isinstance(v, float)
+                                          else v for f, v in values.items()})
+        why = reasons(self.rules, quality)
+        if not why:
+            return True
+        name = segment_id(spec.key, spec.idx)
+        seconds = round(spec.end - spec.start, 3)
+        self.dropped.add(name)
+        self.dropped_seconds += seconds
+        self.log.add(SkippedSegment(key=name, reasons=why, seconds=seconds, quality=quality))
+        return False
+
+    def stats(self) -> dict[str, Any]:
+        """The done record's ``quality_filter``, ``skipped`` and ``skipped_tally`` (None when
+        no rule applies before restoration: nothing written)."""
+        if not self.rules:
+            return {}
+        tally = self.log.tally
+        return {"quality_filter": FilterStats(
+                    **{k: v for k, v in self.policy.describe().items() if k != "dedup"},
+                    skipped_seconds=round(self.dropped_seconds, 3),
+                    by_reason=dict(tally.segments_by_reason)),
+                "skipped": self.log.entries, "skipped_tally": tally}
