@@ -129,7 +129,8 @@ def test_no_corpus_step_imports_a_stage() -> None:
     graph = import_graph()
     stages = {m.removesuffix(".spec") for m in graph if m.endswith(".spec")} - {"common.stages"}
     assert {"services.asr", "services.enhance", "services.tokenize"} <= stages
-    steps = ("services.dedup", "services.speakers", "services.ops.export", "services.rules")
+    steps = ("services.dedup", "services.speakers", "services.ops.export", "services.rules",
+             "services.provenance")
     assert "services.rules.policy" in graph["services.ops.export.run"]
     wrong = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
                    if any(m == s or m.startswith(s + ".") for s in steps)

@@ -39,7 +39,8 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from common.models.pinned import TamperedEntry, verify_entry
+from common.models.pinned import TamperedEntry
+from common.models.pinned import verify_entry as verify_pinned
 from common.settings import Settings
 from common.storage import Store, open_store, split_url
 
@@ -210,6 +211,11 @@ def resolve_model_dir(name: str, settings: Settings, required: Required = ()) ->
 
 
 # --- manifests and listing ------------------------------------------------------------------------
+def verify_entry(d: Path) -> None:
+    """The entry ``d`` as its fetch pinned it (common/models/pinned.py), else TamperedEntry."""
+    verify_pinned(d, MANIFEST, local_files, sha256_file)
+
+
 def sha256_file(path: Path, chunk: int = 8 * 1024 * 1024) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

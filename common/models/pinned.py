@@ -11,6 +11,7 @@ only when a file's size, mtime or inode changes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +32,17 @@ def _stamp(d: Path, rels: list[str]) -> tuple[tuple[str, int, int, int], ...]:
     return tuple(out)
 
 
-def verify_entry(d: Path) -> None:
+def verify_entry(d: Path, manifest_name: str, local_files: Callable[[Path], list[str]],
+                 sha256_file: Callable[[Path], str]) -> None:
     """:class:`TamperedEntry` unless every model file of ``d`` is in its manifest with the size
-    and sha256 written at fetch, and every file the manifest names is there."""
-    from common.models.cache import MANIFEST, local_files, sha256_file
-
+    and sha256 written at fetch, and every file the manifest names is there. The cache's own
+    layout (its manifest's name, which files are model files, the hash) is handed in by
+    common/models/cache.py, which calls this."""
     try:
-        manifest: dict[str, Any] = json.loads((d / MANIFEST).read_text())
+        manifest: dict[str, Any] = json.loads((d / manifest_name).read_text())
         want: dict[str, dict[str, Any]] = manifest["files"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise TamperedEntry(_why(d, f"its manifest {MANIFEST} does not read ({e})")) from None
+        raise TamperedEntry(_why(d, f"its manifest {manifest_name} does not read ({e})")) from None
     have = local_files(d)
     extra = sorted(set(have) - set(want))
     if extra:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from services.ops.provenance.testsets import TestSetError
 from services.provenance.record import UNKNOWN, spdx
 from services.records import corpus_id, local_name
 from services.speakers.result import Label
-from services.tokenize.filter import FilterPolicy
+from services.rules.policy import FilterPolicy
 
 LICENCE, TAKEDOWN, TEST_SET = "licence:", "takedown:", "test_set:"
 
@@ -131,8 +131,8 @@ class Screen:
         matched against the shard's signatures now (in the export's reading thread)."""
         if self.scrub is not None:
             self._scrub(shard)
-        fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
-        return ScreenedPolicy(**fields, screen=self)
+        values = {f.name: getattr(base, f.name) for f in fields(base) if f.init}
+        return ScreenedPolicy(**values, screen=self)
 
     def decorate(self, shard: int) -> Callable[[ExportLine], ExportLine]:
         def add(line: ExportLine) -> ExportLine:
