@@ -28,8 +28,8 @@ from services.ops.provenance.scrub import ScrubIndex
 from services.ops.provenance.testsets import TestSetError
 from services.provenance.record import UNKNOWN, spdx
 from services.records import corpus_id, local_name
-from services.speakers.result import Label
 from services.rules.policy import FilterPolicy
+from services.speakers.result import Label
 
 LICENCE, TAKEDOWN, TEST_SET = "licence:", "takedown:", "test_set:"
 
