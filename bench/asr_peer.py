@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -164,6 +163,40 @@ def run(split: str, quick: bool, rounds: int,
     return out
 
 
+def sweep(split: str, quick: bool,
+          configs: list[tuple[str, dict[str, str], dict[str, str]]]) -> list[dict]:
+    """Accuracy of the stage under each config (one run each) against the peer at its
+    defaults (one run, its texts kept under the sets' cache: the same texts each time): error
+    per set and per file, and the run's CPU seconds and faults (one run: a rough cost)."""
+    from bench.asr_sets import cache_dir
+
+    sets = saved(split, quick)
+    info, _ = load(sets)
+    kept = {"en", "ja"}
+    cached = cache_dir() / f"peer-{sets.stem}.json"
+    if not cached.is_file():
+        cached.write_text(json.dumps(run_side("peer", sets, {})))
+    peer = json.loads(cached.read_text())
+    out = []
+    for label, env, _ in configs:
+        ours = run_side("ours", sets, env)
+        errs = {"ours": file_errors(info, ours["texts"], kept),
+                "peer": file_errors(info, peer["texts"], kept)}
+        for set_name in dict.fromkeys(f["set"] for f in info):
+            for lang in sorted({f["language"] for f in info if f["set"] == set_name} & kept):
+                keys = [f["key"] for f in info if f["set"] == set_name and f["language"] == lang]
+                o = statistics.fmean(errs["ours"][k] for k in keys)
+                p = statistics.fmean(errs["peer"][k] for k in keys)
+                out.append({"config": label, "set": set_name, "language": lang,
+                            "ours": round(o, 4), "peer": round(p, 4),
+                            "files": {k: [errs["ours"][k], errs["peer"][k]] for k in keys}})
+        out.append({"config": label, "cpu": round(ours["cpu"], 1),
+                    "peer_cpu": round(peer["cpu"], 1), "faults": ours["faults"],
+                    "calls": ours["calls"]})
+        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+    return out
+
+
 def stage_vs_peer(quick: bool) -> list[dict]:
     return run("held", quick, 2 if quick else 3)
 
@@ -189,6 +222,11 @@ def _parse(argv: list[str]) -> tuple[str, bool, int, list | None]:
 
 
 if __name__ == "__main__":
-    split, quick, rounds, configs = _parse(sys.argv[1:])
-    for row in run(split, quick, rounds, configs):
-        print(json.dumps(row), flush=True)
+    split, quick, rounds, configs = _parse([a for a in sys.argv[1:] if a != "--sweep"])
+    if "--sweep" in sys.argv[1:]:
+        for row in sweep(split, quick, configs or CONFIGS):
+            print(json.dumps(row), flush=True)
+        sys.exit(0)
+    for config in configs or CONFIGS:  # each config's rows as soon as it is measured
+        for row in run(split, quick, rounds, [config]):
+            print(json.dumps(row), flush=True)

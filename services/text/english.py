@@ -26,20 +26,22 @@ _LETTER_PATTERNS = re.compile(r"[A-Z](?:\. ?[A-Z]){2,}|, ?[A-Z]{2}\b")
 _SPACE_BEFORE = re.compile(r"\s+([,.?!;:])")  # the verbaliser writes "january , twenty"
 
 
-def _shipped(cls: Any) -> Any:
-    """The normaliser from the FSTs its wheel ships, read as they are: its own constructor
-    optimises them again after reading (4-5 s of a 6 s load), though they were written
-    optimised; the same rewrites either way (tests/services/text). Its constructor when the
-    files are not where it writes them."""
+def _shipped() -> Any:
+    """The normaliser from the FSTs its wheel ships, read as they are, in its base class: its
+    own constructor optimises them again after reading (4-5 s of a 6 s load), though they were
+    written optimised, and importing it builds every rule's grammar (2.4 s); the same rewrites
+    either way (tests/services/text). Its constructor when the files are not where it writes
+    them."""
     from pynini import Fst
     from tn.processor import Processor
 
     folder = Path(__import__("tn").__file__).parent
     tagger, verbalizer = (folder / f"en_tn_{k}.fst" for k in ("tagger", "verbalizer"))
     if not (tagger.is_file() and verbalizer.is_file()):
-        return cls()
-    norm = cls.__new__(cls)
-    Processor.__init__(norm, name="en_normalizer", ordertype="en_tn")
+        from tn.english.normalizer import Normalizer
+
+        return Normalizer()
+    norm = Processor(name="en_normalizer", ordertype="en_tn")
     norm.tagger, norm.verbalizer = Fst.read(str(tagger)), Fst.read(str(verbalizer))
     return norm
 
@@ -57,11 +59,9 @@ class EnglishSpoken:
     def _normalizer(self) -> Any:  # tn.english.normalizer.Normalizer (untyped)
         import logging
 
-        from tn.english.normalizer import Normalizer
-
         # its own logger says "found existing fst" at INFO on every load
         logging.getLogger("wetext").setLevel(logging.WARNING)
-        return _shipped(Normalizer)
+        return _shipped()
 
     @cached_property
     def _whitelist(self) -> frozenset[str]:
