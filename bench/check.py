@@ -140,11 +140,22 @@ def check() -> tuple[list[dict], list[str]]:
     return rows(now, base), compare(now, base)
 
 
+def machine() -> str:
+    """The CPU model and core count (the baseline names the machine it was measured on)."""
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"{model}, {os.cpu_count()} cores"
+
+
 def write() -> None:
     now = measure()
     BASELINE.write_text(json.dumps({
-        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores "
-                   f"{platform.processor() or ''}".strip(),
+        "machine": machine(),
         "date": time.strftime("%Y-%m-%d"), "cases": now}, indent=1) + "\n")
 
 

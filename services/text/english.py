@@ -35,7 +35,9 @@ def _shipped() -> Any:
     from pynini import Fst
     from tn.processor import Processor
 
-    folder = Path(__import__("tn").__file__).parent
+    import tn
+
+    folder = Path(str(tn.__file__)).parent
     tagger, verbalizer = (folder / f"en_tn_{k}.fst" for k in ("tagger", "verbalizer"))
     if not (tagger.is_file() and verbalizer.is_file()):
         from tn.english.normalizer import Normalizer
