@@ -32,10 +32,9 @@ def _shipped() -> Any:
     written optimised, and importing it builds every rule's grammar (2.4 s); the same rewrites
     either way (tests/services/text). Its constructor when the files are not where it writes
     them."""
+    import tn
     from pynini import Fst
     from tn.processor import Processor
-
-    import tn
 
     folder = Path(str(tn.__file__)).parent
     tagger, verbalizer = (folder / f"en_tn_{k}.fst" for k in ("tagger", "verbalizer"))
