@@ -22,13 +22,18 @@ def _fmt(v: object) -> str:
 @click.option("--quick", is_flag=True, help="smaller inputs (CI smoke run)")
 @click.option("--only", multiple=True, help="run only these modules (e.g. --only storage)")
 @click.option("--json", "as_json", is_flag=True, help="print rows as JSON lines")
-def bench(quick: bool, only: tuple[str, ...], as_json: bool) -> None:
+@click.option("--check", "guard", is_flag=True,
+              help="the quick count rows against bench/check_baseline.json; exit 1 when one "
+                   "moved past its margin (bench/check.py)")
+def bench(quick: bool, only: tuple[str, ...], as_json: bool, guard: bool) -> None:
     """Run the benchmarks and print named ratios (ours vs baseline, measured in one run)."""
-    from rich.console import Console
-    from rich.table import Table
-
     rows: list[dict] = []
-    for mod_name in MODULES:
+    failed: list[str] = []
+    if guard:
+        from bench.check import check
+
+        rows, failed = check()
+    for mod_name in MODULES if not guard else ():
         if only and mod_name not in only:
             continue
         try:
@@ -42,7 +47,18 @@ def bench(quick: bool, only: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         for r in rows:
             click.echo(json.dumps(r, default=str))
-        return
+    else:
+        _table(rows)
+    for f in failed:
+        click.echo(f"FAILED: {f}", err=True)
+    if failed:
+        sys.exit(1)
+
+
+def _table(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title="onsei bench (ratios measured side by side)")
     for col in ("name", "ours", "baseline", "unit", "ratio", "goal"):
         table.add_column(col)

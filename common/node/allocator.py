@@ -11,6 +11,13 @@ models"). A fixed threshold (which also ends the rise) keeps the buffers that co
 of the arenas. Set once per process, before the models load; a value the operator gave glibc
 (``MALLOC_MMAP_THRESHOLD_``) is left as it is, and another C library is left alone.
 
+The fixed threshold is dear where buffers come and go at a steady rate: each mapped buffer is
+handed back when freed and comes again as fresh zeroed pages, a page fault per 4 KiB. asr, which
+frees and maps its windows' features, encoder output and decoder state per window, spent a third
+of its wall in page faults with it (docs/asr.md, "Allocator"), so the policy is per stage
+(:data:`STAGE_THRESHOLD_KB`): only enhance, whose flat memory on long members needs it, maps its
+large buffers; asr and tokenize keep glibc's own rising threshold.
+
 What the arenas still keep after a burst (an annotation batch's activations, many blocks under
 the threshold) :func:`give_back` returns to the system: a stage calls it after such a burst.
 """
@@ -25,6 +32,20 @@ import os
 log = logging.getLogger(__name__)
 
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+# glibc's own threshold rises up to this (64-bit DEFAULT_MMAP_THRESHOLD_MAX): what a stage that
+# keeps the default gets back after a stage of the same process fixed a lower one
+GLIBC_MAX_THRESHOLD_KB = 32 * 1024
+
+# Each stage's threshold when the setting is left at -1 (measured, docs/asr.md "Allocator"):
+# enhance's 60-min member stays within +250 MB of a 2-min one only with it; the others pay for
+# it in page faults and gain nothing.
+STAGE_THRESHOLD_KB: dict[str, int] = {"enhance": 1024}
+
+
+def stage_threshold_kb(stage: str, setting_kb: int) -> int:
+    """The threshold for ``stage``: the setting when it is given (>= 0), else the stage's own
+    (:data:`STAGE_THRESHOLD_KB`, 0: the allocator's default)."""
+    return setting_kb if setting_kb >= 0 else STAGE_THRESHOLD_KB.get(stage, 0)
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -39,15 +60,25 @@ def _glibc() -> ctypes.CDLL | None:
 _LIBC = _glibc()
 
 
+_fixed = False  # whether this process fixed a threshold (a later stage may want the default)
+
+
 def map_large_buffers(threshold_kb: int) -> bool:
     """Serve allocations of ``threshold_kb`` KiB and more with their own mappings (0: leave the
-    allocator as it is). Returns whether the policy was set."""
-    if threshold_kb <= 0 or "MALLOC_MMAP_THRESHOLD_" in os.environ or _LIBC is None:
+    allocator as it is, or, when an earlier stage of this process fixed a threshold, raise it to
+    the top of glibc's own range). Returns whether the policy was set."""
+    global _fixed
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or _LIBC is None:
         return False
+    if threshold_kb <= 0:
+        if not _fixed:
+            return False
+        threshold_kb = GLIBC_MAX_THRESHOLD_KB
     mallopt = _LIBC.mallopt
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     done = bool(mallopt(M_MMAP_THRESHOLD, threshold_kb * 1024))
+    _fixed = _fixed or done
     if done:
         log.debug("buffers of %d KiB and more are mapped on their own", threshold_kb)
     return done

@@ -28,7 +28,7 @@ from celery import Celery, Task
 from celery.exceptions import Reject
 from celery.signals import task_received, worker_process_init
 
-from common.node.allocator import map_large_buffers
+from common.node.allocator import map_large_buffers, stage_threshold_kb
 from common.node.threads import limit_native_threads
 from common.queue import poison, sick
 from common.queue.config import app_settings, send_stage_task, task_name
@@ -149,7 +149,8 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             limit_native_threads(runtime.settings)
         except Exception:  # a library's own pool size is slower, not wrong
             log.exception("%s: cannot limit native threads", stage_name)
-        map_large_buffers(runtime.settings.worker_mmap_threshold_kb)
+        map_large_buffers(stage_threshold_kb(stage_name,
+                                             runtime.settings.worker_mmap_threshold_kb))
         try:
             runtime.engine.load()
         except Exception:  # the first shard tries again: a node fault then stops the worker

@@ -152,11 +152,14 @@ class ClipTranscriber:
         from faster_whisper.transcribe import TranscriptionOptions, get_suppressed_tokens
 
         return TranscriptionOptions(
-            beam_size=beam_size, best_of=1, patience=1.0, length_penalty=1.0,
+            beam_size=beam_size, best_of=1, patience=self.settings.asr_patience,
+            length_penalty=1.0,
             repetition_penalty=1.0, no_repeat_ngram_size=no_repeat, log_prob_threshold=None,
             no_speech_threshold=None, compression_ratio_threshold=None,
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
-            temperatures=[0.0], initial_prompt=prompt(tokenizer.language_code), prefix=None,
+            temperatures=[0.0], prefix=None,
+            initial_prompt=prompt(tokenizer.language_code)
+            if self.settings.asr_punctuation_prompt else None,
             suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=True,
             max_initial_timestamp=0.0, word_timestamps=False,  # aligned apart: _words

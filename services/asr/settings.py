@@ -39,7 +39,15 @@ class AsrSettings(WhisperSettings):
     asr_chunk_seconds: float = Field(
         120.0, ge=30, le=86400,
         description="VAD runs in windows of this length (its memory is bounded by it)")
-    asr_beam_size: int = Field(1, ge=1, le=64, description="beam size (1 = greedy, fastest)")
+    asr_beam_size: int = Field(
+        5, ge=1, le=64, description="beam size (5, as faster-whisper's own default: chosen on "
+        "WER first, docs/asr.md; 1 = greedy, fastest)")
+    asr_patience: float = Field(
+        1.0, ge=0.5, le=10, description="beam search patience (CTranslate2: a beam ends when "
+        "beam_size x patience hypotheses have ended)")
+    asr_punctuation_prompt: bool = Field(
+        True, description="each window decoded after a short punctuated text in its language "
+        "(services/asr/punctuation.py), so Whisper keeps full stops and capitals")
     asr_segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
     asr_segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
     asr_segment_target_seconds: float = Field(

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from common.ledger.index import valid_done
-from common.node.allocator import map_large_buffers
+from common.node.allocator import map_large_buffers, stage_threshold_kb
 from common.settings import Settings
 from common.stages.contract import Stage
 from common.stages.engine import Engine, reason_of
@@ -59,7 +59,6 @@ class Runner:
         self.stage_classes = stage_classes or {}
         self.output = open_store(settings.output_url, settings)
         self.ledger = open_ledger(settings, self.output)
-        map_large_buffers(settings.worker_mmap_threshold_kb)  # this process runs the stages
 
     def _todo(self, stage: str, ids: range, summary: StageSummary) -> list[int]:
         before = self.pipeline.previous(stage)
@@ -84,6 +83,8 @@ class Runner:
             progress(name, 0, len(todo))
         if not todo:
             return summary
+        # this process runs the stages in turn: each its own allocator policy, before its model
+        map_large_buffers(stage_threshold_kb(name, self.settings.worker_mmap_threshold_kb))
         engine = Engine(self.settings, self.pipeline, self.stage_classes.get(name) or name,
                         output_store=self.output, read_ahead=True)
         try:

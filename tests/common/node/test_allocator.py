@@ -61,6 +61,29 @@ def test_a_threshold_the_operator_gave_glibc_is_kept() -> None:
     assert _probe(1024, {"MALLOC_MMAP_THRESHOLD_": "33554432"}) == (False, 0)
 
 
+def test_each_stage_has_its_own_threshold_unless_one_is_given() -> None:
+    from common.node.allocator import stage_threshold_kb
+
+    # enhance maps its large buffers (flat memory on long members); asr and tokenize do not
+    assert [stage_threshold_kb(s, -1) for s in ("asr", "enhance", "tokenize")] == [0, 1024, 0]
+    assert [stage_threshold_kb(s, 512) for s in ("asr", "enhance")] == [512, 512]
+    assert stage_threshold_kb("enhance", 0) == 0
+
+
+AFTER_ENHANCE = PROBE.replace("print(map_large_buffers(int(sys.argv[1])))",
+                              "map_large_buffers(1024); print(map_large_buffers(0))")
+
+
+def test_a_later_stage_with_the_default_gets_large_buffers_from_the_heap_again() -> None:
+    # one process running enhance then tokenize (onsei run): tokenize's 2 MiB buffers are
+    # not mapped afresh each time once the threshold is raised back
+    full = {**os.environ, "PYTHONPATH": str(REPO)}
+    full.pop("MALLOC_MMAP_THRESHOLD_", None)
+    out = subprocess.run([sys.executable, "-c", AFTER_ENHANCE, "0"], env=full,
+                         capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    assert out == ["True", "0"]
+
+
 GIVE_BACK = """
 import ctypes, sys
 from common.node.allocator import give_back

@@ -43,6 +43,8 @@ def _compare(stage, form: LongForm) -> Compared:
     joiner = "" if form.language == "ja" else " "
     hyp = joiner.join(s["text"] for s in line["segments"] if s["kept"])
     s = stage.settings
+    # the stage's beam is the peer's shipped default (5); its batched decode reads only the
+    # first of its temperatures (0), so this is the peer at its defaults
     peer = peer_transcribe(stage._loaded.model, form.audio, s.asr_languages, s.asr_batch_size,
                            s.asr_beam_size)
     c = Compared(form, line, error_rate(form.language, form.reference, hyp),
@@ -71,7 +73,9 @@ def test_fixture_is_long_form(compared: Compared) -> None:
 def test_no_more_errors_than_the_peer(compared: Compared) -> None:
     assert compared.line["status"] == "ok"
     assert compared.line["language"] == compared.form.language
-    assert compared.ours <= compared.peer + 0.01
+    # English: never worse than the peer by more than 0.005 (measured 0.020 vs 0.032 at beam
+    # 5); Japanese (slow) keeps its earlier 0.01
+    assert compared.ours <= compared.peer + (0.005 if compared.form.language == "en" else 0.01)
     assert compared.ours <= (0.10 if compared.form.language == "en" else 0.65)  # sanity
 
 

@@ -127,3 +127,15 @@ def test_a_text_the_normaliser_fails_on_keeps_its_segment_without_forms(caplog) 
     assert n.failed == 1 and "broken failed" in caplog.text
     # tabs and line breaks (which the English FSTs refuse) are spaces to the normaliser
     assert text_forms("I paid\t5\ndollars.", "en").text_spoken == "I paid five dollars."
+
+
+@pytest.mark.slow  # the normaliser's own constructor re-optimises its FSTs: ~7 s
+def test_the_shipped_fsts_read_as_they_are_rewrite_as_the_normalisers_constructor() -> None:
+    from tn.english.normalizer import Normalizer
+
+    from services.text.english import _shipped
+
+    texts = ["I paid $5.30 on Jan 3rd, 2021 at 10:30 am.", "Dr. Smith lives at 221B Baker St.",
+             "The 2nd of 3 items costs 45%.", "Call 555-1234 now!", "It is about 3.5 km away."]
+    fast, built = _shipped(), Normalizer()
+    assert [fast.normalize(t) for t in texts] == [built.normalize(t) for t in texts]
