@@ -10,6 +10,7 @@ MODULES: list[str] = [
     "segments",  # sentence punctuation kept, segments cut at sentence ends (docs/asr.md)
     "speakers",  # one speaker label across files and shards (docs/speakers.md)
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
+    "filters",  # false drops of every default filter on clean speech (docs/quality.md)
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "memory",  # peak RSS of a long member over a short one (docs/operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000
