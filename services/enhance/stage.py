@@ -131,10 +131,16 @@ class EnhanceStage(Stage):
         engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
                           finish=writer.to_out_rate)
         inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
+        # serial -> the input either side (copies: the margin, for the music score's pauses)
+        around: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
+            m = geom.margin
             for seg in segments:  # a view: the engine drops only its own reference
-                inputs_kept[seg.serial] = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                inputs_kept[seg.serial] = seg.padded[m:m + seg.seg_len]
+                if ann is not None:
+                    around[seg.serial] = (seg.padded[:m].copy(),
+                                          seg.padded[m + seg.seg_len:].copy())
                 yield seg
 
         seconds_in = 0.0
@@ -142,7 +148,8 @@ class EnhanceStage(Stage):
         try:
             for seg, audio in engine.run(keep_inputs(reader)):
                 seconds_in += seg.seg_len / b.in_rate
-                writer.put(seg, audio, inputs_kept.pop(seg.serial, None))
+                writer.put(seg, audio, inputs_kept.pop(seg.serial, None),
+                           around.pop(seg.serial, None))
         except BaseException:
             writer.abort()
             raise

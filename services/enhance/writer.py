@@ -90,6 +90,8 @@ class EnhancedWriter:
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
+        # serial -> (its input's length, the input either side): for the music score
+        self._around: dict[int, tuple[int, tuple[np.ndarray, np.ndarray]]] = {}
         self.errors: list[SegmentError] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
@@ -112,9 +114,13 @@ class EnhancedWriter:
         output; the annotations resample from 24 kHz (all they use is below 8 kHz)."""
         return resample(audio, self.rate, OUT_RATE)
 
-    def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
+    def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None,
+            around: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``audio`` at 24 kHz (:meth:`to_out_rate`); ``before``: the segment's input at
-        ``in_rate`` (for the annotations and the signature), if any."""
+        ``in_rate`` (for the annotations and the signature), if any; ``around``: the input
+        just before and after it (the music score looks in the file's pauses there too)."""
+        if around is not None and self.annotator is not None:
+            self._around[seg.serial] = (seg.seg_len, around)
         self._behind.put((seg, audio, before))
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
@@ -149,6 +155,7 @@ class EnhancedWriter:
             reason = f"quality:{type(e).__name__}:{str(e)[:120]}"
             self.errors += [{"key": _seg_id(seg), "reason": reason} for seg, _, _ in batch]
         for (seg, audio, before), rec in zip(batch, records):
+            self._around.pop(seg.serial, None)
             self._write(seg, audio, rec, before, rs)
         # the batch's activations (DNSMOS, the speaker LSTM, the fidelity decode) are freed now;
         # what the heaps keep of them goes back (a 3-hour member's peak: -52 MB)
@@ -214,10 +221,17 @@ class EnhancedWriter:
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
                                  self.in_rate if before is not None else OUT_RATE,
-                                 audio, OUT_RATE, f)
+                                 audio, OUT_RATE, f, self._around_of(seg, before))
                  for (seg, audio, before), f in zip(batch, frames)]
         assert self.annotator is not None  # segments are batched only to be annotated
         return self.annotator.annotate(items, rs)
+
+    def _around_of(self, seg: CutSegment, before: np.ndarray | None,
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The input either side of a whole segment (a piece cut out of one has speech there)."""
+        got = self._around.get(seg.serial)
+        return got[1] if got is not None and before is not None and before.size == got[0] \
+            else None
 
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
                before: np.ndarray | None = None, rs: Resampled | None = None) -> None:

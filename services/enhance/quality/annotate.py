@@ -48,6 +48,7 @@ class AnnotationInput:
     after: np.ndarray
     after_rate: int
     overlap_frames: overlap.Frames | None = None  # ``before``'s, when the caller has them
+    around: tuple[np.ndarray, np.ndarray] | None = None  # the input either side, at before_rate
 
 
 class Annotator:
@@ -113,6 +114,7 @@ class Annotator:
         spk = self.speaker.score(after)
         cam = self.label_model.embed(after) if self.label_model is not None else None
         windows = self.vad.windows(after)  # the pauses music.py looks in, and the fraction
+        around = self._around(items, rs)
         fractions = [float(w.mean()) if w.size else 0.0 for w in windows]
         out = []
         for i, it in enumerate(items):
@@ -123,7 +125,7 @@ class Annotator:
                 speaker_parts=spk[i].parts,
                 multi_speaker=c is not None and c < self.speaker_threshold,
                 prosody=measure(after[i], before[i], it.text, it.language, fractions[i]),
-                music=music.music_score(before[i], windows[i]),
+                music=music.music_score(before[i], windows[i], around[i]),
                 speaker_embedding_campplus=None if cam is None else cam[i]))
         picked = [i for i, it in enumerate(items) if sampled(it.segment_id, self.fraction)]
         if picked:
@@ -138,6 +140,17 @@ class Annotator:
             rec.overlap = self._overlap(it, x.size, rs)
         self.seconds += time.perf_counter() - t0
         return out
+
+    def _around(self, items: list[AnnotationInput], rs: Resampled) -> list[music.Around | None]:
+        """Each segment's input either side at 16 kHz with the VAD's verdicts (one VAD call
+        for all of them): the file's pauses around it, where music.py looks too."""
+        pieces = [None if it.around is None else music.context_pieces(
+            rs(it.around[0], it.before_rate, SR), rs(it.around[1], it.before_rate, SR))
+            for it in items]
+        flat = [x for p in pieces if p is not None for x in p]
+        verdicts = iter(self.vad.windows(flat) if flat else [])
+        return [None if p is None else music.Around(p[0], next(verdicts), p[1], next(verdicts))
+                for p in pieces]
 
     def _overlap(self, it: AnnotationInput, size16k: int, rs: Resampled) -> float | None:
         if size16k < overlap.MIN_SECONDS * SR:
