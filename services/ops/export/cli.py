@@ -10,7 +10,10 @@ from services.ops.options import output_option
 
 @click.command()
 @output_option("the output root of the run")
-@click.option("--to", "to", required=True, help="directory (or s3:// prefix) to write it to")
+@click.option("--to", "to", default=None,
+              help="directory (or s3:// prefix) to write it to (required unless --dry-run)")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="print what each filter would remove at the settings in force; write nothing")
 @click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
 @click.option("--no-tokens", "no_tokens", is_flag=True,
               help="from the enhanced sidecars (lines name their FLAC), not the tokens")
@@ -28,10 +31,10 @@ from services.ops.options import output_option
               help="also WebDataset tars (FLAC + JSON per segment) under webdataset/<split>/")
 @click.option("--shard-size", "shard_size", default=1000, show_default=True, type=int,
               help="segments per WebDataset tar (--with-audio)")
-def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
-           validation_fraction: float, test_fraction: float, max_hours_per_speaker: float | None,
-           max_hours_per_source: float | None, seed: int, with_audio: bool,
-           shard_size: int) -> None:
+def export(output_url: str | None, to: str | None, dry_run: bool, range_: str | None,
+           no_tokens: bool, validation_fraction: float, test_fraction: float,
+           max_hours_per_speaker: float | None, max_hours_per_source: float | None, seed: int,
+           with_audio: bool, shard_size: int) -> None:
     """Filtered, deduplicated JSONL (train/, validation/, test/) and a dataset card."""
     from services.ops.enqueue import parse_range
     from services.ops.export.caps import Caps
@@ -43,6 +46,15 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
 
     settings = PipelineSettings()
     ids = parse_range(range_, settings.max_range) if range_ else None
+    if dry_run:
+        from services.ops.export.dryrun import dry_run as run_dry
+        from services.ops.export.dryrun import lines
+
+        for line in lines(run_dry(settings, output_url or settings.output_url, ids)):
+            click.echo(line)
+        return
+    if to is None:
+        raise click.UsageError("Missing option '--to' (or --dry-run).")
     plan = SplitPlan(seed, validation_fraction, test_fraction,
                      Caps(max_hours_per_speaker, max_hours_per_source))
     try:
