@@ -32,8 +32,14 @@ import numpy as np
 SR = 16000
 SHORT = 2.0  # seconds: a short segment
 ASR_LANGUAGES = ["ja", "en", "fr", "it", "ru", "de"]  # each set's own language is asked for
-FILTERS = ("no_speech", "language", "asr segment flags", "multi_speaker", "dnsmos_ovrl",
-           "speech_fraction", "music", "overlap")
+FILTERS = ("no_speech", "language", "hallucination", "text_coverage", "too_short",
+           "other asr flags", "multi_speaker", "dnsmos_ovrl", "speech_fraction", "music",
+           "overlap")
+ASR_FLAGS = ("hallucination", "text_coverage", "too_short")  # named; the rest "other asr flags"
+# every rule on, at its default threshold (overlap, off by default, at docs/quality.md's 0.3):
+# what each would remove, whichever the defaults switch on
+POLICY = {"multi_speaker": True, "min_ovrl": 2.0, "min_speech_fraction": 0.1, "max_music": 0.5,
+          "max_overlap": 0.3}
 GOAL = {True: 0.01, False: 0.05}  # real, synthetic
 
 
@@ -54,14 +60,14 @@ class Unit:
 
 def filter_of(reason: str) -> str:
     """Which default filter a reason string belongs to."""
-    if reason in ("no_speech", "language"):
+    if reason in ("no_speech", "language", *ASR_FLAGS):
         return reason
     for prefix, name in (("multi_speaker", "multi_speaker"), ("dnsmos_ovrl", "dnsmos_ovrl"),
                          ("speech_fraction", "speech_fraction"), ("music", "music"),
                          ("overlap", "overlap")):
         if reason.startswith(prefix):
             return name
-    return "asr segment flags"
+    return "other asr flags"
 
 
 def _asr_stage(tmp: Path) -> Any:
@@ -110,7 +116,7 @@ def run_set(cs: Any, asr: Any, enhance: Any, tmp: Path) -> list[Unit]:
     (d / "asr.jsonl").write_text("".join(x.rstrip("\n") + "\n" for x in lines))
     enhance.process(0, {"shard": d / "shard.tar", "asr": d / "asr.jsonl"}, d / "work")
     out = next((d / "work" / "out").rglob("*.tar"))
-    policy = FilterPolicy()
+    policy = FilterPolicy(**POLICY)  # type: ignore[arg-type]
     for item in iter_keys(out, None):
         if item.key is None or "json" not in item.files:
             continue
@@ -127,21 +133,34 @@ def _share(units: list[Unit], name: str) -> tuple[int, int]:
     return sum(any(filter_of(r) == name for r in u.reasons) for u in units), len(units)
 
 
+def _default_on() -> set[str]:
+    from services.tokenize.filter import FilterPolicy
+
+    d = FilterPolicy()
+    on = {"no_speech", "language", *ASR_FLAGS, "other asr flags"}
+    on |= {n for n, v in (("multi_speaker", d.multi_speaker), ("dnsmos_ovrl", d.min_ovrl > 0),
+                          ("speech_fraction", d.min_speech_fraction > 0),
+                          ("music", d.max_music < 1), ("overlap", d.max_overlap < 1)) if v}
+    return on
+
+
 def rows_of(set_name: str, real: bool, units: list[Unit]) -> list[dict]:
     rows = []
     kind = "real" if real else "synthetic"
+    on = _default_on()
     for name in FILTERS:
         d, n = _share(units, name)
         parts = {h: _share([u for u in units if u.half == h], name) for h in ("tune", "held")}
         short = _share([u for u in units if u.seconds < SHORT], name)
         rows.append({
-            "name": f"filters: {name} false drops, {set_name} ({kind}; tune "
+            "name": f"filters: {name}{'' if name in on else ' (off by default)'} false "
+                    f"drops, {set_name} ({kind}; tune "
                     f"{parts['tune'][0]}/{parts['tune'][1]}, held {parts['held'][0]}/"
                     f"{parts['held'][1]}, < 2 s {short[0]}/{short[1]})",
             "ours": round(d / n, 4) if n else None, "baseline": None,
             "ratio": round(short[0] / short[1], 4) if short[1] else None,
             "unit": "share dropped (ratio: of < 2 s)", "goal": f"<= {GOAL[real]:.0%}"})
-    d = sum(bool(u.reasons) for u in units)
+    d = sum(any(filter_of(r) in on for r in u.reasons) for u in units)
     rows.append({"name": f"filters: all defaults together, {set_name} ({kind}; {d}/{len(units)} "
                          f"dropped)", "ours": round(d / len(units), 4) if units else None,
                  "baseline": None, "ratio": None, "unit": "share dropped", "goal": "report"})
@@ -195,8 +214,30 @@ def filter_rows(quick: bool) -> list[dict]:
     return rows
 
 
+def rows_from_dump(where: str) -> list[dict]:
+    """The rows again from a dump (``ONSEI_BENCH_DUMP``): asr's reasons as they were, each
+    enhanced segment judged again by :data:`POLICY` from its annotations."""
+    from services.records import Quality
+    from services.tokenize.filter import FilterPolicy
+
+    policy = FilterPolicy(**POLICY)  # type: ignore[arg-type]
+    rows = []
+    for path in sorted(Path(where).glob("*.json")):
+        got = json.loads(path.read_text())
+        units = [Unit(**u) for u in got["units"]]
+        for u in units:
+            if u.quality is not None:
+                u.reasons = policy.reasons(Quality.from_dict(u.quality))
+        rows += rows_of(path.stem.replace("_", " "), got["real"], units)
+    return rows
+
+
 ROWS = [filter_rows]
 
 if __name__ == "__main__":
-    for row in filter_rows(bool(os.environ.get("QUICK"))):
+    import sys
+
+    got = (rows_from_dump(sys.argv[2]) if sys.argv[1:2] == ["--from-dump"]
+           else filter_rows(bool(os.environ.get("QUICK"))))
+    for row in got:
         print(json.dumps(row))
