@@ -214,9 +214,26 @@ def filter_rows(quick: bool) -> list[dict]:
     return rows
 
 
-def rows_from_dump(where: str) -> list[dict]:
+def rescored_music(audio: np.ndarray, start: float, end: float) -> float | None:
+    """``quality.music`` of ``audio[start:end]`` (its file, 16 kHz) by the music.py in this
+    tree, with the file's 0.5 s either side as enhance hands it (the VAD run on the input here,
+    on the restored audio in the stage)."""
+    from services.enhance.quality.music import Around, context_pieces, music_score
+    from services.enhance.quality.prosody import speech_windows
+
+    i, j, c = int(start * SR), int(end * SR), SR // 2
+    x = audio[i:j]
+    left = np.pad(audio[max(0, i - c):i], (max(0, c - i), 0))
+    right = audio[j:j + c]
+    left, right = context_pieces(left, np.pad(right, (0, c - right.size)))
+    return music_score(x, speech_windows(x),
+                       Around(left, speech_windows(left), right, speech_windows(right)))
+
+
+def rows_from_dump(where: str, rescore: bool = False) -> list[dict]:
     """The rows again from a dump (``ONSEI_BENCH_DUMP``): asr's reasons as they were, each
-    enhanced segment judged again by :data:`POLICY` from its annotations."""
+    enhanced segment judged again by :data:`POLICY` from its annotations; ``rescore``: with
+    its music score computed again by :func:`rescored_music`."""
     from services.records import Quality
     from services.tokenize.filter import FilterPolicy
 
@@ -225,9 +242,14 @@ def rows_from_dump(where: str) -> list[dict]:
     for path in sorted(Path(where).glob("*.json")):
         got = json.loads(path.read_text())
         units = [Unit(**u) for u in got["units"]]
+        audio = np.load(path.with_suffix(".npz")) if rescore else None
         for u in units:
-            if u.quality is not None:
-                u.reasons = policy.reasons(Quality.from_dict(u.quality))
+            if u.quality is None:
+                continue
+            if audio is not None and u.start is not None and u.end is not None:
+                m = rescored_music(audio[u.file], u.start, u.end)
+                u.quality["music"] = None if m is None else round(m, 3)
+            u.reasons = policy.reasons(Quality.from_dict(u.quality))
         rows += rows_of(path.stem.replace("_", " "), got["real"], units)
     return rows
 
@@ -237,7 +259,7 @@ ROWS = [filter_rows]
 if __name__ == "__main__":
     import sys
 
-    got = (rows_from_dump(sys.argv[2]) if sys.argv[1:2] == ["--from-dump"]
-           else filter_rows(bool(os.environ.get("QUICK"))))
+    got = (rows_from_dump(sys.argv[2], "--rescore-music" in sys.argv)
+           if sys.argv[1:2] == ["--from-dump"] else filter_rows(bool(os.environ.get("QUICK"))))
     for row in got:
         print(json.dumps(row))

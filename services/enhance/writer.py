@@ -90,8 +90,9 @@ class EnhancedWriter:
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
-        # serial -> (its input's length, the input either side): for the music score
-        self._around: dict[int, tuple[int, tuple[np.ndarray, np.ndarray]]] = {}
+        # serial -> (its start, the input before it, its input, the input after it): the
+        # music score looks in the file's pauses around a segment or a piece cut out of one
+        self._around: dict[int, tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.errors: list[SegmentError] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
@@ -119,8 +120,8 @@ class EnhancedWriter:
         """``audio`` at 24 kHz (:meth:`to_out_rate`); ``before``: the segment's input at
         ``in_rate`` (for the annotations and the signature), if any; ``around``: the input
         just before and after it (the music score looks in the file's pauses there too)."""
-        if around is not None and self.annotator is not None:
-            self._around[seg.serial] = (seg.seg_len, around)
+        if around is not None and before is not None and self.annotator is not None:
+            self._around[seg.serial] = (seg.spec.start, around[0], before, around[1])
         self._behind.put((seg, audio, before))
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
@@ -228,10 +229,17 @@ class EnhancedWriter:
 
     def _around_of(self, seg: CutSegment, before: np.ndarray | None,
                    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The input either side of a whole segment (a piece cut out of one has speech there)."""
+        """The input either side of a segment, or of a piece cut out of one (the rest of its
+        segment there, then the file's), as much as the segment's margin."""
         got = self._around.get(seg.serial)
-        return got[1] if got is not None and before is not None and before.size == got[0] \
-            else None
+        if got is None or before is None:
+            return None
+        start, left, whole, right = got
+        m = left.size
+        a = m + round((seg.spec.start - start) * self.in_rate)
+        b = a + before.size
+        full = np.concatenate([left, whole, right])
+        return full[max(0, a - m):a].copy(), full[b:b + m].copy()
 
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
                before: np.ndarray | None = None, rs: Resampled | None = None) -> None:
