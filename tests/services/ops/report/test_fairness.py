@@ -56,4 +56,5 @@ def test_merge_and_card_sections() -> None:
     assert a.table("length")[1] == [["< 2 s", "2", "50.0 %", "50.0 %"]]
     text = "\n".join(card_section([a, b]))
     assert "## Who the filters removed" in text and "music\\>0.5" in text
+    assert "`multi_speaker` is off by default" in text  # the card says which, and why
     assert markdown(Fairness()) == []
