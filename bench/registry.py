@@ -12,6 +12,7 @@ MODULES: list[str] = [
     "provenance",  # takedowns over a large index, the test-set scrub (docs/provenance.md)
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
     "filters_early",  # model seconds on segments dropped later (docs/quality.md)
+    "filters",  # false drops of every default filter on clean speech (docs/quality.md)
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "memory",  # peak RSS of a long member over a short one (docs/operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000

@@ -22,6 +22,7 @@ import pytest
 ESPEAK = "espeak-ng"
 POCKETSPHINX = "pocketsphinx-testdata"
 FILLETS = "fillets-ng-data"
+CHROMIUM = "chromium"
 
 # what the tests read from each package: it is installed when this holds
 _PRESENT: dict[str, Callable[[], bool]] = {
@@ -29,6 +30,7 @@ _PRESENT: dict[str, Callable[[], bool]] = {
     POCKETSPHINX: lambda: all((Path("/usr/share/pocketsphinx/test/data") / d).is_dir()
                               for d in ("librivox", "cards")),
     FILLETS: lambda: Path("/usr/share/games/fillets-ng/sound").is_dir(),
+    CHROMIUM: lambda: (shutil.which("chromium") or shutil.which("chromium-browser")) is not None,
 }
 
 

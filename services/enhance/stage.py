@@ -137,16 +137,22 @@ class EnhanceStage(Stage):
         # the filter rules on the input audio, before the model: only with the annotations
         # (their models compute the fields; without them no rule reads a field at all)
         early = EarlyFilter(FilterPolicy.from_settings(s), ann) if ann is not None else None
+        # serial -> the input either side (copies: the margin, for the music score's pauses)
+        around: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
+            m = geom.margin
             for seg in segments:  # a view: the engine drops only its own reference
-                before = seg.padded[geom.margin:geom.margin + seg.seg_len]
+                before = seg.padded[m:m + seg.seg_len]
                 if early is not None:
                     if not early.keeps(seg.spec, before, b.in_rate):
                         continue  # dropped before restoration: the done record says why
                     if "overlap_frames" in early.found:  # not found again after restoration
                         writer.known_frames[seg.serial] = early.found["overlap_frames"]
                 inputs_kept[seg.serial] = before
+                if ann is not None:
+                    around[seg.serial] = (seg.padded[:m].copy(),
+                                          seg.padded[m + seg.seg_len:].copy())
                 yield seg
 
         seconds_in = 0.0
@@ -154,7 +160,8 @@ class EnhanceStage(Stage):
         try:
             for seg, audio in engine.run(keep_inputs(reader)):
                 seconds_in += seg.seg_len / b.in_rate
-                writer.put(seg, audio, inputs_kept.pop(seg.serial, None))
+                writer.put(seg, audio, inputs_kept.pop(seg.serial, None),
+                           around.pop(seg.serial, None))
         except BaseException:
             writer.abort()
             raise

@@ -83,6 +83,9 @@ class EnhancedWriter:
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
         self._pending: list[tuple[CutSegment, np.ndarray, np.ndarray | None]] = []
+        # serial -> (its start, the input before it, its input, the input after it): the
+        # music score looks in the file's pauses around a segment or a piece cut out of one
+        self._around: dict[int, tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.errors: list[SegmentError] = []
         self.quality = QualityTally()
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
@@ -105,9 +108,13 @@ class EnhancedWriter:
         output; the annotations resample from 24 kHz (all they use is below 8 kHz)."""
         return resample(audio, self.rate, OUT_RATE)
 
-    def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None) -> None:
+    def put(self, seg: CutSegment, audio: np.ndarray, before: np.ndarray | None = None,
+            around: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``audio`` at 24 kHz (:meth:`to_out_rate`); ``before``: the segment's input at
-        ``in_rate`` (for the annotations and the signature), if any."""
+        ``in_rate`` (for the annotations and the signature), if any; ``around``: the input
+        just before and after it (the music score looks in the file's pauses there too)."""
+        if around is not None and before is not None and self.annotator is not None:
+            self._around[seg.serial] = (seg.spec.start, around[0], before, around[1])
         self._behind.put((seg, audio, before))
 
     def _take(self, item: tuple[CutSegment, np.ndarray, np.ndarray | None]) -> None:
@@ -142,6 +149,7 @@ class EnhancedWriter:
             reason = f"quality:{type(e).__name__}:{str(e)[:120]}"
             self.errors += [{"key": _seg_id(seg), "reason": reason} for seg, _, _ in batch]
         for (seg, audio, before), rec in zip(batch, records):
+            self._around.pop(seg.serial, None)
             self._write(seg, audio, rec, before, rs)
         # the batch's activations (DNSMOS, the speaker LSTM, the fidelity decode) are freed now;
         # what the heaps keep of them goes back (a 3-hour member's peak: -52 MB)
@@ -210,10 +218,24 @@ class EnhancedWriter:
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
                                  self.in_rate if before is not None else OUT_RATE,
-                                 audio, OUT_RATE, f)
+                                 audio, OUT_RATE, f, self._around_of(seg, before))
                  for (seg, audio, before), f in zip(batch, frames)]
         assert self.annotator is not None  # segments are batched only to be annotated
         return self.annotator.annotate(items, rs)
+
+    def _around_of(self, seg: CutSegment, before: np.ndarray | None,
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The input either side of a segment, or of a piece cut out of one (the rest of its
+        segment there, then the file's), as much as the segment's margin."""
+        got = self._around.get(seg.serial)
+        if got is None or before is None:
+            return None
+        start, left, whole, right = got
+        m = left.size
+        a = m + round((seg.spec.start - start) * self.in_rate)
+        b = a + before.size
+        full = np.concatenate([left, whole, right])
+        return full[max(0, a - m):a].copy(), full[b:b + m].copy()
 
     def _write(self, seg: CutSegment, audio: np.ndarray, quality: QualityRecord | None,
                before: np.ndarray | None = None, rs: Resampled | None = None) -> None:

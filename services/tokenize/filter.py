@@ -4,6 +4,6 @@ copy, shared with enhance, ``onsei export`` and ``onsei dedup``); tokenize appli
 
 from __future__ import annotations
 
-from services.rules.policy import DUPLICATE_OF, FilterPolicy, reason_kind
+from services.rules.policy import DUPLICATE_OF, OFF_BY_DEFAULT, FilterPolicy, reason_kind
 
-__all__ = ["DUPLICATE_OF", "FilterPolicy", "reason_kind"]
+__all__ = ["DUPLICATE_OF", "OFF_BY_DEFAULT", "FilterPolicy", "reason_kind"]

@@ -12,9 +12,13 @@ A voice holds a vowel now and then too (a synthetic one more often), but only wh
 the score is the share of the segment's non-speech frames (Silero VAD's 32 ms windows of the
 restored audio below 0.5, one window of margin around speech) that a held tone covers. In the
 pauses of clean speech there is silence or noise (score 0); under a bed, the music goes on in
-them; music alone is all pause to the VAD. A segment with under ``MIN_GAP_FRAMES`` such
-frames is scored on all of its frames. Measured in bench/wild/music.py (docs/quality.md,
-music).
+them; music alone is all pause to the VAD. The pauses looked in reach past the segment: the
+file's audio either side of it (:class:`Around`, enhance's restoration margin, half a second
+each side), where a clean file is silent between utterances and a bed goes on. A segment with
+under ``MIN_GAP_FRAMES`` pause frames even so (speech right up to and past both ends) is not
+judged (None): its held tones are as likely held vowels (a clean prompt or a synthetic voice
+scored 0.4-0.9 when they counted), and a bed under it shows in its neighbours. Measured in
+bench/wild/music.py and bench/filters.py (docs/quality.md, music).
 
 Pure numpy on the input before restoration (the bed is what the source holds, whatever
 restoration made of it), at 8 kHz: one 512-point FFT per 32 ms, about 3 CPU s per audio hour
@@ -22,6 +26,8 @@ restoration made of it), at 8 kHz: one 512-point FFT per 32 ms, about 3 CPU s pe
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,7 +42,8 @@ FLOOR_DB = 50.0  # peaks more than this below the segment's loudest frames are n
 HOLD_SECONDS = 0.4  # a peak held this long in one place is a note
 HOLD_SHARE = 0.8  # in at least this share of its frames (speech over a note masks it)
 MIN_SECONDS = 0.5  # shorter segments are not scored (None)
-MIN_GAP_FRAMES = 8  # 0.26 s of pauses: fewer, and the whole segment is scored
+MIN_GAP_FRAMES = 8  # 0.26 s of pauses: fewer, and the segment is not judged
+WINDOW = 512  # samples of one VAD verdict (32 ms)
 
 
 def _peaks(db: np.ndarray) -> np.ndarray:
@@ -96,16 +103,51 @@ def pauses(speech: np.ndarray, n: int) -> np.ndarray:
     return ~(near[:n] | near[1:n + 1])
 
 
-def music_score(audio: np.ndarray, speech: np.ndarray | None = None) -> float | None:
+@dataclass
+class Around:
+    """The input either side of a segment (16 kHz, whole VAD windows: :func:`around`) and the
+    VAD's verdict per window of each."""
+
+    left: np.ndarray
+    left_speech: np.ndarray
+    right: np.ndarray
+    right_speech: np.ndarray
+
+
+def context_pieces(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The last whole windows of ``left`` and the first of ``right`` (16 kHz): what the VAD
+    reads and :class:`Around` holds."""
+    a = left.size - left.size % WINDOW
+    return (np.asarray(left[left.size - a:], np.float32),
+            np.asarray(right[:right.size - right.size % WINDOW], np.float32))
+
+
+def _joined(audio: np.ndarray, speech: np.ndarray, ctx: Around) -> tuple[np.ndarray, np.ndarray]:
+    """The segment with its surroundings, verdicts aligned: the segment padded to whole
+    windows (as the VAD read it) between the two."""
+    seg = np.pad(np.asarray(audio, np.float32), (0, speech.size * WINDOW - audio.size)) \
+        if speech.size * WINDOW >= audio.size else np.asarray(audio[:speech.size * WINDOW])
+    return (np.concatenate([ctx.left, seg, ctx.right]),
+            np.concatenate([np.asarray(ctx.left_speech, bool)[:ctx.left.size // WINDOW],
+                            speech, np.asarray(ctx.right_speech, bool)[:ctx.right.size // WINDOW]]))
+
+
+def music_score(audio: np.ndarray, speech: np.ndarray | None = None,
+                around: Around | None = None) -> float | None:
     """Share of ``audio``'s (16 kHz) pauses under a held tone, 0-1; ``speech``: the VAD's
-    verdict per 32 ms window (None: no pauses known, every frame counts). None when the
-    segment is under ``MIN_SECONDS``."""
+    verdict per 32 ms window (None: no pauses known, every frame counts); ``around``: the
+    input either side, whose pauses count too. None when the segment is under
+    ``MIN_SECONDS``, or has under ``MIN_GAP_FRAMES`` pause frames to judge."""
     if np.asarray(audio).size < MIN_SECONDS * SR:
         return None
+    if speech is not None and around is not None:
+        audio, speech = _joined(audio, np.asarray(speech, bool), around)
     held = held_frames(audio)
     if not held.size:
         return 0.0
-    gaps = pauses(np.asarray(speech, bool), held.size) if speech is not None else None
-    if gaps is not None and gaps.sum() >= MIN_GAP_FRAMES:
+    if speech is None:
+        return float(held.mean())
+    gaps = pauses(np.asarray(speech, bool), held.size)
+    if gaps.sum() >= MIN_GAP_FRAMES:
         return float(held[gaps].mean())
-    return float(held.mean())
+    return None

@@ -42,6 +42,7 @@ class AnnotationInput:
     after: np.ndarray
     after_rate: int
     overlap_frames: Frames | None = None  # ``before``'s, when the caller has them
+    around: tuple[np.ndarray, np.ndarray] | None = None  # the input either side, at before_rate
 
 
 class Annotator(Protocol):
@@ -168,12 +169,27 @@ class ProsodyStep(Step):
 
 
 class MusicStep(Step):
+    """Held tones in the input's pauses, the file's pauses around the segment counted too (its
+    input either side, with the VAD's verdicts: one VAD call for the whole batch)."""
+
     name, fields = "music", ("music",)
 
     def run(self, ann: Annotator, batch: Batch) -> None:
         windows = batch.shared["windows"]
+        around = self._around(ann, batch)
         for i, f in enumerate(batch.fields):
-            f["music"] = music.music_score(batch.before[i], windows[i])
+            f["music"] = music.music_score(batch.before[i], windows[i], around[i])
+
+    @staticmethod
+    def _around(ann: Annotator, batch: Batch) -> list[music.Around | None]:
+        rs = batch.rs
+        pieces = [None if it.around is None else music.context_pieces(
+            rs(it.around[0], it.before_rate, music.SR), rs(it.around[1], it.before_rate, music.SR))
+            for it in batch.items]
+        flat = [x for p in pieces if p is not None for x in p]
+        verdicts = iter(ann.vad.windows(flat) if flat else [])
+        return [None if p is None else music.Around(p[0], next(verdicts), p[1], next(verdicts))
+                for p in pieces]
 
 
 class FidelityStep(Step):

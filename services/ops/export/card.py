@@ -19,6 +19,7 @@ from services.ops.export.source import ShardRead
 from services.ops.export.speakers import speaker_section
 from services.ops.export.split import SPLITS, TEST, TRAIN
 from services.ops.export.write import SplitPlan, Written, group_warning
+from services.ops.report.fairness import card_section as fairness_section
 
 
 @dataclass
@@ -192,7 +193,7 @@ def render(info: CardInfo) -> str:
         + ("" if info.dedup is not None else " (`onsei dedup` has not run on this output root)")
         + ".", "",
         *md.table(["reason", "removed by", "segments", "hours"], _removed(ok)),
-        "", "## Source", "",
+        "", *fairness_section([r.fairness for r in ok]), "## Source", "",
         f"Shards exported: {len(ok)}" + (f" ({min(ids)}-{max(ids)})" if ids else "")
         + f"; lines unreadable in the source: {sum(r.bad_lines for r in ok)}"
         + _refused(ok) + ".",

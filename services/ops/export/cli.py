@@ -11,7 +11,10 @@ from services.ops.options import output_option
 
 @click.command()
 @output_option("the output root of the run")
-@click.option("--to", "to", required=True, help="directory (or s3:// prefix) to write it to")
+@click.option("--to", "to", default=None,
+              help="directory (or s3:// prefix) to write it to (required unless --dry-run)")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="print what each filter would remove at the settings in force; write nothing")
 @click.option("--range", "range_", default=None, help="shard ids A-B (both included)")
 @click.option("--no-tokens", "no_tokens", is_flag=True,
               help="from the enhanced sidecars (lines name their FLAC), not the tokens")
@@ -35,10 +38,11 @@ from services.ops.options import output_option
 @click.option("--exclude-test-sets", "test_sets", multiple=True, type=click.Path(
     exists=True, file_okay=False), help="folder of a test set (audio + transcripts): training "
     "segments holding its audio or words are removed (repeatable; docs/provenance.md)")
-def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
-           validation_fraction: float, test_fraction: float, max_hours_per_speaker: float | None,
-           max_hours_per_source: float | None, seed: int, with_audio: bool,
-           shard_size: int, licences: str | None, test_sets: tuple[str, ...]) -> None:
+def export(output_url: str | None, to: str | None, dry_run: bool, range_: str | None,
+           no_tokens: bool, validation_fraction: float, test_fraction: float,
+           max_hours_per_speaker: float | None, max_hours_per_source: float | None, seed: int,
+           with_audio: bool, shard_size: int, licences: str | None,
+           test_sets: tuple[str, ...]) -> None:
     """Filtered, deduplicated JSONL (train/, validation/, test/) and a dataset card."""
     from services.ops.enqueue import parse_range
     from services.ops.export.caps import Caps
@@ -52,6 +56,15 @@ def export(output_url: str | None, to: str, range_: str | None, no_tokens: bool,
 
     settings = PipelineSettings()
     ids = parse_range(range_, settings.max_range) if range_ else None
+    if dry_run:
+        from services.ops.export.dryrun import dry_run as run_dry
+        from services.ops.export.dryrun import lines
+
+        for line in lines(run_dry(settings, output_url or settings.output_url, ids)):
+            click.echo(visible(line))
+        return
+    if to is None:
+        raise click.UsageError("Missing option '--to' (or --dry-run).")
     plan = SplitPlan(seed, validation_fraction, test_fraction,
                      Caps(max_hours_per_speaker, max_hours_per_source))
     screening = ScreenOptions.parse(settings.export_licences if licences is None else licences,

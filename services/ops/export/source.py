@@ -35,6 +35,7 @@ from common.shards.members import iter_keys
 from common.storage import NotFound, Store
 from services.ops.export.line import ExportLine, leaf_paths
 from services.ops.export.split import corpus_speaker_node, file_node, speaker_node
+from services.ops.report.fairness import Fairness
 from services.records import (
     AsrLine,
     RecordError,
@@ -90,6 +91,7 @@ class ShardRead:
     policy: str = ""  # JSON of the tokenize done record's filter policy
     dedup_applied: bool = False
     spoken_by: Counter[str] = field(default_factory=Counter)  # text_spoken's writer -> lines
+    fairness: Fairness = field(default_factory=Fairness)  # drops by length and speaker
 
     def remove(self, reasons: list[str], seconds: float) -> None:
         for kind in dict.fromkeys(reason_kind(r) for r in reasons):
@@ -119,6 +121,8 @@ def _done_info(read: ShardRead, ledger: Ledger, stages: list[str]) -> None:
         skipped = skipped_of(stats, damage)
         for why in skipped.damaged:
             read.refused[f"{stage} skipped {why}"] += 1
+        for entry in skipped.entries:  # the listed ones: the tally has no lengths
+            read.fairness.add(float(entry.seconds), None, entry.reasons)
         counts, seconds = ((read.before, read.before_seconds) if stage == "tokenize"
                            else (read.early[stage], read.early_seconds[stage]))
         for kind, n in skipped.tally.segments_by_reason.items():
@@ -240,6 +244,7 @@ def read_shard(shard_id: int, store: Store, ledger: Ledger, settings: Settings,
                     line = line.model_copy(update={"corpus_speaker_id": label[0],
                                                    "corpus_speaker_confidence": label[1]})
                 reasons = policy.reasons(line.quality, line.id)
+                read.fairness.add(seconds, line.corpus_speaker_id or line.speaker_id, reasons)
                 if reasons:
                     read.remove(reasons, seconds)
                     continue

@@ -20,8 +20,11 @@ from services.stages import PipelineSettings
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option("--range", "range_", default=None,
               help="the run's shard ids A-B: projects hours and cost to finish them")
+@click.option("--listen-shards", default=8, show_default=True, type=click.IntRange(min=0),
+              help="--html: enhanced shards whose dropped and near-threshold segments the page "
+              "plays (0: none)")
 def report(output_url: str | None, html_path: Path | None, as_json: bool,
-           range_: str | None) -> None:
+           range_: str | None, listen_shards: int) -> None:
     """Hours in / kept / out, languages, segment lengths, drop reasons, speed, cost, failures."""
     from services.ops.enqueue import parse_range
     from services.ops.report.collect import collect, to_json
@@ -56,7 +59,8 @@ def report(output_url: str | None, html_path: Path | None, as_json: bool,
         for line in text_lines(data.dedup):
             click.echo(visible(line))
     if target is not None:
+        from services.ops.report.listen import section
         from services.ops.report.render import render_html
 
-        write_html(target, render_html(data))
+        write_html(target, render_html(data, section(url, settings, listen_shards)))
         click.echo(f"wrote {html_path}", err=as_json)

@@ -159,7 +159,9 @@ def _cost_table(block: dict[str, Any]) -> str:
     return html
 
 
-def render_html(data: ReportData) -> str:
+def render_html(data: ReportData, filters: str = "") -> str:
+    """``filters``: the section that shows who the filters removed and plays samples
+    (listen.py), HTML already escaped."""
     charts = [
         ("hours", "Hours in / kept / out", chart_hours(data)),
         ("languages", "Language distribution", chart_languages(data)),
@@ -212,6 +214,8 @@ def render_html(data: ReportData) -> str:
 <h2>Stages</h2>{stages}
 <h2>Cost</h2>{cost}
 <h2>Duplicates</h2>{dedup}
+{'<h2 id="filters">Filters: who they removed, and what it sounds like</h2>' + filters
+  if filters else ""}
 <h2>Charts</h2><div class="charts">{figs}</div>
 <h2>Slowest shards</h2>{slow}
 <h2>Failed shards</h2>{failed}

@@ -76,6 +76,7 @@ def test_cli_keeps_the_copy_the_filter_settings_pass(tmp_path, monkeypatch) -> N
     from services.records import Mos, Quality
 
     monkeypatch.setenv("ONSEI_SCRATCH_DIR", str(tmp_path / "scratch"))
+    monkeypatch.setenv("ONSEI_FILTER_MULTI_SPEAKER", "true")  # off by default
     s = h.settings(tmp_path / "out", tmp_path)
     h.add_shard(s, 0, [h.original(0, "same_0000", 4.0, quality=Quality(
         multi_speaker=True, dnsmos_after=Mos(ovrl=4.0)))])

@@ -25,7 +25,7 @@ def test_policy_applies_the_list_only_to_covered_shards(tmp_path: Path) -> None:
     store = open_store(str(tmp_path))
     write_result(store, {"b_0000": "a_0000"}, shards=[3])
     result = DedupResult.load(store)
-    covered = FilterPolicy().for_shard(result, 3)
+    covered = FilterPolicy(multi_speaker=True).for_shard(result, 3)
     assert covered.reasons(None, "b_0000") == ["duplicate_of:a_0000"]
     assert covered.reasons({"multi_speaker": True}, "b_0000") == [
         "multi_speaker", "duplicate_of:a_0000"]
@@ -155,7 +155,7 @@ def test_ids_are_corpus_ids_and_a_filtered_copy_kept_hands_on_to_the_next(tmp_pa
     def reasons(policy: FilterPolicy, shard: int, quality: dict | None) -> list[str]:
         return policy.for_shard(result, shard).reasons(quality, "s_0000")
 
-    strict = FilterPolicy()
+    strict = FilterPolicy(multi_speaker=True)
     assert reasons(strict, 0, flagged) == ["multi_speaker"]
     assert reasons(strict, 1, clean) == []  # exported instead of the filtered copy kept
     assert reasons(strict, 2, clean) == ["duplicate_of:s_0000@000001"]

@@ -6,17 +6,19 @@ GOOD = {"dnsmos_after": {"ovrl": 3.2}, "dnsmos_delta": {"ovrl": 0.8}, "multi_spe
         "restoration_changed_text": None}
 
 
-def test_defaults_skip_multi_speaker_and_broken_audio_but_not_changed_text() -> None:
+def test_defaults_skip_broken_audio_but_not_multi_speaker_or_changed_text() -> None:
     p = FilterPolicy()
     assert p.reasons(GOOD) == []
-    assert p.reasons(GOOD | {"multi_speaker": True}) == ["multi_speaker"]
+    assert p.reasons(GOOD | {"multi_speaker": True}) == []  # off: it drops clean speech
+    assert FilterPolicy(multi_speaker=True).reasons(GOOD | {"multi_speaker": True}) == [
+        "multi_speaker"]
     assert p.reasons(GOOD | {"dnsmos_after": {"ovrl": 1.4}}) == ["dnsmos_ovrl<2"]
     assert p.reasons(GOOD | {"restoration_changed_text": True}) == []  # fidelity filter: off
     assert p.reasons(None) == [] and p.reasons({}) == []  # not annotated: kept
 
 
 def test_every_failed_rule_gives_its_reason() -> None:
-    p = FilterPolicy(min_ovrl=3.5, min_ovrl_delta=1.0, changed_text=True)
+    p = FilterPolicy(multi_speaker=True, min_ovrl=3.5, min_ovrl_delta=1.0, changed_text=True)
     bad = GOOD | {"multi_speaker": True, "restoration_changed_text": True}
     assert p.reasons(bad) == ["multi_speaker", "dnsmos_ovrl<3.5", "dnsmos_delta<1",
                               "restoration_changed_text"]

@@ -51,8 +51,8 @@ def _run(make_settings, codec, shard: int = 3, **kw):
     return rec, [json.loads(x) for x in out.read_text().splitlines()]
 
 
-def test_default_policy_skips_with_reasons(make_settings, codec) -> None:
-    rec, lines = _run(make_settings, codec)
+def test_policy_skips_with_reasons(make_settings, codec) -> None:
+    rec, lines = _run(make_settings, codec, filter_multi_speaker=True)  # off by default
     assert [x["id"] for x in lines] == ["k_0000", "k_0004"]
     q = lines[0]["quality"]
     assert q["multi_speaker"] is False and q["dnsmos_after"]["ovrl"] == 3.1

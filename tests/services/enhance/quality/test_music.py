@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.enhance.quality.music import music_score
+from services.enhance.quality.music import Around, context_pieces, music_score
 from services.enhance.quality.prosody import speech_windows
 
 SR = 16000
@@ -62,12 +62,40 @@ def test_short_segment_is_not_scored_and_silence_is_zero() -> None:
     assert music_score(np.zeros(2 * SR, np.float32), np.zeros(62, bool)) == 0.0
 
 
-def test_without_pauses_every_frame_counts(speech) -> None:
-    """A segment that is speech from end to end (no pause to look in) is scored on all its
-    frames: a bed under it still shows."""
-    x = speech[0]
-    bed = _mix(x, _bed(x.size), 5)
-    assert _score(bed) > _score(x)
+def _tight(x: np.ndarray) -> np.ndarray:
+    """``x`` cut where the VAD first and last hears speech: no pause of its own."""
+    w = np.flatnonzero(speech_windows(x))
+    return x[w[0] * 512:(w[-1] + 1) * 512]
+
+
+def _around(left: np.ndarray, right: np.ndarray) -> Around:
+    a, b = context_pieces(left, right)
+    return Around(a, speech_windows(a), b, speech_windows(b))
+
+
+def test_without_pauses_a_segment_is_not_judged(speech) -> None:
+    """Speech from end to end (a short prompt cut tight): its held tones are as likely held
+    vowels as notes, so it gets no score rather than a high one."""
+    for x in map(_tight, speech):
+        w = speech_windows(x)
+        assert w.mean() > 0.95
+        assert music_score(x, w) is None
+
+
+def test_the_files_pauses_around_a_segment_judge_it(speech) -> None:
+    """The same tight segments with the file around them: silence there scores clean, a bed
+    going on there (and under the speech) scores music."""
+    half = SR // 2
+    for i, x in enumerate(map(_tight, speech)):
+        quiet = np.zeros(half, np.float32)
+        clean = music_score(x, speech_windows(x), _around(quiet, quiet))
+        assert clean is not None and clean <= 0.15
+        bed = _bed(x.size + 2 * half, i)
+        gain = np.sqrt(np.mean(x ** 2) / np.mean(bed ** 2) / 10 ** 0.5)  # 5 dB under
+        seg = x + gain * bed[half:half + x.size]
+        m = music_score(seg, speech_windows(seg),
+                        _around(gain * bed[:half], gain * bed[half + x.size:]))
+        assert m is not None and m >= 0.6
 
 
 @pytest.mark.slow

@@ -146,7 +146,7 @@ def test_a_recording_whose_copy_kept_is_filtered_is_exported_once(make_settings,
     from tests.dedupfiles import write_result
     from tests.services.ops.export.synth import quality
 
-    s = make_settings()
+    s = make_settings(filter_multi_speaker=True)  # off by default
     store = open_store(s.output_url, s)
     run = default_run(files_per_shard=1, shards=3)
     flagged, clean = quality(ovrl=4.0, multi=True), quality(ovrl=3.0)
