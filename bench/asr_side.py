@@ -87,7 +87,7 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]]) -
     with tempfile.TemporaryDirectory(prefix="onsei-asr-side-") as d:
         stage = AsrStage(_settings(Path(d)))
         # as the runner and a worker process set it for this stage, before the model loads
-        map_large_buffers(stage_threshold_kb("asr", stage.settings.worker_mmap_threshold_kb))
+        map_large_buffers(stage_threshold_kb(0, stage.settings.worker_mmap_threshold_kb))
         plant(os.environ.get("ONSEI_BENCH_PLANT", ""))
         stage.load()
         assert stage._loaded is not None

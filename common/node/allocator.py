@@ -15,8 +15,8 @@ The fixed threshold is dear where buffers come and go at a steady rate: each map
 handed back when freed and comes again as fresh zeroed pages, a page fault per 4 KiB. asr, which
 frees and maps its windows' features, encoder output and decoder state per window, spent a third
 of its wall in page faults with it (docs/asr.md, "Allocator"), so the policy is per stage
-(:data:`STAGE_THRESHOLD_KB`): only enhance, whose flat memory on long members needs it, maps its
-large buffers; asr and tokenize keep glibc's own rising threshold.
+(its spec's ``mmap_threshold_kb``): only enhance, whose flat memory on long members needs it,
+maps its large buffers; asr and tokenize keep glibc's own rising threshold.
 
 What the arenas still keep after a burst (an annotation batch's activations, many blocks under
 the threshold) :func:`give_back` returns to the system: a stage calls it after such a burst.
@@ -36,16 +36,10 @@ M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 # keeps the default gets back after a stage of the same process fixed a lower one
 GLIBC_MAX_THRESHOLD_KB = 32 * 1024
 
-# Each stage's threshold when the setting is left at -1 (measured, docs/asr.md "Allocator"):
-# enhance's 60-min member stays within +250 MB of a 2-min one only with it; the others pay for
-# it in page faults and gain nothing.
-STAGE_THRESHOLD_KB: dict[str, int] = {"enhance": 1024}
-
-
-def stage_threshold_kb(stage: str, setting_kb: int) -> int:
-    """The threshold for ``stage``: the setting when it is given (>= 0), else the stage's own
-    (:data:`STAGE_THRESHOLD_KB`, 0: the allocator's default)."""
-    return setting_kb if setting_kb >= 0 else STAGE_THRESHOLD_KB.get(stage, 0)
+def stage_threshold_kb(stage_kb: int, setting_kb: int) -> int:
+    """The threshold for a stage: the setting when it is given (>= 0), else the stage's own
+    (its spec's ``mmap_threshold_kb``, 0: the allocator's default)."""
+    return setting_kb if setting_kb >= 0 else stage_kb
 
 
 def _glibc() -> ctypes.CDLL | None:

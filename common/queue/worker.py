@@ -149,7 +149,7 @@ def register_stage_task(app: Celery, pipeline: Pipeline, stage_name: str,
             limit_native_threads(runtime.settings)
         except Exception:  # a library's own pool size is slower, not wrong
             log.exception("%s: cannot limit native threads", stage_name)
-        map_large_buffers(stage_threshold_kb(stage_name,
+        map_large_buffers(stage_threshold_kb(pipeline.spec(stage_name).mmap_threshold_kb,
                                              runtime.settings.worker_mmap_threshold_kb))
         try:
             runtime.engine.load()

@@ -64,6 +64,10 @@ class StageSpec:
     side_outputs: Callable[[Settings, int], dict[str, str]] | None = None
     # its fleet's image and machines (None: a stage with no deploy entries of its own)
     deploy: Deploy | None = None
+    # glibc's mmap threshold in its processes when ONSEI_WORKER_MMAP_THRESHOLD_KB is -1 (0: the
+    # allocator's own; common/node/allocator.py): a stage that needs flat memory on long
+    # members maps its large buffers on their own, the others keep fewer page faults
+    mmap_threshold_kb: int = 0
 
     def section(self, settings: Settings) -> Settings:
         """The stage's section of ``settings``: the one way a stage's code gets its settings

@@ -24,4 +24,7 @@ SPEC = StageSpec(
                   apt_why=(("gcc + python3-dev: resemblyzer (speaker-embedding weights, "
                             "docs/quality.md) depends on"),
                            "webrtcvad, which PyPI ships as source only.")),
+    # a long member's buffers on their own mappings, handed back when freed: its peak stays
+    # within +250 MB of a short member's only with it (docs/asr.md, "Allocator")
+    mmap_threshold_kb=1024,
 )

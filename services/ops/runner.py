@@ -84,7 +84,8 @@ class Runner:
         if not todo:
             return summary
         # this process runs the stages in turn: each its own allocator policy, before its model
-        map_large_buffers(stage_threshold_kb(name, self.settings.worker_mmap_threshold_kb))
+        map_large_buffers(stage_threshold_kb(self.pipeline.spec(name).mmap_threshold_kb,
+                                             self.settings.worker_mmap_threshold_kb))
         engine = Engine(self.settings, self.pipeline, self.stage_classes.get(name) or name,
                         output_store=self.output, read_ahead=True)
         try:

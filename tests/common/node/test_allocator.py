@@ -65,9 +65,12 @@ def test_each_stage_has_its_own_threshold_unless_one_is_given() -> None:
     from common.node.allocator import stage_threshold_kb
 
     # enhance maps its large buffers (flat memory on long members); asr and tokenize do not
-    assert [stage_threshold_kb(s, -1) for s in ("asr", "enhance", "tokenize")] == [0, 1024, 0]
-    assert [stage_threshold_kb(s, 512) for s in ("asr", "enhance")] == [512, 512]
-    assert stage_threshold_kb("enhance", 0) == 0
+    from services.pipeline import PIPELINE
+
+    kb = {s: PIPELINE.spec(s).mmap_threshold_kb for s in ("asr", "enhance", "tokenize")}
+    assert [stage_threshold_kb(kb[s], -1) for s in kb] == [0, 1024, 0]
+    assert [stage_threshold_kb(kb[s], 512) for s in ("asr", "enhance")] == [512, 512]
+    assert stage_threshold_kb(kb["enhance"], 0) == 0
 
 
 AFTER_ENHANCE = PROBE.replace("print(map_large_buffers(int(sys.argv[1])))",

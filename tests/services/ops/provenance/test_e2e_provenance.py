@@ -26,15 +26,15 @@ from services.ops.pack_audio import pack
 from services.ops.provenance.cli import takedown
 from services.ops.provenance.screen import ScreenOptions
 from services.ops.runner import Runner
+from services.rules.policy import FilterPolicy
 from services.speakers.run import SpeakerLinker
 from services.speakers.settings import SpeakersSettings
 from services.stages import open_ledger
-from services.tokenize.filter import FilterPolicy
 from tests.services.ops.export.synth import lines_of
-from tests.system_packages import ESPEAK, needs
+from tests.system_packages import ESPEAK, POCKETSPHINX, needs
 
 # the whole pipeline on seven files (~90 s on two shared cores): the slow suite
-pytestmark = [needs(ESPEAK), pytest.mark.slow]
+pytestmark = [needs(ESPEAK, POCKETSPHINX), pytest.mark.slow]
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 CARDS = Path("/usr/share/pocketsphinx/test/data/cards")
@@ -82,8 +82,6 @@ def _card_table(card: str, heading: str) -> list[list[str]]:
 
 
 def test_provenance_licences_takedowns_and_test_sets(make_settings, tmp_path: Path) -> None:
-    if not LIBRIVOX.is_dir() or not CARDS.is_dir():
-        pytest.skip("pocketsphinx-testdata (real speech for the test set) is not installed")
     folder = tmp_path / "in"
     folder.mkdir()
     alice = synth("the orchard by the river was planted by my grandfather", "en")
