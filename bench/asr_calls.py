@@ -17,32 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.asr import _settings, real_set, synthetic_set
+from bench.asr_side import Counted
 from fixtures.longform import error_rate, make_longform, peer_transcribe
-
-KINDS = ("encode", "generate", "align", "detect_language")
-
-
-class _Counted:
-    """A CTranslate2 Whisper whose model calls are counted (calls, rows, seconds)."""
-
-    def __init__(self, model: Any, stats: dict[str, list[float]]) -> None:
-        self._model, self._stats = model, stats
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._model, name)
-        if name not in KINDS:
-            return attr
-
-        def counted(x: Any, *args: Any, **kw: Any) -> Any:
-            t = time.perf_counter()
-            out = attr(x, *args, **kw)
-            st = self._stats[name]
-            st[0] += 1
-            st[1] += len(x) if isinstance(x, list) else x.shape[0]
-            st[2] += time.perf_counter() - t
-            return out
-
-        return counted
 
 
 def main(which: str = "synthetic", only: str = "") -> None:
@@ -65,7 +41,7 @@ def main(which: str = "synthetic", only: str = "") -> None:
         stage.load()
         assert stage._loaded is not None
         model = stage._loaded.model
-        model.model = _Counted(model.model, stats)
+        model.model = Counted(model.model, stats)
         s = stage.settings
         files = synthetic_set(False) if which == "synthetic" else real_set(False)
         warm = make_longform("en", 20.0, 3, seed=9).audio

@@ -30,9 +30,10 @@ KINDS = ("encode", "generate", "align", "detect_language")
 
 
 class Counted:
-    """A CTranslate2 Whisper whose model calls are counted: calls and rows of each kind."""
+    """A CTranslate2 Whisper whose model calls are counted: calls and rows of each kind, and
+    the seconds spent in them where ``stats`` keeps a third slot (bench/asr_calls.py)."""
 
-    def __init__(self, model: Any, stats: dict[str, list[int]]) -> None:
+    def __init__(self, model: Any, stats: dict[str, list[Any]]) -> None:
         self._model, self._stats = model, stats
 
     def __getattr__(self, name: str) -> Any:
@@ -41,10 +42,14 @@ class Counted:
             return attr
 
         def counted(x: Any, *args: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            out = attr(x, *args, **kw)
             st = self._stats[name]
             st[0] += 1
             st[1] += len(x) if isinstance(x, list) else int(x.shape[0])
-            return attr(x, *args, **kw)
+            if len(st) > 2:
+                st[2] += time.perf_counter() - t
+            return out
 
         return counted
 
