@@ -37,9 +37,7 @@ KEPT = ["mix[/x]", "[link=http://x]a[/link]", "<b>html</b>",
 
 
 def _invoke(args: list[str]):
-    # wide enough that rich never wraps the long tmp paths (a wrapped name is still escaped,
-    # but no longer one substring)
-    return CliRunner().invoke(cli, args, env={"COLUMNS": "400"})
+    return CliRunner().invoke(cli, args)
 
 
 @pytest.mark.timeout(600)
@@ -80,7 +78,9 @@ def test_hostile_names_through_run_export_status_report(tmp_path: Path, monkeypa
 
     res = _invoke(["status"])
     assert res.exit_code == 0, res.output
-    assert "out[/x][link=https:evil]" in res.output and "\x1b" not in res.output, res.output
+    # the table's title wraps a long root across lines: read it without the wrapping
+    assert "out[/x][link=https:evil]" in "".join(res.output.split()), res.output
+    assert "\x1b" not in res.output, res.output
     assert "raw[/x][link=https:evil]/shard-000001.tar" in res.output, res.output
     res = _invoke(["report", "--html", str(tmp_path / "report.html")])
     assert res.exit_code == 0, res.output

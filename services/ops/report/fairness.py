@@ -122,8 +122,10 @@ def markdown(f: Fairness) -> list[str]:
     for by in ("length", "speaker"):
         headers, rows = f.table(by)
         if rows:
+            # a speaker's name is data: a code span, as everywhere on the card
+            first = (lambda c: md.code(c, in_table=True)) if by == "speaker" else md.text
             out += [*md.table([md.text(h) for h in headers],
-                              [[md.text(c) for c in r] for r in rows]), ""]
+                              [[first(r[0]), *(md.text(c) for c in r[1:])] for r in rows]), ""]
     warned = [f"**Warning**: {md.text(w)}." for w in f.warnings()]
     return out + (warned + [""] if warned else [])
 

@@ -191,7 +191,7 @@ def test_a_key_two_shards_share_is_two_segments_and_the_copy_kept_passes(tmp_pat
     h.add_shard(s, 0, [h.original(0, "same_0000", 4.0, quality=flagged)])
     h.add_shard(s, 1, [h.copy(0, "mp3_64k", "same_0000", 3.0, quality=clean)])
     store = open_store(s.output_url, s)
-    Deduper(s, store, h.ledger(s), policy=FilterPolicy()).run()
+    Deduper(s, store, h.ledger(s), policy=FilterPolicy(multi_speaker=True)).run()
     res = DedupResult.load(store)
     assert res is not None and _pairs(res) == {"same_0000@000000": "same_0000@000001"}
     line = res.duplicates["same_0000@000000"]
