@@ -12,6 +12,7 @@ spec (``stage.py``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
@@ -24,7 +25,7 @@ from services.records import Sidecar
 from services.speakers.embeddings import EmbeddingsWriter
 
 
-class SideOutput:
+class SideOutput(ABC):
     name: ClassVar[str]
 
     def written(self, seg_id: str, spec: SegmentSpec, meta: Sidecar, ovrl: float | None,
@@ -35,11 +36,13 @@ class SideOutput:
     def labelled(self, seg_id: str, speaker_id: str, meta: Sidecar) -> None:
         """A segment given its speaker label (``meta``: its sidecar, label and all)."""
 
+    @abstractmethod
     def write(self, path: Path) -> None:
-        raise NotImplementedError
+        """The side output's file for the shard, at ``path``."""
 
+    @abstractmethod
     def __len__(self) -> int:
-        raise NotImplementedError
+        """Rows it holds (0: nothing to publish)."""
 
 
 class Signatures(SideOutput):

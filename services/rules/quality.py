@@ -11,6 +11,7 @@ computed (too short to score, not sampled, annotated before the field existed) d
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -34,7 +35,7 @@ def field_of(quality: Quality, path: str) -> Any:
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(ABC):
     """One rule: ``reads`` the field, ``phase`` where it first exists, ``active`` whether its
     setting turns it on at all."""
 
@@ -42,14 +43,17 @@ class Rule:
     phase: Phase
 
     @property
+    @abstractmethod
     def active(self) -> bool:
-        raise NotImplementedError
+        """Whether its setting turns the rule on."""
 
+    @abstractmethod
     def reason(self) -> str:
-        raise NotImplementedError
+        """The reason a segment it drops carries (``music>0.5``)."""
 
+    @abstractmethod
     def fails(self, value: Any) -> bool:
-        raise NotImplementedError
+        """Whether the field's ``value`` (never None) drops the segment."""
 
     def __call__(self, quality: Quality) -> str | None:
         if not self.active:

@@ -13,6 +13,7 @@ time, so what replaces a model there (a fake in a bench, a port on a GPU node) i
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -85,15 +86,16 @@ class Batch:
             self.fields = [{} for _ in self.items]
 
 
-class Step:
+class Step(ABC):
     name: ClassVar[str]
     fields: ClassVar[tuple[str, ...]]
 
     def load(self, ann: Annotator) -> None:
         """Nothing to load unless the step says so."""
 
+    @abstractmethod
     def run(self, ann: Annotator, batch: Batch) -> None:
-        raise NotImplementedError
+        """Set this step's ``fields`` on every item of ``batch`` (``batch.fields``)."""
 
 
 class DnsmosStep(Step):
