@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import click
 
 from common.profiles import resolve
 from common.renamed import renames_of
+from common.setting_names import read_config
 from common.settings import Settings
 from services.stages import PipelineSettings
 
 
 def _yaml_keys() -> set[str]:
     cfg = os.environ.get("ONSEI_CONFIG")
-    if not cfg or not Path(cfg).is_file():
-        return set()
-    import yaml
-
-    data = yaml.safe_load(Path(cfg).read_text()) or {}
-    return set(data) if isinstance(data, dict) else set()
+    return set(read_config(cfg)) if cfg else set()
 
 
 def origins(settings: Settings) -> dict[str, str]:
