@@ -84,7 +84,10 @@ def plant(kind: str) -> None:
         raise ValueError(f"unknown plant {kind!r}")
 
 
-def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]]) -> dict[str, str]:
+def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]],
+         flagged: dict[str, list[list[Any]]] | None = None) -> dict[str, str]:
+    """Each file's kept text; ``flagged``: each file's segments not kept, as (start, end,
+    reasons, text), so a loss to the peer can be told apart from a filter's choice."""
     from common.node.allocator import map_large_buffers, stage_threshold_kb
     from services.asr.stage import AsrStage
     from services.text.forms import with_forms
@@ -102,6 +105,9 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]]) -
             line = with_forms(stage.transcribe_file(f["key"], audio[f["key"]]).line, stage._text)
             joiner = "" if f["language"] == "ja" else " "
             out[f["key"]] = joiner.join(x.text for x in line.kept)
+            if flagged is not None:
+                flagged[f["key"]] = [[x.start, x.end, x.reason, x.text]
+                                     for x in line.segments if not x.kept]
         return out
 
 
@@ -134,8 +140,9 @@ def main(side: str, sets: str, out: str) -> None:
     info, audio = load(Path(sets))
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     t = time.perf_counter()
-    texts = (ours if side == "ours" else peer)(info, audio, stats)
-    Path(out).write_text(json.dumps({"texts": texts, "calls": dict(stats),
+    flagged: dict[str, list[list[Any]]] = {}
+    texts = ours(info, audio, stats, flagged) if side == "ours" else peer(info, audio, stats)
+    Path(out).write_text(json.dumps({"texts": texts, "calls": dict(stats), "flagged": flagged,
                                      "inner_seconds": time.perf_counter() - t}))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fixtures.signals import at_snr, chord_bed
 from fixtures.speech_corpus import EN_SENTENCES
 from fixtures.speechgen import concat, synth
 from services.asr.music import HOP, N_FFT, _istft, _stft, suppress
@@ -24,26 +25,8 @@ def speech() -> np.ndarray:
     return (0.3 * x / np.abs(x).max()).astype(np.float32)
 
 
-def _bed(n: int, seed: int = 0) -> np.ndarray:
-    """Chords held 1.2 s each (three notes, two harmonics each): a music bed."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(1.2 * SR)) / SR
-    out = []
-    while sum(p.size for p in out) < n:
-        chord = np.zeros(t.size)
-        for f in 220 * 2 ** (rng.choice(24, 3, replace=False) / 12):
-            chord += sum(np.sin(2 * np.pi * f * h * t) / h for h in (1, 2))
-        out.append(chord)
-    return np.concatenate(out)[:n].astype(np.float32)
-
-
-def _scaled(speech: np.ndarray, other: np.ndarray, snr_db: float) -> np.ndarray:
-    return (other * np.sqrt(np.mean(speech ** 2) / np.mean(other ** 2)
-                            / 10 ** (snr_db / 10))).astype(np.float32)
-
-
 def test_held_chords_under_speech_are_cut_and_the_speech_kept(speech) -> None:
-    bed = _scaled(speech, _bed(speech.size), 5)
+    bed = at_snr(speech, chord_bed(speech.size), 5)
     y, blocks = suppress(speech + bed, GATE)
     assert blocks == 2
     got, mix = np.abs(_stft(y)) ** 2, np.abs(_stft(speech + bed)) ** 2
@@ -81,7 +64,7 @@ def test_the_setting_turns_it_on(tmp_path, monkeypatch, speech) -> None:
     from services.asr.stage import AsrStage
     from tests.services.asr.conftest import asr_settings
 
-    mix = speech + _scaled(speech, _bed(speech.size), 5)
+    mix = speech + at_snr(speech, chord_bed(speech.size), 5)
     off = AsrStage(asr_settings(tmp_path))  # off by default
     assert off.settings.asr_music_suppression is False
     heard, blocks = off._heard(mix)

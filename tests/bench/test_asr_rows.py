@@ -1,0 +1,38 @@
+"""The asr bench's error rows: one per set, language and metric, ours against the peer with the
+goal (<= 1.0x, never worse by more than 0.005) and the per-file table; Japanese scored by CER
+and by Kana-CER (readings, so kanji written as kana is no error)."""
+
+from __future__ import annotations
+
+from bench.asr_peer import set_errors
+from fixtures.longform import kana_cer
+
+INFO = [
+    {"key": "a-0", "set": "a", "language": "en", "reference": "the cat sat on the mat"},
+    {"key": "a-1", "set": "a", "language": "en", "reference": "a dog ran home"},
+    {"key": "j-0", "set": "j", "language": "ja", "reference": "今日はいい天気です。"},
+    {"key": "x-0", "set": "a", "language": "es", "reference": "hola"},
+]
+
+
+def test_kana_cer_reads_kanji_and_kana_alike() -> None:
+    assert kana_cer("今日はいい天気です。", "きょうはいいてんきです") == 0.0
+    assert kana_cer("私の名前は田中です。", "わたしのなまえはたなかです") == 0.0
+    assert 0 < kana_cer("今日はいい天気です。", "今日はいい電気です。") < 0.2
+
+
+def test_rows_per_set_metric_and_file() -> None:
+    texts = {"ours": {"a-0": "the cat sat on the mat", "a-1": "a dog ran",
+                      "j-0": "きょうはいいてんきです", "x-0": ""},
+             "peer": {"a-0": "the cat sat on a mat", "a-1": "a dog ran home",
+                      "j-0": "今日はいい天気です", "x-0": "hola"}}
+    rows = {r["name"]: r for r in set_errors(INFO, texts, {"en", "ja"}, "t")}
+    assert set(rows) == {"asr a en WER (t)", "asr j ja CER (t)", "asr j ja Kana-CER (t)"}
+    en = rows["asr a en WER (t)"]
+    # the mean of the files' WERs: ours (0 + 1/4) / 2, the peer's (1/6 + 0) / 2
+    assert en["ours"] == 0.125 and en["baseline"] == round(1 / 12, 4)
+    assert en["files"] == {"a-0": [0.0, 0.1667], "a-1": [0.25, 0.0]}
+    assert en["met"] is False  # 0.042 worse: over the 0.005 allowance
+    assert rows["asr j ja CER (t)"]["ours"] > 0.5  # kana against kanji: most characters differ
+    kana = rows["asr j ja Kana-CER (t)"]
+    assert kana["ours"] == kana["baseline"] == 0.0 and kana["met"] is True
