@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.asr_sets import load, saved
@@ -186,10 +186,11 @@ def run(split: str, quick: bool, rounds: int,
 
 
 def sweep(split: str, quick: bool,
-          configs: list[tuple[str, dict[str, str], dict[str, str]]]) -> list[dict]:
+          configs: list[tuple[str, dict[str, str], dict[str, str]]]) -> Iterator[dict]:
     """Accuracy of the stage under each config (one run each) against the peer at its
     defaults (one run, its texts kept under the sets' cache: the same texts each time): error
-    per set and per file, and the run's CPU seconds and faults (one run: a rough cost)."""
+    per set and per file, and the run's CPU seconds and faults (one run: a rough cost). Each
+    config's run is kept beside it (``ours-<sets>-<config>.json``: texts and flagged segments)."""
     from bench.asr_sets import cache_dir
 
     sets = saved(split, quick)
@@ -199,16 +200,16 @@ def sweep(split: str, quick: bool,
     if not cached.is_file():
         cached.write_text(json.dumps(run_side("peer", sets, {})))
     peer = json.loads(cached.read_text())
-    out = []
+    hours = sum(f["seconds"] for f in info) / 3600
     for label, env, _ in configs:
         ours = run_side("ours", sets, env)
+        (cache_dir() / f"ours-{sets.stem}-{label}.json").write_text(json.dumps(ours))
         for r in set_errors(info, {"ours": ours["texts"], "peer": peer["texts"]}, kept, label):
-            out.append({"config": label, **r})
-        out.append({"config": label, "cpu": round(ours["cpu"], 1),
-                    "peer_cpu": round(peer["cpu"], 1), "faults": ours["faults"],
-                    "calls": ours["calls"]})
-        print(json.dumps(out[-1]), file=sys.stderr, flush=True)
-    return out
+            yield {"config": label, **r}
+        yield {"config": label, "cpu": round(ours["cpu"], 1), "peer_cpu": round(peer["cpu"], 1),
+               "cpu_s_per_audio_hour": round(ours["cpu"] / hours),
+               "peer_cpu_s_per_audio_hour": round(peer["cpu"] / hours),
+               "faults": ours["faults"], "calls": ours["calls"], "load": os.getloadavg()[0]}
 
 
 def stage_vs_peer(quick: bool) -> list[dict]:

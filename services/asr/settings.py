@@ -63,6 +63,10 @@ class AsrSettings(WhisperSettings):
         0.5, ge=0, le=1, description="Silero VAD speech probability threshold")
     asr_vad_min_silence_ms: int = Field(
         500, ge=0, le=60_000, description="a pause at least this long may end a segment")
+    asr_vad_speech_pad_ms: int = Field(
+        200, ge=0, le=2000, description="air kept each side of a speech span (Silero never lets "
+        "two pads overlap); the first span of an encoder window starts this far before its "
+        "speech")
     asr_word_timestamps: bool = Field(
         True, description="word times and probabilities per segment; segments trimmed to them")
     asr_word_margin_seconds: float = Field(

@@ -7,7 +7,6 @@ import numpy as np
 from services.asr.settings import AsrSettings
 
 SAMPLE_RATE = 16000
-SPEECH_PAD_MS = 200  # a little air each side of a segment; silero never lets pads overlap
 
 
 def speech_spans(audio: np.ndarray, settings: AsrSettings, max_span_seconds: float,
@@ -26,7 +25,7 @@ def speech_spans(audio: np.ndarray, settings: AsrSettings, max_span_seconds: flo
         threshold=settings.asr_vad_threshold,
         min_silence_duration_ms=settings.asr_vad_min_silence_ms,
         max_speech_duration_s=max_span_seconds,
-        speech_pad_ms=SPEECH_PAD_MS,
+        speech_pad_ms=settings.asr_vad_speech_pad_ms,
         min_speech_duration_ms=250,  # clicks and blips are not speech
     )
     stamps = get_speech_timestamps(audio, opts, sampling_rate=SAMPLE_RATE)
