@@ -11,6 +11,7 @@ drop); telephone band: the real set resampled to 8 kHz and back. Both sides get 
 decoded 16 kHz arrays; rounds alternate which goes first and
 the wall times are medians over rounds (the machine is shared). Goals: wall <= 0.9x, WER and
 Japanese CER <= 1.0x.
+The hard sets (bench/asr_hard.py) run once more at both sides' defaults.
 Model: ``ONSEI_ASR_MODEL`` if set, else ``bundled:whisper-base`` (offline).
 """
 
@@ -76,4 +77,13 @@ def stage_vs_peer(quick: bool) -> list[dict]:
     return run("held", quick, 2 if quick else 3)
 
 
-ROWS = [stage_vs_peer]
+def hard_sets(quick: bool) -> list[dict]:
+    """The hard sets (bench/asr_hard.py: fast, 8 kHz, quiet, clipped, short, under music,
+    fast Japanese), both sides at their defaults, one round: an error row per set and metric
+    with its per-file table."""
+    from bench.asr_peer import CONFIGS, run
+
+    return run("hard", quick, 1, CONFIGS[:1])
+
+
+ROWS = [stage_vs_peer, hard_sets]
