@@ -11,7 +11,7 @@ drop); telephone band: the real set resampled to 8 kHz and back. Both sides get 
 decoded 16 kHz arrays; rounds alternate which goes first and
 the wall times are medians over rounds (the machine is shared). Goals: wall <= 0.9x, WER and
 Japanese CER <= 1.0x.
-The hard sets (bench/asr_hard.py) run once more at both sides' defaults.
+The hard sets (fixtures/hard_speech.py) run once more at both sides' defaults.
 Model: ``ONSEI_ASR_MODEL`` if set, else ``bundled:whisper-base`` (offline).
 """
 
@@ -20,15 +20,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-
 from fixtures.longform import (
-    SR,
     LongForm,
     make_longform,
     real_english,
     real_german,
     real_longform,
+    telephone_band,
 )
 
 
@@ -61,12 +59,8 @@ def real_set(quick: bool) -> list[LongForm]:
 
 
 def telephone(files: list[LongForm]) -> list[LongForm]:
-    """``files`` as a telephone line carries them: resampled to 8 kHz and back (nothing above
-    4 kHz; call recordings and old broadcasts sound so)."""
-    import soxr
-
-    return [LongForm(f.language, soxr.resample(soxr.resample(f.audio, SR, 8000), 8000, SR)
-                     .astype(np.float32), f.sentences, f.spans) for f in files]
+    """``files`` as a telephone line carries them (fixtures/longform.py)."""
+    return [telephone_band(f) for f in files]
 
 
 def stage_vs_peer(quick: bool) -> list[dict]:
@@ -78,7 +72,7 @@ def stage_vs_peer(quick: bool) -> list[dict]:
 
 
 def hard_sets(quick: bool) -> list[dict]:
-    """The hard sets (bench/asr_hard.py: fast, 8 kHz, quiet, clipped, short, under music,
+    """The hard sets (fixtures/hard_speech.py: fast, 8 kHz, quiet, clipped, short, under music,
     fast Japanese), both sides at their defaults, one round: an error row per set and metric
     with its per-file table."""
     from bench.asr_peer import CONFIGS, run

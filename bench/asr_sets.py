@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from fixtures.longform import (
-    SR,
     LongForm,
     make_longform,
     real_english,
     real_german,
     real_longform,
+    telephone_band,
 )
 
 # more voices than the other benches' two: accents and registers where greedy and beam differ
@@ -34,18 +34,11 @@ JA_VOICES = ("ja", "ja+f3", "ja+m3")
 SEEDS = {"dev": 100, "held": 200}
 
 
-def _telephone(f: LongForm) -> LongForm:
-    import soxr
-
-    band = soxr.resample(soxr.resample(f.audio, SR, 8000), 8000, SR).astype(np.float32)
-    return LongForm(f.language, band, f.sentences, f.spans)
-
-
 def build(split: str, quick: bool) -> dict[str, list[LongForm]]:
-    """Sets by name for ``split`` (``dev``, ``held``, or ``hard``: bench/asr_hard.py);
+    """Sets by name for ``split`` (``dev``, ``held``, or ``hard``: fixtures/hard_speech.py);
     ``quick``: shorter files."""
     if split == "hard":
-        from bench.asr_hard import build as hard
+        from fixtures.hard_speech import build as hard
 
         return hard(quick)
     seed = SEEDS[split]
@@ -64,7 +57,7 @@ def build(split: str, quick: bool) -> dict[str, list[LongForm]]:
             real.append(real_longform(de, secs / 2, seed=seed, language="de"))
         real = real[1:] if quick else real
         sets["real"] = real
-        sets["telephone"] = [_telephone(f) for f in real]
+        sets["telephone"] = [telephone_band(f) for f in real]
     return sets
 
 

@@ -1,4 +1,4 @@
-"""The hard sets (bench/asr_hard.py: fast speech, an 8 kHz band, quiet and clipped recordings,
+"""The hard sets (fixtures/hard_speech.py: fast speech, an 8 kHz band, quiet and clipped recordings,
 utterances under 2 s, speech under a music bed, fast Japanese) through the stage at its
 defaults: each set's error of the kept text within its bound (below), measured against the
 peer at its own defaults by the bench, whose rows keep the per-file tables."""
@@ -29,7 +29,7 @@ KANA_BOUND = 0.373  # ja-fast's Kana-CER
 @pytest.fixture(scope="module")
 def hard() -> dict[str, list[LongForm]]:
     require(ESPEAK)
-    from bench.asr_hard import build
+    from fixtures.hard_speech import build
 
     return build(quick=True)
 
