@@ -148,8 +148,7 @@ class ClipTranscriber:
                 out[i][k] = dist
         return out
 
-    def _options(self, tokenizer: Any, beam_size: int, no_repeat: int = 0,
-                 prompted: bool = True) -> Any:
+    def _options(self, tokenizer: Any, beam_size: int, no_repeat: int = 0) -> Any:
         from faster_whisper.transcribe import TranscriptionOptions, get_suppressed_tokens
 
         return TranscriptionOptions(
@@ -160,7 +159,7 @@ class ClipTranscriber:
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
             temperatures=[0.0], prefix=None,
             initial_prompt=prompt(tokenizer.language_code)
-            if self.settings.asr_punctuation_prompt and prompted else None,
+            if self.settings.asr_punctuation_prompt else None,
             suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=True,
             max_initial_timestamp=0.0, word_timestamps=False,  # aligned apart: _words
@@ -187,23 +186,11 @@ class ClipTranscriber:
         for part in parts:
             out += self._decode(features[part], language, None if rows is None else rows[part],
                                 beam_size, None if frames is None else frames[part], no_repeat)
-        floor = self.settings.asr_prompt_fallback_logprob
-        if floor < 0 and self.settings.asr_punctuation_prompt and prompt(language):
-            # a prompted window this unsure is decoded again without the prompt, and the
-            # likelier text kept: the prompt now and then sends a window into babble
-            low = [i for i, t in enumerate(out) if t.avg_logprob < floor]
-            if low:
-                again = self._decode(features[low], language, None if rows is None else rows[low],
-                                     beam_size, None if frames is None else
-                                     [frames[i] for i in low], no_repeat, prompted=False)
-                for i, t in zip(low, again):
-                    if t.avg_logprob > out[i].avg_logprob:
-                        out[i] = t
         return out
 
     def _decode(self, features: np.ndarray, language: str, rows: np.ndarray | None,
-                beam_size: int | None, frames: list[int] | None, no_repeat: int,
-                prompted: bool = True) -> list[ClipText]:
+                beam_size: int | None, frames: list[int] | None, no_repeat: int
+                ) -> list[ClipText]:
         """One decoder call over ``features`` (:meth:`transcribe`)."""
         from faster_whisper.tokenizer import Tokenizer
 
@@ -211,8 +198,7 @@ class ClipTranscriber:
                               task="transcribe", language=language)
         if rows is not None:
             self._proxy.prime(features, rows)
-        options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat,
-                                prompted)
+        options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)
         out = [ClipText(tokenizer.decode(o["tokens"]).strip(), float(o["avg_logprob"]),

@@ -48,10 +48,6 @@ class AsrSettings(WhisperSettings):
     asr_punctuation_prompt: bool = Field(
         True, description="each window decoded after a short punctuated text in its language "
         "(services/asr/punctuation.py), so Whisper keeps full stops and capitals")
-    asr_prompt_fallback_logprob: float = Field(
-        0.0, ge=-100, le=0, description="a window decoded after the punctuation prompt with a "
-        "mean token log probability under this is decoded again without it, and the likelier "
-        "text kept (0: off)")
     asr_segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
     asr_segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
     asr_segment_target_seconds: float = Field(
