@@ -95,7 +95,7 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
-        from services.enhance.early import EarlyFilter
+        from services.enhance.early import EarlyFilter, SegmentInput
         from services.enhance.flow import Enhancer
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
         from services.enhance.sides import Signatures, SpeakerEmbeddings
@@ -144,15 +144,15 @@ class EnhanceStage(Stage):
             m = geom.margin
             for seg in segments:  # a view: the engine drops only its own reference
                 before = seg.padded[m:m + seg.seg_len]
+                either = (seg.padded[:m].copy(), seg.padded[m + seg.seg_len:].copy())
                 if early is not None:
-                    if not early.keeps(seg.spec, before, b.in_rate):
+                    if not early.keeps(seg.spec, SegmentInput(before, b.in_rate, either)):
                         continue  # dropped before restoration: the done record says why
-                    if "overlap_frames" in early.found:  # not found again after restoration
-                        writer.known_frames[seg.serial] = early.found["overlap_frames"]
+                    if early.found:  # not found again after restoration
+                        writer.known[seg.serial] = early.found
                 inputs_kept[seg.serial] = before
                 if ann is not None:
-                    around[seg.serial] = (seg.padded[:m].copy(),
-                                          seg.padded[m + seg.seg_len:].copy())
+                    around[seg.serial] = either
                 yield seg
 
         seconds_in = 0.0

@@ -77,8 +77,9 @@ class EnhancedWriter:
         self.annotator = annotator
         self.cuts = cuts  # None: segments are not cut at changes (trim_window 0: not trimmed)
         self.trimmed: dict[str, float] = {}  # segment -> seconds trimmed off its pieces
-        # serial -> the overlap frames of its input, found before restoration (early.py)
-        self.known_frames: dict[int, overlap.Frames] = {}
+        # serial -> what was found on its input before restoration (early.py: its music
+        # score, its overlap frames): not found again
+        self.known: dict[int, dict[str, Any]] = {}
         self.in_rate = in_rate
         self.batch = max(1, batch)
         self.batch_samples = batch_seconds * OUT_RATE
@@ -141,9 +142,9 @@ class EnhancedWriter:
         records: Sequence[QualityRecord | None] = [None] * len(batch)
         rs = Resampled()  # the batch's clips at the rates its steps share
         try:
-            batch, frames = self._cut_turns(batch, rs)
+            batch, frames, known = self._cut_turns(batch, rs)
             records = [None] * len(batch)
-            records = self._annotate(batch, frames, rs)
+            records = self._annotate(batch, frames, known, rs)
         except Exception as e:
             log.exception("quality annotation failed for %d segments", len(batch))
             reason = f"quality:{type(e).__name__}:{str(e)[:120]}"
@@ -156,20 +157,22 @@ class EnhancedWriter:
         give_back()
 
     def _cut_turns(self, batch: list[Item], rs: Resampled | None = None,
-                   ) -> tuple[list[Item], list[overlap.Frames | None]]:
+                   ) -> tuple[list[Item], list[overlap.Frames | None], list[dict[str, Any]]]:
         """The batch with each segment that holds a speaker change replaced by its pieces, and
         each piece's edges trimmed where two voices sound at once (``edges.py``); with each
         item, the overlap frames of its input where they were found (its segment's, clipped to
-        the piece: the overlap annotation is taken from them, not found again)."""
+        the piece: the overlap annotation is taken from them, not found again), and the fields
+        found on its input before restoration (none for a piece: its input is another)."""
         rs = rs or Resampled()
         # the frames found before restoration (``known``), else found here or by the annotation
-        known = [self.known_frames.pop(seg.serial, None) for seg, _, _ in batch]
+        fields = [self.known.pop(seg.serial, {}) for seg, _, _ in batch]
+        known: list[overlap.Frames | None] = [f.pop("overlap_frames", None) for f in fields]
         found: list[overlap.Frames | None] = list(known)
         todo = [i for i, (seg, audio, _) in enumerate(batch)
                 if self.cuts is not None and seg.spec.words
                 and len(seg.spec.words) > 1 and audio.size > 2 * MIN_PIECE * OUT_RATE]
         if not todo or self.cuts is None:
-            return batch, found
+            return batch, found, fields
         cfg = self.cuts
         assert self.annotator is not None  # segments are batched only to be annotated
         wins = self.annotator.speaker.windows([rs(batch[i][1], OUT_RATE, 16000) for i in todo])
@@ -193,13 +196,14 @@ class EnhancedWriter:
             if len(kept) > 1 or kept != parts:
                 cut = cut_segment(seg, audio, OUT_RATE, before, self.in_rate, kept)
                 out[i:i + 1] = cut
+                fields[i:i + 1] = [{} for _ in cut]
                 found[i:i + 1] = [None if frames is None else frames.clip(
                     round(p.start * rate) / rate, (a if b is None else b).size / rate)
                     for p, (_, a, b) in zip(kept, cut)]
             else:
                 found[i] = frames if frames is not None else known[i]
         self.trimmed.update(trimmed)
-        return out, found
+        return out, found, fields
 
     def _count_trim(self, seg: CutSegment, parts: list[Piece], kept: list[Piece],
                     trimmed: dict[str, float]) -> None:
@@ -212,14 +216,14 @@ class EnhancedWriter:
                                                - sum(len(p.words) for p in kept))
 
     def _annotate(self, batch: list[Item], frames: list[overlap.Frames | None],
-                  rs: Resampled) -> list[QualityRecord]:
+                  known: list[dict[str, Any]], rs: Resampled) -> list[QualityRecord]:
         from services.enhance.quality.annotate import AnnotationInput
 
         items = [AnnotationInput(_seg_id(seg), seg.spec.text, seg.spec.language,
                                  before if before is not None else audio,
                                  self.in_rate if before is not None else OUT_RATE,
-                                 audio, OUT_RATE, f, self._around_of(seg, before))
-                 for (seg, audio, before), f in zip(batch, frames)]
+                                 audio, OUT_RATE, f, self._around_of(seg, before), k)
+                 for (seg, audio, before), f, k in zip(batch, frames, known)]
         assert self.annotator is not None  # segments are batched only to be annotated
         return self.annotator.annotate(items, rs)
 

@@ -73,9 +73,9 @@ class FilterPolicy:
             Flagged("restoration_changed_text", Phase.RESTORED, on=self.changed_text),
             AtLeast("speech_fraction", Phase.RESTORED, self.min_speech_fraction,
                     "speech_fraction", off=0),
-            # the input's held tones, in the pauses Silero finds in the restored audio
-            # (services/enhance/quality/music.py): known only after restoration
-            AtMost("music", Phase.RESTORED, self.max_music, "music"),
+            # the input's held tones, in the pauses Silero finds in the input
+            # (services/enhance/quality/music.py)
+            AtMost("music", Phase.INPUT, self.max_music, "music"),
             # the pitch test or the trained detector on the input audio (quality/overlap.py)
             AtMost("overlap", Phase.INPUT, self.max_overlap, "overlap"),
         ))
