@@ -17,12 +17,13 @@ decoding again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from services.enhance.chain import Item, StreamStep
 from services.enhance.quality import music
 from services.enhance.quality.overlap import MIN_SECONDS as MIN_OVERLAP_SECONDS
 from services.enhance.resampled import Resampled
@@ -33,6 +34,7 @@ from services.rules.skipped import SkipLog
 from services.rules.stats import FilterStats
 
 if TYPE_CHECKING:
+    from services.enhance.context import StepContext
     from services.enhance.quality.annotate import Annotator
     from services.enhance.segments import SegmentSpec
 
@@ -80,19 +82,39 @@ INPUT_FIELDS: dict[str, InputField] = {"overlap": _overlap, "music": _music}
 SR = 16000
 
 
-class EarlyFilter:
-    """``keeps(spec, input)`` for each segment in order; ``dropped``: the names
-    (``<key>_<idx>``) of those it dropped, for the output check; ``found``: the last
-    segment's fields and by-products (its music score, its overlap frames)."""
+class EarlyFilter(StreamStep):
+    """A step of the chain (``chain.py``) before the model: the segments the rules keep go on,
+    each with the fields computed on its input (``Item.known``: its music score, its overlap
+    frames), not computed again. ``keeps(spec, input)`` judges one; ``dropped``: the names
+    (``<key>_<idx>``) of those it dropped, for the output check."""
 
-    def __init__(self, policy: FilterPolicy, annotator: Annotator) -> None:
+    name: ClassVar[str] = "input_rules"
+    fields: ClassVar[tuple[str, ...]] = ()  # it drops; the annotations write what it read
+
+    @classmethod
+    def make(cls, ctx: StepContext) -> EarlyFilter | None:
+        """Only with the annotations: their models compute the fields (without them no rule
+        reads a field at all)."""
+        if ctx.annotator is None:
+            return None
+        return cls(FilterPolicy.from_settings(ctx.settings), ctx.annotator, ctx.in_rate)
+
+    def run(self, items: Iterable[Item]) -> Iterator[Item]:
+        for it in items:
+            assert it.before is not None  # the input, before restoration
+            if self.keeps(it.seg.spec, SegmentInput(it.before, self.in_rate, it.around)):
+                it.known.update(self.found)
+                yield it
+
+    def __init__(self, policy: FilterPolicy, annotator: Annotator, in_rate: int = SR) -> None:
+        self.in_rate = in_rate
         self.policy = policy
         self.rules = policy.at(Phase.INPUT)
         fields = dict.fromkeys(r.reads for r in self.rules)
         unknown = [f for f in fields if f not in INPUT_FIELDS]
         if unknown:  # a rule declared on the input whose field enhance cannot compute there
             raise ValueError(f"input fields without a computation: {', '.join(unknown)}")
-        self.fields = list(fields)
+        self.reads = list(fields)
         self.annotator = annotator
         self.log = SkipLog()
         self.dropped: set[str] = set()
@@ -109,7 +131,7 @@ class EarlyFilter:
         if not self.rules:
             return True
         t0 = time.perf_counter()
-        values = {f: INPUT_FIELDS[f](self.annotator, x, self.found) for f in self.fields}
+        values = {f: INPUT_FIELDS[f](self.annotator, x, self.found) for f in self.reads}
         self.seconds += time.perf_counter() - t0
         quality = Quality.model_validate({f: round(v, SHARE_DIGITS) if isinstance(v, float)
                                           else v for f, v in values.items()})

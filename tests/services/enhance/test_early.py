@@ -108,4 +108,4 @@ def test_overlap_drops_before_restoration_and_a_rerun_restores(make_settings, tm
     assert metas2["both_0000"]["quality"]["overlap"] == early_score  # the same score, same rule
     assert rec2.counts["segments_dropped_early"] == 0
     # the music rule (on by default) still applies before restoration: it dropped nothing
-    assert rec2.stat("skipped") == [] and rec2.stat("quality_filter")["by_reason"] == {}
+    assert not rec2.stat("skipped") and rec2.stat("quality_filter")["by_reason"] == {}
