@@ -114,7 +114,13 @@ def run_set(cs: Any, asr: Any, enhance: Any, tmp: Path) -> list[Unit]:
     d = tmp / cs.name.replace(" ", "_")
     make_shard(d / "shard.tar", {k: {"wav": wav_bytes(f.audio)} for k, f in files.items()})
     (d / "asr.jsonl").write_text("".join(x.rstrip("\n") + "\n" for x in lines))
-    enhance.process(0, {"shard": d / "shard.tar", "asr": d / "asr.jsonl"}, d / "work")
+    got = enhance.process(0, {"shard": d / "shard.tar", "asr": d / "asr.jsonl"}, d / "work")
+    # what enhance dropped before restoration (the rules on the input: music at its default)
+    for x in (got.extra or {}).get("skipped") or []:
+        x = x if isinstance(x, dict) else x.to_dict()
+        f = files[x["key"].rsplit("_", 1)[0]]
+        units.append(Unit(cs.name, x["key"].rsplit("_", 1)[0], f.speaker, f.half,
+                          float(x["seconds"]), list(x["reasons"]), x.get("quality")))
     out = next((d / "work" / "out").rglob("*.tar"))
     policy = FilterPolicy(**POLICY)  # type: ignore[arg-type]
     for item in iter_keys(out, None):

@@ -163,7 +163,8 @@ class Chain:
                     it.quality = None
                 failed = True
         for it in items:
-            self.writer.write(it)
+            assert it.meta is not None  # the sidecar step's
+            self.writer.write(it.id, it.flac, it.meta, it.seg.spec)
 
     def _finish(self) -> None:
         self._flush()

@@ -1,6 +1,6 @@
-"""The enhanced tar: each item the steps hand on (``chain.py``) as ``<id>.flac`` (24 kHz) and
-``<id>.json`` (its sidecar), in order, published whole at ``close()``. It writes and nothing
-else: the sidecar, its annotations and labels are the steps'."""
+"""The enhanced tar: each segment the steps hand on (``chain.py``) as ``<id>.flac`` (24 kHz)
+and ``<id>.json`` (its sidecar), in order, published whole at ``close()``. It writes and
+nothing else: the sidecar, its annotations and labels are the steps'."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from common.shards.tar import ShardWriter
 
 if TYPE_CHECKING:
-    from services.enhance.chain import Item
     from services.enhance.segments import SegmentSpec
+    from services.records import Sidecar
 
 
 class EnhancedWriter:
@@ -21,14 +21,13 @@ class EnhancedWriter:
         self.seconds_out = 0.0
         self.durations: list[tuple[SegmentSpec, float]] = []  # what was written, for the check
 
-    def write(self, item: Item) -> None:
-        meta = item.meta
-        assert meta is not None and meta.duration_seconds is not None  # the sidecar step's
-        self._writer.write(item.id, {"flac": item.flac,
-                                     "json": meta.to_json().encode("utf-8")})
+    def write(self, name: str, flac: bytes, meta: Sidecar, spec: SegmentSpec) -> None:
+        """``spec``: the segment it holds (what was written, for the output check)."""
+        assert meta.duration_seconds is not None  # the sidecar step gives every one
+        self._writer.write(name, {"flac": flac, "json": meta.to_json().encode("utf-8")})
         self.written += 1
         self.seconds_out += meta.duration_seconds
-        self.durations.append((item.seg.spec, meta.duration_seconds))
+        self.durations.append((spec, meta.duration_seconds))
 
     def close(self) -> None:
         self._writer.close()
