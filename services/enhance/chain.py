@@ -107,12 +107,12 @@ class Chain:
     """``put(item)`` in output order; ``close()`` runs what is left through every step, then
     closes the writer (the tar published whole)."""
 
-    def __init__(self, steps: Sequence[Step], writer: EnhancedWriter, batch: int = 1,
+    def __init__(self, steps: Sequence[Step], writer: EnhancedWriter, batch: int | None = None,
                  batch_seconds: float = 120.0, ahead: int = 8,
                  ahead_seconds: float = 60.0) -> None:
         self.steps = list(steps)
         self.writer = writer
-        self.batch = max(1, batch)
+        self.batch = None if batch is None else max(1, batch)  # None: each item on its own
         self.batch_samples = batch_seconds * OUT_RATE
         self.errors: list[SegmentError] = []
         self._pending: list[Item] = []
@@ -124,6 +124,9 @@ class Chain:
         self._behind.put(item)
 
     def _take(self, item: Item) -> None:
+        if self.batch is None:  # nothing gathered, nothing held in a batch's heaps
+            self._through([item], self.steps)
+            return
         if self._pending and (sum(it.audio.size for it in self._pending) + item.audio.size
                               > self.batch_samples):
             self._flush()  # the batch would run past its seconds: it goes without this one

@@ -117,7 +117,9 @@ class EnhanceStage(Stage):
         # the steps the spec lists, each made for this shard (None: its settings turn it off)
         ctx = StepContext(s, b.in_rate, out_path.parent, ann, self._signature_powers, b, geom,
                           self.clock)
-        made = [cls.make(ctx) for cls in SPEC.load_steps()]
+        made = [m for m in (cls.make(ctx) for cls in SPEC.load_steps()) if m is not None]
+        for step in made:  # the models the stage loaded: each step checks its own
+            step.load()
         front = [x for x in made if isinstance(x, StreamStep)]
         back = [x for x in made if isinstance(x, Step)]
         restore = next(x for x in front if isinstance(x, Restore))
@@ -127,7 +129,7 @@ class EnhanceStage(Stage):
         side_keys = SPEC.side_outputs(s, shard_id) if SPEC.side_outputs is not None else {}
         writer = EnhancedWriter(out_path)
         # segments are gathered into batches only to be annotated together
-        chain = Chain(back, writer, batch=s.quality_batch_segments if ann is not None else 1,
+        chain = Chain(back, writer, batch=s.quality_batch_segments if ann is not None else None,
                       batch_seconds=s.quality_batch_seconds,
                       ahead_seconds=s.enhance_write_ahead_seconds)
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from common.stages.engine import Engine
 from fixtures.speechgen import make_shard, wav_bytes
+from services.dedup.spectrum import numpy_powers
 from services.enhance import stage as stage_module
 from services.enhance.backends import NoneBackend
 from services.enhance.chain import Item, Step
@@ -64,7 +65,9 @@ def test_a_step_added_in_the_spec_writes_its_fields(make_settings, tmp_path,
         asr_line("a", "ok", [(0.0, 1.0, True), (1.0, 1.5, False), (1.5, 3.0, True)])) + "\n")
     s = make_settings(input_url=str(raw), output_url=str(out), enhance_backend="none",
                       quality_annotations=False)
-    rec = Engine(s, PIPELINE, stage_module.EnhanceStage(s)).run(0).record
+    stage = stage_module.EnhanceStage(s)
+    stage._signature_powers = numpy_powers  # numpy's FFTs: torch not imported for the device
+    rec = Engine(s, PIPELINE, stage).run(0).record
     with tarfile.open(out / "enhanced/shard-000000.tar") as tf:
         metas = [json.loads(tf.extractfile(m).read())  # type: ignore[union-attr]
                  for m in tf if m.name.endswith(".json")]
