@@ -9,7 +9,7 @@ to the items it lets through, restored or not); a :class:`Step` runs behind the 
 restored segments, a batch at a time (the re-cut, the annotators, the sidecar, the side
 outputs, the speaker labels).
 
-The steps run behind the model, on one thread (``Chain``): what waits for it is bounded in
+The steps after restoration run on one thread (``Chain``): what waits for it is bounded in
 seconds of audio (``ahead_seconds``), not only in segments. With annotations, segments are
 gathered ``batch`` at a time (and at most ``batch_seconds`` of audio, which bounds the
 annotations' working memory) and each step runs on the whole batch. A step may hold items back

@@ -59,7 +59,7 @@ InputField = Callable[["Annotator", SegmentInput, dict[str, Any]], Any]
 
 
 def _overlap(ann: Annotator, x: SegmentInput, found: dict[str, Any]) -> float | None:
-    """The annotation's overlap, its frames kept (the writer's re-cut and the annotation
+    """The annotation's overlap, its frames kept (the re-cut and the annotation
     take them instead of finding them again)."""
     if x.rs(x.audio, x.rate, SR).size < MIN_OVERLAP_SECONDS * SR:
         return None
