@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from services.asr.langid import LanguageGuess
 
 SHORT_SECONDS = 4.0  # a head with less speech than this (a lone clip) gets the second opinion
-MARGIN = 0.0  # nats per token the kept language's decode must lead by
+MARGIN = 0.15  # nats per token the kept language's decode must lead by (chosen on the tune half)
 MIN_SHARE = 0.01  # a kept language Whisper gives less than this is not tried
 
 Decode = Callable[[str], float]  # a language -> avg_logprob of the window decoded in it
