@@ -12,7 +12,9 @@ Counted at each candidate minimum (0.5, 0.75 s):
 - clean recorded prompts (Asterisk's four voices, lone clips of 0.6-4 s,
   fixtures/short_languages.py): every such segment is clean speech saved.
 
-``python -m bench --only short_segments --json`` or ``python -m bench.short_segments``.
+``python -m bench --only short_segments --json`` or ``python -m bench.short_segments``
+(``ONSEI_BENCH_SHORT_CLIPS``: prompts per voice, 30; ``ONSEI_BENCH_SHORT_MUSIC_SECONDS``: each
+track's first seconds, 60).
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ def short_rows(quick: bool) -> list[dict]:
         stage = _stage(Path(d), ["ja", "en", "fr", "it", "ru"])
         gap = np.zeros(SR // 2, np.float32)
         fx = np.concatenate([np.concatenate([a, gap]) for _, a in effects()])
-        alone = [*music_tracks(max_seconds=60), ("effects", fx)]
+        music = float(os.environ.get("ONSEI_BENCH_SHORT_MUSIC_SECONDS", "60"))
+        alone = [*music_tracks(max_seconds=music), ("effects", fx)]
         lines = [stage.transcribe_file(n.replace("/", "-"), a).line for n, a in alone]
         minutes = sum(a.size for _, a in alone) / SR / 60
         form = real_longform(real_english(), seconds=60 if quick else 120, seed=11)
