@@ -28,9 +28,7 @@ from services.text.forms import normaliser, with_forms
 
 if TYPE_CHECKING:  # imported at run time by load() and _transcriber(), after the worker's fork
     from services.asr.batched import ClipTranscriber
-    from services.asr.langid import LanguageGuess
     from services.asr.separation import Separator
-    from services.asr.windows import Window
     from services.whisper.model import LoadedModel
 
 
@@ -172,7 +170,7 @@ class AsrStage(Stage):
         from services.asr.multilingual import WindowDecoder, by_language, recover_each, relabel
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
-        from services.asr.windows import pack, split, units_of
+        from services.asr.windows import Window, pack, split, units_of
 
         s = self.settings
         tr = self._transcriber()
@@ -209,22 +207,18 @@ class AsrStage(Stage):
         common: records.LineFields = {"language": guess.language,
                                       "language_probability": guess.probability,
                                       "duration": duration}
-        forced = None  # the language a short file's decodes kept it in (langcheck.py)
         if kept_language(guess, dists, s.asr_languages, s.asr_language_threshold) is None:
-            forced = self._second_opinion(guess, looks, lid_idx, head, resume >= audio.size)
-            if forced is None:
-                return FileOutcome(records.line(key, LineStatus.DROPPED, "language", **common),
-                                   extra={"music_blocks": music_blocks})
+            return FileOutcome(records.line(key, LineStatus.DROPPED, "language", **common),
+                               extra={"music_blocks": music_blocks})
         if resume < audio.size:  # kept: now the rest of the file
             clips += plan_clips(file_spans(audio, s, resume), s)
         looked = [w for ws, _, _ in looks for w in ws]
         taken = {u for w in looked for u in w.units}
         dec = WindowDecoder(tr, heard, s.asr_languages, s.asr_batch_size, self.clock.model,
                             s.asr_word_timestamps)
-        unlooked = pack([u for u in units_of(clips) if u not in taken])
-        got = dec.run(looked + unlooked, None, np.concatenate([f for _, f, _ in looks]),
-                      np.concatenate([r for _, _, r in looks]),
-                      None if forced is None else [forced] * (len(looked) + len(unlooked)))
+        got = dec.run(looked + pack([u for u in units_of(clips) if u not in taken]), None,
+                      np.concatenate([f for _, f, _ in looks]),
+                      np.concatenate([r for _, _, r in looks]))
         clips, langs, index = by_language(clips, got.span_languages())
         texts = split(clips, relabel(got.windows, index), got.texts, audio,
                       s.asr_word_timestamps)
@@ -241,26 +235,6 @@ class AsrStage(Stage):
                            segs.kept_seconds,
                            {"coverage_retried": cov.retried, "coverage_flagged": len(cov.short),
                             "language_switches": dec.switches, "music_blocks": music_blocks})
-
-    def _second_opinion(self, guess: LanguageGuess,
-                        looks: list[tuple[list[Window], np.ndarray, np.ndarray]],
-                        lid_idx: list[int], head: list[Window], whole: bool) -> str | None:
-        """The kept language a short file's windows read best in, decoded greedily
-        (langcheck.py); None: dropped."""
-        from services.asr import langcheck
-
-        tr = self._transcriber()
-        feats = np.concatenate([f for _, f, _ in looks])
-        rows = np.concatenate([r for _, _, r in looks])
-
-        def decode(language: str) -> float:
-            with self.clock.model():
-                texts = tr.transcribe(feats, language, rows, beam_size=1)
-            return sum(t.avg_logprob for t in texts) / max(1, len(texts))
-
-        return langcheck.second_opinion(
-            guess, self.settings.asr_languages, sum(head[i].speech_seconds for i in lid_idx),
-            whole and len(lid_idx) == len(head), decode)
 
     def _heard(self, audio: np.ndarray) -> tuple[np.ndarray, int]:
         """(the audio Whisper decodes, the 30 s blocks of it whose music was taken out)."""
