@@ -45,9 +45,10 @@ OFF_BY_DEFAULT: dict[str, str] = {
 # stay on (the languages asked for, a length rule): the export card names them beside the ones
 # left off. Keys are reasons as segments and lines carry them.
 MISSES_GOAL: dict[str, str] = {
-    "language": "the asr stage's language ID drops lone clips under ~2 s in a language asked "
-                "for (Whisper base is unsure there; a second opinion from decodes halves it): "
-                "join short clips into files of a few before the asr stage",
+    "language": "the asr stage's language ID drops 17-19 % of clean lone clips under 2 s in a "
+                "language asked for (Whisper base is unsure there, and no looser rule tried "
+                "kept fewer clips of other languages): join short clips into files of a few "
+                "before the asr stage",
     "too_short": "segments under ONSEI_ASR_SEGMENT_MIN_SECONDS (1 s) are dropped, clean one-word "
                  "prompts among them (3 of 104 prompt segments); kept at 1 s because lower "
                  "lets Whisper's words on blips and music in (docs/quality.md)",
