@@ -50,8 +50,9 @@ MISSES_GOAL: dict[str, str] = {
                 "kept fewer clips of other languages): join short clips into files of a few "
                 "before the asr stage",
     "too_short": "segments under ONSEI_ASR_SEGMENT_MIN_SECONDS (1 s) are dropped, clean one-word "
-                 "prompts among them (3 of 104 prompt segments); kept at 1 s because lower "
-                 "lets Whisper's words on blips and music in (docs/quality.md)",
+                 "prompts among them (3 of 104 prompt segments); 0.5 s let nothing in on 30 min "
+                 "of music and effects, but the setting is also the shortest piece of a long "
+                 "segment cut at sentence ends, not yet measured (docs/quality.md)",
 }
 
 
