@@ -86,13 +86,15 @@ def plant(kind: str) -> None:
 
 def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]]) -> dict[str, str]:
     from common.node.allocator import map_large_buffers, stage_threshold_kb
+    from services.asr.spec import SPEC
     from services.asr.stage import AsrStage
     from services.text.forms import with_forms
 
     with tempfile.TemporaryDirectory(prefix="onsei-asr-side-") as d:
         stage = AsrStage(_settings(Path(d)))
         # as the runner and a worker process set it for this stage, before the model loads
-        map_large_buffers(stage_threshold_kb(0, stage.settings.worker_mmap_threshold_kb))
+        map_large_buffers(stage_threshold_kb(SPEC.mmap_threshold_kb,
+                                             stage.settings.worker_mmap_threshold_kb))
         plant(os.environ.get("ONSEI_BENCH_PLANT", ""))
         stage.load()
         assert stage._loaded is not None
