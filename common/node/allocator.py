@@ -51,9 +51,6 @@ DEFAULT_MMAP_MAX = 65536
 # KEPT_TOP_MB of free memory kept at its top for the next window
 ONE_HEAP = -2
 KEPT_TOP_MB = 128
-# what an operator gives glibc itself is left as it is
-_GLIBC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_",
-              "MALLOC_ARENA_MAX", "MALLOC_TOP_PAD_")
 
 
 def stage_threshold_kb(stage_kb: int, setting_kb: int) -> int:
@@ -84,8 +81,10 @@ _one_heap = False  # whether this process took ONE_HEAP (a later stage may want 
 
 
 def _operator_set() -> bool:
-    return any(k in os.environ for k in _GLIBC_ENV) or \
-        "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")
+    """Whether the operator gave glibc's malloc settings of its own (they are left as they are)."""
+    mapping = "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_MMAP_MAX_" in os.environ
+    heap = "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_ARENA_MAX" in os.environ
+    return mapping or heap or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")
 
 
 def map_large_buffers(threshold_kb: int) -> bool:
