@@ -62,10 +62,15 @@ def _settings(tmp: Path) -> Any:
                        scratch_dir=str(tmp / "scratch"))
 
 
-def plant(kind: str) -> None:
-    """A known regression for the guard's test (bench/check.py): ``double-encode`` encodes
-    every window twice (its output the second time), ``fresh-buffers`` maps each large buffer
-    afresh (the allocator threshold at 1 MiB)."""
+def plant(kinds: str) -> None:
+    """Known regressions for the guard's test (bench/check.py), comma-separated:
+    ``double-encode`` encodes every window twice (its output the second time), ``fresh-buffers``
+    maps each large buffer afresh (the allocator threshold at 1 MiB, each thread its own heap)."""
+    for kind in filter(None, kinds.split(",")):
+        _plant(kind)
+
+
+def _plant(kind: str) -> None:
     if kind == "double-encode":
         from services.asr.batched import ClipTranscriber
 
@@ -80,7 +85,7 @@ def plant(kind: str) -> None:
         from common.node.allocator import map_large_buffers
 
         map_large_buffers(1024)
-    elif kind:
+    else:
         raise ValueError(f"unknown plant {kind!r}")
 
 
