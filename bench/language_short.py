@@ -15,7 +15,8 @@ clips must not keep more of these: docs/quality.md has the ones tried).
 ``python -m bench --only language_short --json`` or ``python -m bench.language_short``
 (``ONSEI_BENCH_LID_CLIPS``: prompts per voice, 30; ``ONSEI_BENCH_LID_HALVES``: ``tune``,
 ``held`` or both; ``ONSEI_BENCH_LID_DUMP=FILE``: the distributions, for trying a rule on the
-tune half).
+tune half; ``ONSEI_ASR_MODEL``: the Whisper model, a size name, hub id or local CTranslate2
+folder, bundled Whisper base when unset).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Looked:
 
 
 def look(clips: list[Any]) -> list[Looked]:
-    """Each clip's language ID by the asr stage (bundled Whisper base), stopped before its
+    """Each clip's language ID by the asr stage (``ONSEI_ASR_MODEL``), stopped before its
     transcription: the stage's decision is swapped for one that records what it was given and
     drops the file, so each set of languages asked for is judged on the same look."""
     from bench.filters import _asr_stage
