@@ -62,10 +62,15 @@ def _settings(tmp: Path) -> Any:
                        scratch_dir=str(tmp / "scratch"))
 
 
-def plant(kind: str) -> None:
-    """A known regression for the guard's test (bench/check.py): ``double-encode`` encodes
-    every window twice (its output the second time), ``fresh-buffers`` maps each large buffer
-    afresh (the allocator threshold at 1 MiB)."""
+def plant(kinds: str) -> None:
+    """Known regressions for the guard's test (bench/check.py), comma-separated:
+    ``double-encode`` encodes every window twice (its output the second time), ``fresh-buffers``
+    maps each large buffer afresh (the allocator threshold at 1 MiB, each thread its own heap)."""
+    for kind in filter(None, kinds.split(",")):
+        _plant(kind)
+
+
+def _plant(kind: str) -> None:
     if kind == "double-encode":
         from services.asr.batched import ClipTranscriber
 
@@ -80,7 +85,7 @@ def plant(kind: str) -> None:
         from common.node.allocator import map_large_buffers
 
         map_large_buffers(1024)
-    elif kind:
+    else:
         raise ValueError(f"unknown plant {kind!r}")
 
 
@@ -89,13 +94,15 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]],
     """Each file's kept text; ``flagged``: each file's segments not kept, as (start, end,
     reasons, text), so a loss to the peer can be told apart from a filter's choice."""
     from common.node.allocator import map_large_buffers, stage_threshold_kb
+    from services.asr.spec import SPEC
     from services.asr.stage import AsrStage
     from services.text.forms import with_forms
 
     with tempfile.TemporaryDirectory(prefix="onsei-asr-side-") as d:
         stage = AsrStage(_settings(Path(d)))
         # as the runner and a worker process set it for this stage, before the model loads
-        map_large_buffers(stage_threshold_kb(0, stage.settings.worker_mmap_threshold_kb))
+        map_large_buffers(stage_threshold_kb(SPEC.mmap_threshold_kb,
+                                             stage.settings.worker_mmap_threshold_kb))
         plant(os.environ.get("ONSEI_BENCH_PLANT", ""))
         stage.load()
         assert stage._loaded is not None

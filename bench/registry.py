@@ -13,6 +13,8 @@ MODULES: list[str] = [
     "wild",  # podcasts and video: speaker turns, overlap, music, code-switching
     "filters_early",  # model seconds on segments dropped later (docs/quality.md)
     "filters",  # false drops of every default filter on clean speech (docs/quality.md)
+    "short_segments",  # what a lower asr segment minimum keeps on noise and saves (quality.md)
+    "language_short",  # language ID of short lone clips, both ways (docs/quality.md)
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "memory",  # peak RSS of a long member over a short one (docs/operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000

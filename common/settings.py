@@ -115,12 +115,14 @@ class Settings(BaseSettings):
         description="BLAS/OpenMP threads per worker process (0: the node's cores shared among "
                     "worker_concurrency)")
     worker_mmap_threshold_kb: int = Field(
-        -1, ge=-1, le=32768,
+        -1, ge=-2, le=32768,
         description="allocations of this many KiB and more get their own mapping, handed back "
                     "when freed, so a long member does not fragment the threads' heaps, at a "
                     "page fault per 4 KiB each time one comes again (glibc; 0: the allocator's "
-                    "default; -1: each stage's own, as its spec declares: 1024 where memory "
-                    "must stay flat on long members)")
+                    "default; -2: nothing mapped, every thread on one heap that keeps 128 MB "
+                    "free for the next window; -1: each stage's own, as its spec declares: "
+                    "1024 where memory must stay flat on long members, -2 where a model asks "
+                    "for the same large buffers window after window)")
     prefetch_shards: int = Field(
         1, ge=0, le=64,
         description="shards reserved and downloaded ahead while one is computed (0: off)")

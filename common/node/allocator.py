@@ -1,4 +1,4 @@
-"""The C allocator's policy for a stage process: large buffers are mapped, not kept.
+"""The C allocator's policy for a stage process: large buffers mapped, or kept in one heap.
 
 glibc's malloc serves a request above ``M_MMAP_THRESHOLD`` with a mapping of its own, handed back
 to the system when freed; below it, from the arena of the calling thread, which keeps what was
@@ -8,15 +8,23 @@ activation and spectrogram of a few MB comes from the arenas. A stage's threads 
 writer, helpers) each keep an arena, and a long member's varied sizes fragment them: the
 process's peak grew with the member, not with what it held (docs/operations.md, "With the real
 models"). A fixed threshold (which also ends the rise) keeps the buffers that come and go out
-of the arenas. Set once per process, before the models load; a value the operator gave glibc
-(``MALLOC_MMAP_THRESHOLD_``) is left as it is, and another C library is left alone.
+of the arenas. Set once per process, before the models load; what the operator gave glibc
+(``MALLOC_MMAP_THRESHOLD_`` and the like) is left as it is, and another C library is left alone.
 
 The fixed threshold is dear where buffers come and go at a steady rate: each mapped buffer is
 handed back when freed and comes again as fresh zeroed pages, a page fault per 4 KiB. asr, which
 frees and maps its windows' features, encoder output and decoder state per window, spent a third
 of its wall in page faults with it (docs/asr.md, "Allocator"), so the policy is per stage
 (its spec's ``mmap_threshold_kb``): only enhance, whose flat memory on long members needs it,
-maps its large buffers; asr and tokenize keep glibc's own rising threshold.
+maps its large buffers; tokenize keeps glibc's own rising threshold.
+
+glibc's own threshold stops rising at 32 MiB, and a thread's heap holds at most 64 MiB and is
+trimmed once its free top passes the trim threshold, so the largest buffers are mapped afresh
+whatever the threshold: Whisper's encoder asks for 72 MB of attention scores in each of its
+layers (8 heads x 1500 x 1500 floats) from the model's thread, 105k page faults per 30 s window
+and a third of the encoder's CPU. :data:`ONE_HEAP` (asr's) serves every thread from one heap that
+maps nothing on its own and keeps up to :data:`KEPT_TOP_MB` free at its top, so those buffers
+come back without a fault (docs/asr.md, "Choosing decoding and the allocator").
 
 What the arenas still keep after a burst (an annotation batch's activations, many blocks under
 the threshold) :func:`give_back` returns to the system: a stage calls it after such a burst.
@@ -31,15 +39,25 @@ import os
 
 log = logging.getLogger(__name__)
 
-M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+M_TRIM_THRESHOLD, M_MMAP_MAX, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -4, -3, -8  # glibc's malloc.h
 # glibc's own threshold rises up to this (64-bit DEFAULT_MMAP_THRESHOLD_MAX): what a stage that
 # keeps the default gets back after a stage of the same process fixed a lower one
 GLIBC_MAX_THRESHOLD_KB = 32 * 1024
+# glibc's defaults, given back when a stage of the same process leaves ONE_HEAP
+DEFAULT_TRIM_THRESHOLD = 128 * 1024
+DEFAULT_MMAP_MAX = 65536
+# a threshold (a stage's, or the setting's for every stage) meaning: no buffer mapped on its own,
+# every thread on one heap (a thread's own heap cannot hold a buffer over 64 MiB), up to
+# KEPT_TOP_MB of free memory kept at its top for the next window
+ONE_HEAP = -2
+KEPT_TOP_MB = 128
+
 
 def stage_threshold_kb(stage_kb: int, setting_kb: int) -> int:
-    """The threshold for a stage: the setting when it is given (>= 0), else the stage's own
-    (its spec's ``mmap_threshold_kb``, 0: the allocator's default)."""
-    return setting_kb if setting_kb >= 0 else stage_kb
+    """The threshold for a stage: the setting when it is given (-1: not given), else the
+    stage's own (its spec's ``mmap_threshold_kb``: 0, the allocator's default; > 0, a fixed
+    threshold; :data:`ONE_HEAP`)."""
+    return setting_kb if setting_kb != -1 else stage_kb
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -48,33 +66,68 @@ def _glibc() -> ctypes.CDLL | None:
     except OSError:
         return None
     # both are glibc's; another C library (musl, macOS) is left as it is
-    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    if not (hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim")):
+        return None
+    libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    libc.mallopt.restype = ctypes.c_int
+    return libc
 
 
 _LIBC = _glibc()
 
 
 _fixed = False  # whether this process fixed a threshold (a later stage may want the default)
+_one_heap = False  # whether this process took ONE_HEAP (a later stage may want mappings back)
+
+
+def _operator_set() -> bool:
+    """Whether the operator gave glibc's malloc settings of its own (they are left as they are)."""
+    mapping = "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_MMAP_MAX_" in os.environ
+    heap = "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_ARENA_MAX" in os.environ
+    return mapping or heap or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")
 
 
 def map_large_buffers(threshold_kb: int) -> bool:
     """Serve allocations of ``threshold_kb`` KiB and more with their own mappings (0: leave the
     allocator as it is, or, when an earlier stage of this process fixed a threshold, raise it to
-    the top of glibc's own range). Returns whether the policy was set."""
-    global _fixed
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ or _LIBC is None:
+    the top of glibc's own range; :data:`ONE_HEAP`: :func:`one_heap`). Returns whether the
+    policy was set."""
+    global _fixed, _one_heap
+    if _operator_set() or _LIBC is None:
         return False
+    if threshold_kb == ONE_HEAP:
+        return one_heap()
+    if _one_heap:  # an earlier stage of this process kept everything in one heap
+        _LIBC.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
+        _LIBC.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
+        _LIBC.mallopt(M_ARENA_MAX, 8 * (os.cpu_count() or 1))  # glibc's limit on 64-bit
+        _one_heap = False
+        if threshold_kb <= 0:
+            threshold_kb = GLIBC_MAX_THRESHOLD_KB
     if threshold_kb <= 0:
         if not _fixed:
             return False
         threshold_kb = GLIBC_MAX_THRESHOLD_KB
-    mallopt = _LIBC.mallopt
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    done = bool(mallopt(M_MMAP_THRESHOLD, threshold_kb * 1024))
+    done = bool(_LIBC.mallopt(M_MMAP_THRESHOLD, threshold_kb * 1024))
     _fixed = _fixed or done
     if done:
         log.debug("buffers of %d KiB and more are mapped on their own", threshold_kb)
+    return done
+
+
+def one_heap() -> bool:
+    """Every thread's buffers from one heap, none mapped on its own, up to :data:`KEPT_TOP_MB`
+    free kept at its top: a buffer freed and asked for again (a window's activations) comes
+    back without page faults. Threads started before keep their own heaps: set it before the
+    model loads. Returns whether the policy was set."""
+    global _one_heap
+    if _operator_set() or _LIBC is None:
+        return False
+    done = all([_LIBC.mallopt(M_ARENA_MAX, 1), _LIBC.mallopt(M_MMAP_MAX, 0),
+                _LIBC.mallopt(M_TRIM_THRESHOLD, KEPT_TOP_MB << 20)])
+    _one_heap = _one_heap or done
+    if done:
+        log.debug("buffers kept in one heap, none mapped on its own")
     return done
 
 

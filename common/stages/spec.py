@@ -65,9 +65,13 @@ class StageSpec:
     # its fleet's image and machines (None: a stage with no deploy entries of its own)
     deploy: Deploy | None = None
     # glibc's mmap threshold in its processes when ONSEI_WORKER_MMAP_THRESHOLD_KB is -1 (0: the
-    # allocator's own; common/node/allocator.py): a stage that needs flat memory on long
-    # members maps its large buffers on their own, the others keep fewer page faults
+    # allocator's own; allocator.ONE_HEAP: one heap, nothing mapped; common/node/allocator.py):
+    # a stage that needs flat memory on long members maps its large buffers on their own, one
+    # whose model asks for the same large buffers window after window keeps them in one heap
     mmap_threshold_kb: int = 0
+    # the steps of its work on a shard, in order, each "package.module:Class" (its own
+    # interface: enhance's services/enhance/chain.py), imported only by a process that runs it
+    steps: tuple[str, ...] = ()
 
     def section(self, settings: Settings) -> Settings:
         """The stage's section of ``settings``: the one way a stage's code gets its settings
@@ -79,6 +83,10 @@ class StageSpec:
 
     def load_class(self) -> type[Stage]:
         return cast("type[Stage]", _symbol(self.stage_class))
+
+    def load_steps(self) -> list[Any]:
+        """The classes :attr:`steps` names, in order."""
+        return [_symbol(ref) for ref in self.steps]
 
     def load_models(self, settings: Settings) -> list[ModelSpec]:
         return _symbol(self.models)(self.section(settings)) if self.models else []

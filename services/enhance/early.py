@@ -17,11 +17,14 @@ decoding again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from services.enhance.chain import Item, StreamStep
+from services.enhance.quality import music
 from services.enhance.quality.overlap import MIN_SECONDS as MIN_OVERLAP_SECONDS
 from services.enhance.resampled import Resampled
 from services.records import Quality, SkippedSegment, segment_id
@@ -31,61 +34,104 @@ from services.rules.skipped import SkipLog
 from services.rules.stats import FilterStats
 
 if TYPE_CHECKING:
+    from services.enhance.context import StepContext
     from services.enhance.quality.annotate import Annotator
     from services.enhance.segments import SegmentSpec
 
 SHARE_DIGITS = 3  # as quality/records.py writes a share (music, overlap)
 
-# an input field -> how the annotations compute it: (annotator, input, its rate, resampler,
-# what it found on the way, kept for the steps after restoration: ``EarlyFilter.found``)
-InputField = Callable[["Annotator", np.ndarray, int, Resampled, dict[str, Any]], Any]
 
 
-def _overlap(ann: Annotator, x: np.ndarray, rate: int, rs: Resampled,
-             found: dict[str, Any]) -> float | None:
-    """The annotation's overlap, its frames kept (the writer's re-cut and the annotation
+@dataclass
+class SegmentInput:
+    """One cut segment's input at ``rate``, the input either side of it (its restoration
+    margin: the file's audio, zeros past its ends) and the resampler its fields share."""
+
+    audio: np.ndarray
+    rate: int
+    around: tuple[np.ndarray, np.ndarray] | None = None
+    rs: Resampled = field(default_factory=Resampled)
+
+
+# an input field -> how the annotations compute it: (annotator, the segment's input, what it
+# found on the way, kept for the steps after restoration: ``EarlyFilter.found``)
+InputField = Callable[["Annotator", SegmentInput, dict[str, Any]], Any]
+
+
+def _overlap(ann: Annotator, x: SegmentInput, found: dict[str, Any]) -> float | None:
+    """The annotation's overlap, its frames kept (the re-cut and the annotation
     take them instead of finding them again)."""
-    if rs(x, rate, SR).size < MIN_OVERLAP_SECONDS * SR:
+    if x.rs(x.audio, x.rate, SR).size < MIN_OVERLAP_SECONDS * SR:
         return None
-    frames = found["overlap_frames"] = ann.overlap.frames(x, rate, rs)
-    return ann.input_overlap(x, rate, rs, frames=frames)
+    frames = found["overlap_frames"] = ann.overlap.frames(x.audio, x.rate, x.rs)
+    return ann.input_overlap(x.audio, x.rate, x.rs, frames=frames)
 
 
-INPUT_FIELDS: dict[str, InputField] = {"overlap": _overlap}
+def _music(ann: Annotator, x: SegmentInput, found: dict[str, Any]) -> float | None:
+    """The annotation's music score (``MusicStep``: the same call), kept so the annotation
+    does not score the segment again."""
+    rs, rate = x.rs, x.rate
+    around = None if x.around is None else (rs(x.around[0], rate, music.SR),
+                                            rs(x.around[1], rate, music.SR))
+    [score] = music.input_scores(ann.vad.windows, [rs(x.audio, rate, music.SR)], [around])
+    found["music"] = score
+    return score
+
+
+INPUT_FIELDS: dict[str, InputField] = {"overlap": _overlap, "music": _music}
 SR = 16000
 
 
-class EarlyFilter:
-    """``keeps(spec, input, rate)`` for each segment in order; ``dropped``: the names
+class EarlyFilter(StreamStep):
+    """A step of the chain (``chain.py``) before the model: the segments the rules keep go on,
+    each with the fields computed on its input (``Item.known``: its music score, its overlap
+    frames), not computed again. ``keeps(spec, input)`` judges one; ``dropped``: the names
     (``<key>_<idx>``) of those it dropped, for the output check."""
 
-    def __init__(self, policy: FilterPolicy, annotator: Annotator) -> None:
+    name: ClassVar[str] = "input_rules"
+    fields: ClassVar[tuple[str, ...]] = ()  # it drops; the annotations write what it read
+
+    @classmethod
+    def make(cls, ctx: StepContext) -> EarlyFilter | None:
+        """Only with the annotations: their models compute the fields (without them no rule
+        reads a field at all)."""
+        if ctx.annotator is None:
+            return None
+        return cls(FilterPolicy.from_settings(ctx.settings), ctx.annotator, ctx.in_rate)
+
+    def run(self, items: Iterable[Item]) -> Iterator[Item]:
+        for it in items:
+            assert it.before is not None  # the input, before restoration
+            if self.keeps(it.seg.spec, SegmentInput(it.before, self.in_rate, it.around)):
+                it.known.update(self.found)
+                yield it
+
+    def __init__(self, policy: FilterPolicy, annotator: Annotator, in_rate: int = SR) -> None:
+        self.in_rate = in_rate
         self.policy = policy
         self.rules = policy.at(Phase.INPUT)
         fields = dict.fromkeys(r.reads for r in self.rules)
         unknown = [f for f in fields if f not in INPUT_FIELDS]
         if unknown:  # a rule declared on the input whose field enhance cannot compute there
             raise ValueError(f"input fields without a computation: {', '.join(unknown)}")
-        self.fields = list(fields)
+        self.reads = list(fields)
         self.annotator = annotator
         self.log = SkipLog()
         self.dropped: set[str] = set()
         self.dropped_seconds = 0.0
         self.seconds = 0.0  # spent computing the fields
-        self.found: dict[str, Any] = {}  # the last segment's by-products (its overlap frames)
+        self.found: dict[str, Any] = {}
 
     @property
     def active(self) -> bool:
         return bool(self.rules)
 
-    def keeps(self, spec: SegmentSpec, audio: np.ndarray, rate: int) -> bool:
+    def keeps(self, spec: SegmentSpec, x: SegmentInput) -> bool:
+        self.found = {}
         if not self.rules:
             return True
         t0 = time.perf_counter()
-        rs = Resampled()
-        self.found = {}
-        values = {f: INPUT_FIELDS[f](self.annotator, audio, rate, rs, self.found)
-                  for f in self.fields}
+        values = {f: INPUT_FIELDS[f](self.annotator, x, self.found) for f in self.reads}
         self.seconds += time.perf_counter() - t0
         quality = Quality.model_validate({f: round(v, SHARE_DIGITS) if isinstance(v, float)
                                           else v for f, v in values.items()})

@@ -7,7 +7,7 @@ that do not fill a batch wait for the next round.
 
 A segment is finished as soon as its last chunk is back (after any batch, not at the end of the
 round): its input is dropped and its output goes through ``finish`` (the stage's: to the
-writer's rate, half the samples of a 48 kHz model's output), then waits only for the segments
+steps' 24 kHz, half the samples of a 48 kHz model's output), then waits only for the segments
 before it, and is yielded strictly in arrival order. Memory is bounded by the pool, one batch's
 outputs and the segments held behind one left out of its round.
 """

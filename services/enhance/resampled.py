@@ -5,7 +5,7 @@ audio to 16 kHz for the speaker-change scan and again for the annotations, the i
 the overlap frames and again for the dedup signature. ``Resampled`` hands each step the result
 of the first: the same call on the same array, so the same samples. Entries are keyed by the
 array object itself (held, so its id cannot be reused), not by its contents: a slice of a clip
-is another clip, resampled on its own. One lives for one batch (``writer.py``), so what it holds
+is another clip, resampled on its own. One lives for one batch (``chain.py``), so what it holds
 is bounded by the batch.
 """
 

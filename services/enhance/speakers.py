@@ -207,7 +207,7 @@ def speaker_label(source_key: str, n: int) -> str:
     return f"{source_key}#s{n}"
 
 
-T = TypeVar("T")  # what the labeller holds for each segment (the writer's: a ticket)
+T = TypeVar("T")  # what the labeller holds for each segment (the labels step's: a ticket)
 S = TypeVar("S")  # a held segment
 M = TypeVar("M")  # its sidecar
 

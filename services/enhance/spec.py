@@ -24,6 +24,15 @@ SPEC = StageSpec(
                   apt_why=(("gcc + python3-dev: resemblyzer (speaker-embedding weights, "
                             "docs/quality.md) depends on"),
                            "webrtcvad, which PyPI ships as source only.")),
+    # what a segment goes through, in order (services/enhance/chain.py): the rules on its
+    # input, restoration, then behind the model the re-cut at speaker changes, the annotators
+    # (services/enhance/quality/steps.py lists them), the sidecar, the signatures (its input
+    # still at hand), the speaker labels and the embeddings of the labelled; the writer writes
+    # the tar of what comes out. A step whose settings turn it off is left out.
+    steps=("services.enhance.early:EarlyFilter", "services.enhance.restore:Restore",
+           "services.enhance.recut:Recut", "services.enhance.annotation:Annotate",
+           "services.enhance.sidecar:SidecarStep", "services.enhance.sides:Signatures",
+           "services.enhance.labels:Labels", "services.enhance.sides:SpeakerEmbeddings"),
     # a long member's buffers on their own mappings, handed back when freed: its peak stays
     # within +250 MB of a short member's only with it (docs/asr.md, "Allocator")
     mmap_threshold_kb=1024,

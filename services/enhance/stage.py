@@ -16,18 +16,13 @@ from common.stages.contract import Stage, StageResult
 from services.enhance.backend import Backend
 from services.enhance.backends import make_backend
 from services.enhance.chunking import ChunkGeometry
-from services.enhance.cuts import CutSettings
 from services.enhance.settings import EnhanceSettings
 from services.enhance.spec import SPEC
 from services.enhance.stats import EnhanceStats, QualityStats
-from services.rules.policy import FilterPolicy
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from services.dedup.spectrum import Powers
     from services.enhance.quality.annotate import Annotator
-    from services.enhance.segments import CutSegment
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +90,13 @@ class EnhanceStage(Stage):
                                           s.enhance_crossfade_seconds, b.hop)
 
     def process(self, shard_id: int, inputs: dict[str, Path], workdir: Path) -> StageResult:
+        from services.enhance.chain import NO_AUDIO, Chain, Item, Step, StreamStep
+        from services.enhance.context import StepContext
         from services.enhance.early import EarlyFilter
-        from services.enhance.flow import Enhancer
+        from services.enhance.recut import Recut
+        from services.enhance.restore import Restore
         from services.enhance.segments import Conditioning, SegmentReader, read_plan
-        from services.enhance.sides import Signatures, SpeakerEmbeddings
+        from services.enhance.sides import SideOutput
         from services.enhance.verify import check_written
         from services.enhance.writer import EnhancedWriter
 
@@ -114,63 +112,54 @@ class EnhanceStage(Stage):
                                ahead_seconds=s.enhance_read_ahead_seconds)
         key = SPEC.output_key(s, shard_id)
         out_path = workdir / "out" / key
+        out_path.parent.mkdir(parents=True, exist_ok=True)
         ann = self._annotator
-        # the side outputs the spec names, each its step (sides.py), written after the tar
-        made = {"signatures": Signatures(self._signature_powers),
-                "speakers": SpeakerEmbeddings()}
+        # the steps the spec lists, each made for this shard (None: its settings turn it off)
+        ctx = StepContext(s, b.in_rate, out_path.parent, ann, self._signature_powers, b, geom,
+                          self.clock)
+        made = [m for m in (cls.make(ctx) for cls in SPEC.load_steps()) if m is not None]
+        for step in made:  # the models the stage loaded: each step checks its own
+            step.load()
+        front = [x for x in made if isinstance(x, StreamStep)]
+        back = [x for x in made if isinstance(x, Step)]
+        restore = next(x for x in front if isinstance(x, Restore))
+        early = next((x for x in front if isinstance(x, EarlyFilter)), None)
+        recut = next((x for x in back if isinstance(x, Recut)), None)
+        sides = {x.name: x for x in back if isinstance(x, SideOutput)}
         side_keys = SPEC.side_outputs(s, shard_id) if SPEC.side_outputs is not None else {}
-        sides = [(made[name], workdir / "out" / k) for name, k in side_keys.items()]
-        writer = EnhancedWriter(out_path, b.out_rate, annotator=ann, in_rate=b.in_rate,
-                                batch=s.quality_batch_segments, sides=sides,
-                                speaker_threshold=s.quality_speaker_label_threshold,
-                                speaker_unknown_near=s.quality_speaker_unknown_near,
-                                cuts=CutSettings(
-                                    s.quality_speaker_change_threshold,
-                                    s.quality_speaker_change_gap_threshold,
-                                    s.quality_overlap_trim_seconds, s.quality_overlap_cuts,
-                                ) if s.quality_speaker_changes else None,
-                                batch_seconds=s.quality_batch_seconds,
-                                ahead_seconds=s.enhance_write_ahead_seconds)
-        engine = Enhancer(b, geom, s.enhance_batch_size, s.enhance_pack_rounds, self.clock,
-                          finish=writer.to_out_rate)
-        inputs_kept: dict[int, np.ndarray] = {}  # serial -> input audio: annotations, signatures
-        # the filter rules on the input audio, before the model: only with the annotations
-        # (their models compute the fields; without them no rule reads a field at all)
-        early = EarlyFilter(FilterPolicy.from_settings(s), ann) if ann is not None else None
-        # serial -> the input either side (copies: the margin, for the music score's pauses)
-        around: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        writer = EnhancedWriter(out_path)
+        # segments are gathered into batches only to be annotated together
+        chain = Chain(back, writer, batch=s.quality_batch_segments if ann is not None else None,
+                      batch_seconds=s.quality_batch_seconds,
+                      ahead_seconds=s.enhance_write_ahead_seconds)
 
-        def keep_inputs(segments: Iterable[CutSegment]) -> Iterator[CutSegment]:
+        def items() -> Iterator[Item]:
             m = geom.margin
-            for seg in segments:  # a view: the engine drops only its own reference
-                before = seg.padded[m:m + seg.seg_len]
-                if early is not None:
-                    if not early.keeps(seg.spec, before, b.in_rate):
-                        continue  # dropped before restoration: the done record says why
-                    if "overlap_frames" in early.found:  # not found again after restoration
-                        writer.known_frames[seg.serial] = early.found["overlap_frames"]
-                inputs_kept[seg.serial] = before
-                if ann is not None:
-                    around[seg.serial] = (seg.padded[:m].copy(),
-                                          seg.padded[m + seg.seg_len:].copy())
-                yield seg
+            for seg in reader:  # the input a view: the engine drops only its own reference
+                # the input either side (copies: the margin, for the music score's pauses)
+                either = None if ann is None else (seg.padded[:m].copy(),
+                                                   seg.padded[m + seg.seg_len:].copy())
+                yield Item(seg, NO_AUDIO, seg.padded[m:m + seg.seg_len], either)
 
-        seconds_in = 0.0
         quality_seconds0 = ann.seconds if ann is not None else 0.0
         try:
-            for seg, audio in engine.run(keep_inputs(reader)):
-                seconds_in += seg.seg_len / b.in_rate
-                writer.put(seg, audio, inputs_kept.pop(seg.serial, None),
-                           around.pop(seg.serial, None))
+            stream: Iterable[Item] = items()
+            for step in front:
+                stream = step.run(stream)
+            for item in stream:
+                chain.put(item)
         except BaseException:
-            writer.abort()
+            chain.abort()
             raise
-        writer.close()
+        chain.close()
+        for name, k in side_keys.items():
+            sides[name].write(workdir / "out" / k)
         errors = plan.errors + reader.errors
         # else the shard fails, nothing published
-        check_written(plan, writer.durations, errors, writer.trimmed,
+        check_written(plan, writer.durations, errors, recut.trimmed if recut else {},
                       early.dropped if early is not None else ())
-        errors += writer.errors  # annotation failures: the segments were written all the same
+        errors += chain.errors  # annotation failures: the segments were written all the same
+        engine = restore.engine
         st = engine.stats
         counts = {
             "members": plan.members,
@@ -179,8 +168,8 @@ class EnhanceStage(Stage):
             "segments_planned": plan.segments,
             "segments": writer.written,
             "segments_dropped_early": len(early.dropped) if early is not None else 0,
-            "signatures": len(made["signatures"]),
-            "speaker_embeddings": len(made["speakers"]),
+            "signatures": len(sides["signatures"]) if "signatures" in sides else 0,
+            "speaker_embeddings": len(sides["speakers"]) if "speakers" in sides else 0,
             "errors": len(errors),
             "chunks": engine.chunks,
             "rows": st.rows,
@@ -191,7 +180,7 @@ class EnhanceStage(Stage):
         return StageResult(
             outputs={key: out_path, **{k: workdir / "out" / k for k in side_keys.values()}},
             counts=counts,
-            audio_seconds_in=seconds_in,
+            audio_seconds_in=restore.seconds_in,
             audio_seconds_out=writer.seconds_out,
             extra=EnhanceStats(
                 padded_fraction=round(st.padded_fraction, 5),
@@ -202,7 +191,8 @@ class EnhanceStage(Stage):
                 batch_size=s.enhance_batch_size,
                 errors=[ErrorEntry(**e) for e in errors[:MAX_ERRORS_RECORDED]],
                 quality=None if ann is None else QualityStats(
-                    **writer.quality.as_dict(), seconds=round(ann.seconds - quality_seconds0, 3)),
+                    **ctx.tally.as_dict(), seconds=round(ann.seconds - quality_seconds0, 3)),
                 **(early.stats() if early is not None else {}),
             ).to_dict(),
         )
+

@@ -15,7 +15,7 @@ __all__ = ["EnhanceStats", "QualityStats"]
 
 
 class QualityStats(Record):
-    """Shard totals of the quality annotations (the writer's ``QualityTally``)."""
+    """Shard totals of the quality annotations (the steps' ``QualityTally``, tally.py)."""
 
     annotated: int = 0
     multi_speaker: int = 0

@@ -36,7 +36,8 @@ class FilterSettings(Settings):
         "this (Silero VAD share) get no tokens: silence, tones (0: off)")
     filter_max_music: float = Field(
         0.5, ge=0.0, le=1.0, description="segments whose input has more music than this "
-        "(quality.music: share of its pauses under a held tone) get no tokens (1: off)")
+        "(quality.music: share of its pauses under a held tone) are dropped before restoration "
+        "and get no tokens (1: off)")
     filter_max_overlap: float = Field(
         1.0, ge=0.0, le=1.0, description="segments with more of their voiced time under two "
         "talkers at once than this (quality.overlap) get no tokens (1: off)")

@@ -35,11 +35,14 @@ def test_the_committed_baseline_names_its_machine_and_every_case() -> None:
         assert set(MARGINS) <= set(counts) and "cpu_ratio" in counts
 
 
-def test_a_window_encoded_twice_fails_the_guard() -> None:
-    # the real stage on the bundled example, with each window's encoder pass done twice
+def test_a_window_encoded_twice_and_fresh_buffers_fail_the_guard() -> None:
+    # the real stage on the bundled example (one run: the suite's time), each window's encoder
+    # pass done twice and each large buffer mapped afresh (1 MiB threshold, a heap per thread)
     base = json.loads(BASELINE.read_text())["cases"]
-    now = measure(["example"], {"ONSEI_BENCH_PLANT": "double-encode"}, peer=False)
+    now = measure(["example"], {"ONSEI_BENCH_PLANT": "double-encode,fresh-buffers"}, peer=False)
     failed = compare(now, base)
     assert any("encoder_audio_s_per_s" in f for f in failed), failed
+    assert any("faults" in f for f in failed), failed
     assert now["example"]["encoder_audio_s_per_s"] >= \
         1.8 * base["example"]["encoder_audio_s_per_s"]
+    assert now["example"]["faults"] >= 2 * base["example"]["faults"]

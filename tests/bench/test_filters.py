@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.filters import Unit, filter_of, rows_of
+from bench.filters import Unit, filter_of, met, rows_of
 from fixtures.clean_speech import CleanFile
 
 
@@ -27,7 +27,8 @@ def test_rows_count_halves_and_short_segments() -> None:
     music = rows["filters: music"]
     assert music["ours"] == 0.5 and music["ratio"] == 0.5  # 2 of 4; 1 of the 2 under 2 s
     assert "tune 1/2, held 1/2, < 2 s 1/2" in music["name"] and music["goal"] == "<= 1%"
-    assert rows["filters: language"]["ours"] == 0.25
+    assert rows["filters: language"]["ours"] == 0.25 and rows["filters: language"]["met"] is False
+    assert rows["filters: no_speech"]["met"] is True  # none of 4 dropped
     together = next(r for r in rows_of("s", False, units) if "together" in r["name"])
     assert "3/4 dropped" in together["name"]  # multi_speaker alone would not count: off
 
@@ -37,3 +38,9 @@ def test_halves_are_fixed_by_name() -> None:
              for i in range(40)]
     halves = [f.half for f in files]
     assert halves == [f.half for f in files] and 10 < halves.count("tune") < 30
+
+
+def test_met_needs_short_segments_within_the_goal_too() -> None:
+    assert met(1, 200, (0, 50), 0.01) is True
+    assert met(1, 200, (1, 20), 0.01) is False  # 0.5 % of all, 5 % of the short ones
+    assert met(0, 0, (0, 0), 0.01) is None

@@ -214,8 +214,10 @@ def test_no_library_module_reads_a_setting_from_the_environment() -> None:
         "services/enhance/quality/overlap_model.py": {"PYANNOTE_METRICS_ENABLED"},
         # OpenMP's, OpenBLAS's and MKL's pool sizes, set for libraries a worker loads later
         "common/node/threads.py": {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"},
-        # glibc's own mmap threshold: one the operator gave it is kept
-        "common/node/allocator.py": {"MALLOC_MMAP_THRESHOLD_"},
+        # glibc's own malloc settings: those the operator gave it are kept
+        "common/node/allocator.py": {"MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_",
+                                     "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX",
+                                     "GLIBC_TUNABLES"},
     }
     root = Path(__file__).resolve().parents[2]
     found: dict[str, set[str]] = {}

@@ -11,8 +11,9 @@ items. ``seconds`` accumulates the time spent (the stage reports it).
 
 The overlap is scored on the input, resampled from its own rate, by the pitch test
 (``overlap.py``, at 8 kHz) or the trained detector ``ONSEI_QUALITY_OVERLAP_MODEL`` names
-(``overlap_model.py``): from the frames the writer already found in it when it has them
-(``overlap_frames``: its segment's, clipped to the piece), else from its own. The writer's
+(``overlap_model.py``): from the frames already found in it where they were (``overlap_frames``:
+by the rules before restoration or the re-cut, its segment's clipped to the piece), else from
+its own. The batch's
 :class:`Resampled` hands back what it already resampled (the restored audio at 16 kHz, the input
 at 8 kHz) instead of doing it again.
 """

@@ -10,7 +10,7 @@ and then).
 
 A voice holds a vowel now and then too (a synthetic one more often), but only while it speaks:
 the score is the share of the segment's non-speech frames (Silero VAD's 32 ms windows of the
-restored audio below 0.5, one window of margin around speech) that a held tone covers. In the
+input below 0.5, one window of margin around speech) that a held tone covers. In the
 pauses of clean speech there is silence or noise (score 0); under a bed, the music goes on in
 them; music alone is all pause to the VAD. The pauses looked in reach past the segment: the
 file's audio either side of it (:class:`Around`, enhance's restoration margin, half a second
@@ -27,6 +27,7 @@ restoration made of it), at 8 kHz: one 512-point FFT per 32 ms, about 3 CPU s pe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,3 +152,26 @@ def music_score(audio: np.ndarray, speech: np.ndarray | None = None,
     if gaps.sum() >= MIN_GAP_FRAMES:
         return float(held[gaps].mean())
     return None
+
+
+# the VAD's verdicts per 32 ms window of each clip (16 kHz): quality/vad.py ``windows``
+Windows = Callable[[list[np.ndarray]], list[np.ndarray]]
+
+
+def input_scores(windows: Windows, clips: list[np.ndarray],
+                 around: list[tuple[np.ndarray, np.ndarray] | None]) -> list[float | None]:
+    """Each input clip's score (16 kHz) with the input either side of it (16 kHz; None: none
+    known), the pauses of both from one call of the VAD over all of them. The same call
+    scores a segment before restoration (services/enhance/early.py) and a piece of one among
+    the annotations (``MusicStep``), so both give one segment the same value."""
+    judged = [i for i, x in enumerate(clips) if np.asarray(x).size >= MIN_SECONDS * SR]
+    pieces = {i: context_pieces(*a) for i in judged if (a := around[i]) is not None}
+    flat = [clips[i] for i in judged] + [x for i in judged if i in pieces for x in pieces[i]]
+    verdicts = windows(flat) if flat else []
+    ctx = iter(verdicts[len(judged):])
+    out: list[float | None] = [None] * len(clips)
+    for i, speech in zip(judged, verdicts):
+        p = pieces.get(i)
+        ar = None if p is None else Around(p[0], next(ctx), p[1], next(ctx))
+        out[i] = music_score(clips[i], speech, ar)
+    return out

@@ -1,7 +1,7 @@
 """The annotators of a batch as declared steps: each has a ``name``, the ``fields`` of the
 quality record it adds, ``load`` (its model, on the annotator) and ``run`` (the batch's items at
 once). :data:`STEPS` lists them in the order they run; a step may read what an earlier one left
-in ``Batch.shared`` (the speech windows the VAD step finds: prosody and music read them).
+in ``Batch.shared`` (the speech windows the VAD step finds: prosody reads them).
 
 Adding an annotator is one file holding its step and one line in :data:`STEPS`: a field the
 quality record does not declare is written into the sidecar's ``quality`` block as it is
@@ -44,6 +44,8 @@ class AnnotationInput:
     after_rate: int
     overlap_frames: Frames | None = None  # ``before``'s, when the caller has them
     around: tuple[np.ndarray, np.ndarray] | None = None  # the input either side, at before_rate
+    # fields computed on this very input before restoration (services/enhance/early.py)
+    known: dict[str, Any] = field(default_factory=dict)
 
 
 class Annotator(Protocol):
@@ -143,8 +145,8 @@ class CamppStep(Step):
 
 
 class VadStep(Step):
-    """Silero's speech windows of the restored audio: the pauses music looks in, and the
-    speech fraction (``shared["windows"]``, ``shared["fractions"]``)."""
+    """Silero's speech windows of the restored audio and its speech fraction
+    (``shared["windows"]``, ``shared["fractions"]``: prosody reads them)."""
 
     name, fields = "vad", ()
 
@@ -171,27 +173,23 @@ class ProsodyStep(Step):
 
 
 class MusicStep(Step):
-    """Held tones in the input's pauses, the file's pauses around the segment counted too (its
-    input either side, with the VAD's verdicts: one VAD call for the whole batch)."""
+    """Held tones in the input's pauses (Silero run on the input), the file's pauses around
+    the segment counted too (its input either side: one VAD call for the whole batch). A
+    segment scored before restoration (``known``) is not scored again."""
 
     name, fields = "music", ("music",)
 
     def run(self, ann: Annotator, batch: Batch) -> None:
-        windows = batch.shared["windows"]
-        around = self._around(ann, batch)
-        for i, f in enumerate(batch.fields):
-            f["music"] = music.music_score(batch.before[i], windows[i], around[i])
-
-    @staticmethod
-    def _around(ann: Annotator, batch: Batch) -> list[music.Around | None]:
-        rs = batch.rs
-        pieces = [None if it.around is None else music.context_pieces(
-            rs(it.around[0], it.before_rate, music.SR), rs(it.around[1], it.before_rate, music.SR))
-            for it in batch.items]
-        flat = [x for p in pieces if p is not None for x in p]
-        verdicts = iter(ann.vad.windows(flat) if flat else [])
-        return [None if p is None else music.Around(p[0], next(verdicts), p[1], next(verdicts))
-                for p in pieces]
+        rs, items = batch.rs, batch.items
+        todo = [i for i, it in enumerate(items) if "music" not in it.known]
+        around = [None if (a := items[i].around) is None else
+                  (rs(a[0], items[i].before_rate, music.SR),
+                   rs(a[1], items[i].before_rate, music.SR)) for i in todo]
+        got = music.input_scores(ann.vad.windows, [batch.before[i] for i in todo], around)
+        for f, it in zip(batch.fields, items):
+            f["music"] = it.known.get("music")
+        for i, m in zip(todo, got):
+            batch.fields[i]["music"] = m
 
 
 class FidelityStep(Step):

@@ -62,15 +62,17 @@ def test_a_threshold_the_operator_gave_glibc_is_kept() -> None:
 
 
 def test_each_stage_has_its_own_threshold_unless_one_is_given() -> None:
-    from common.node.allocator import stage_threshold_kb
+    from common.node.allocator import ONE_HEAP, stage_threshold_kb
 
-    # enhance maps its large buffers (flat memory on long members); asr and tokenize do not
+    # asr keeps its buffers in one heap (the encoder's come back without faults), enhance maps
+    # its large buffers (flat memory on long members), tokenize keeps glibc's own threshold
     from services.pipeline import PIPELINE
 
     kb = {s: PIPELINE.spec(s).mmap_threshold_kb for s in ("asr", "enhance", "tokenize")}
-    assert [stage_threshold_kb(kb[s], -1) for s in kb] == [0, 1024, 0]
+    assert [stage_threshold_kb(kb[s], -1) for s in kb] == [ONE_HEAP, 1024, 0]
     assert [stage_threshold_kb(kb[s], 512) for s in ("asr", "enhance")] == [512, 512]
     assert stage_threshold_kb(kb["enhance"], 0) == 0
+    assert stage_threshold_kb(kb["enhance"], ONE_HEAP) == ONE_HEAP
 
 
 AFTER_ENHANCE = PROBE.replace("print(map_large_buffers(int(sys.argv[1])))",
@@ -85,6 +87,67 @@ def test_a_later_stage_with_the_default_gets_large_buffers_from_the_heap_again()
     out = subprocess.run([sys.executable, "-c", AFTER_ENHANCE, "0"], env=full,
                          capture_output=True, text=True, check=True, timeout=60).stdout.split()
     assert out == ["True", "0"]
+
+
+# a buffer over glibc's largest threshold (Whisper's encoder: 72 MB of attention scores per
+# layer) freed and asked for again, from a thread other than the main one, as a model's is
+AGAIN = """
+import ctypes, resource, sys, threading
+from common.node.allocator import map_large_buffers
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+print(map_large_buffers(int(sys.argv[1])))
+if len(sys.argv) > 2:  # a later stage of the same process with its own threshold
+    map_large_buffers(int(sys.argv[2]))
+faults = []
+
+def layers():
+    for _ in range(4):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        block = libc.malloc(72 << 20)
+        ctypes.memset(block, 1, 72 << 20)
+        libc.free(block)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+
+t = threading.Thread(target=layers)
+t.start()
+t.join()
+print(max(faults[1:]))  # the page faults of the block's last times
+"""
+
+
+def _again(*thresholds: int) -> tuple[bool, int]:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", AGAIN, *map(str, thresholds)],
+                         env={**inherited, "PYTHONPATH": str(REPO)}, capture_output=True,
+                         text=True, check=True, timeout=60).stdout.split()
+    return out[0] == "True", int(out[1])
+
+
+def test_one_heap_gives_a_large_buffer_back_without_page_faults() -> None:
+    from common.node.allocator import ONE_HEAP
+
+    assert _again(ONE_HEAP) == (True, pytest.approx(0, abs=200))
+    # glibc's own policy maps it afresh each time: a fault per 4 KiB page
+    assert _again(0)[1] > (72 << 20) // 4096 * 0.9
+
+
+def test_a_later_stage_that_maps_its_buffers_maps_them_again_after_one_heap() -> None:
+    from common.node.allocator import ONE_HEAP
+
+    assert _again(ONE_HEAP, 1024)[1] > (72 << 20) // 4096 * 0.9
+
+
+def test_one_heap_leaves_what_the_operator_gave_glibc() -> None:
+    from common.node.allocator import ONE_HEAP
+
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", AGAIN, str(ONE_HEAP)],
+                         env={**inherited, "PYTHONPATH": str(REPO), "MALLOC_ARENA_MAX": "4"},
+                         capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    assert out[0] == "False"
 
 
 GIVE_BACK = """

@@ -107,4 +107,5 @@ def test_overlap_drops_before_restoration_and_a_rerun_restores(make_settings, tm
     assert sorted(k.split("_")[0] for k in metas2) == ["both", "clean"]
     assert metas2["both_0000"]["quality"]["overlap"] == early_score  # the same score, same rule
     assert rec2.counts["segments_dropped_early"] == 0
-    assert "skipped" not in rec2.stats and "quality_filter" not in rec2.stats
+    # the music rule (on by default) still applies before restoration: it dropped nothing
+    assert not rec2.stat("skipped") and rec2.stat("quality_filter")["by_reason"] == {}

@@ -5,21 +5,23 @@ and the output check counting what it trimmed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from common.shards.audio import resample
+from services.enhance.chain import OUT_RATE, Item
+from services.enhance.cuts import DEFAULT_CUTS
 from services.enhance.edges import FRAME_SPAN, firing, overlaps, runs, trim, trim_all
 from services.enhance.quality.overlap import PitchTest, overlap
 from services.enhance.quality.overlap import frames as overlap_frames
 from services.enhance.quality.speaker import Windows
+from services.enhance.recut import Recut
 from services.enhance.segments import CutSegment, Plan, SegmentSpec
+from services.enhance.tally import QualityTally
 from services.enhance.turns import Piece, cut_segment, pieces
 from services.enhance.verify import SegmentMismatch, check_written
-from services.enhance.writer import OUT_RATE, EnhancedWriter
 from services.records import Word
 
 SR = 16000
@@ -134,27 +136,32 @@ def test_firing_finds_two_periodicities_and_not_one() -> None:
     assert two.size > 50 and two.max() < 2.0
 
 
-def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> None:
+def test_the_recut_trims_where_the_input_holds_two_voices() -> None:
     """One voice throughout (no change), a second one over "one" (its first 0.3 s)."""
     before = _voice(140, 3.0)
     before[:round(0.3 * SR)] += _voice(217, 0.3)
     one_voice = Windows(np.ones((9, 4), np.float32), np.arange(9) * 25, np.ones(9),
                         np.ones(300), 100)
-    w = EnhancedWriter(tmp_path / "e.tar", OUT_RATE, in_rate=SR, annotator=SimpleNamespace(
+    annotator = SimpleNamespace(
         device="cpu", speaker=SimpleNamespace(windows=lambda clips: [one_voice] * len(clips)),
-        overlap=PitchTest(), label_model=None))
+        overlap=PitchTest(), label_model=None)
+    w = Recut(annotator, DEFAULT_CUTS, SR, QualityTally())  # type: ignore[arg-type]
     after = np.arange(3 * OUT_RATE, dtype=np.float32)
-    ((seg, audio, inp),), (frames,) = w._cut_turns([(_segment(), after, before)])
+    (got,) = w.run([Item(_segment(), after, before)])
+    seg, audio, inp, frames = got.seg, got.audio, got.before, got.frames
+    assert inp is not None
     assert seg.spec.words == WORDS[1:] and seg.spec.text == "two three four"
     assert seg.spec.part is None and seg.spec.end == OFFSET + 3.0
     assert 0.3 <= seg.spec.start - OFFSET <= 0.4
     assert audio.size / OUT_RATE == pytest.approx(OFFSET + 3.0 - seg.spec.start, abs=1e-3)
     assert inp.size == audio.size * SR // OUT_RATE
     assert w.trimmed == {"k_0003": pytest.approx(seg.spec.start - OFFSET)}
-    assert (w.quality.overlap_trimmed, w.quality.overlap_trimmed_words) == (1, 1)
-    plain = EnhancedWriter(tmp_path / "f.tar", OUT_RATE, in_rate=SR, annotator=w.annotator)
-    ((same, _, alone),), (whole,) = plain._cut_turns([(_segment(), after, _voice(140, 3.0))])
-    assert same.spec == _segment().spec and plain.trimmed == {}  # one voice: untouched
+    assert (w.tally.overlap_trimmed, w.tally.overlap_trimmed_words) == (1, 1)
+    plain = Recut(annotator, DEFAULT_CUTS, SR, QualityTally())  # type: ignore[arg-type]
+    alone = _voice(140, 3.0)
+    (same,) = plain.run([Item(_segment(), after, alone)])
+    whole = same.frames
+    assert same.seg.spec == _segment().spec and plain.trimmed == {}  # one voice: untouched
     # the overlap frames go with each item: the trimmed piece's are the segment's from its
     # start on; the untouched segment's are its own, the annotation's value exactly
     assert frames is not None and whole is not None
@@ -165,5 +172,3 @@ def test_the_writer_trims_where_the_input_holds_two_voices(tmp_path: Path) -> No
     assert np.array_equal(frames.fire, seg_frames.fire[-frames.power.size:])
     assert frames.share() == pytest.approx(overlap(inp), abs=0.05)
     assert whole.share() == overlap(alone) == 0.0
-    w.abort()
-    plain.abort()

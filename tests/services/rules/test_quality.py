@@ -25,6 +25,7 @@ def test_a_limit_at_its_off_value_turns_the_rule_off():
 
 def test_the_policy_splits_its_rules_by_where_their_field_exists():
     policy = FilterPolicy(max_overlap=0.3, max_music=0.5)
-    assert [r.reads for r in policy.at(Phase.INPUT)] == ["overlap"]
-    assert "music" in [r.reads for r in policy.at(Phase.RESTORED)]
+    assert [r.reads for r in policy.at(Phase.INPUT)] == ["music", "overlap"]
+    assert "speech_fraction" in [r.reads for r in policy.at(Phase.RESTORED)]
+    assert "music" not in [r.reads for r in policy.at(Phase.RESTORED)]
     assert policy.reasons(Quality(overlap=0.4)) == ["overlap>0.3"]

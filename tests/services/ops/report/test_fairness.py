@@ -57,4 +57,16 @@ def test_merge_and_card_sections() -> None:
     text = "\n".join(card_section([a, b]))
     assert "## Who the filters removed" in text and "music\\>0.5" in text
     assert "`multi_speaker` is off by default" in text  # the card says which, and why
+    assert "miss the goal" in text and "- `language`:" in text  # and which stay on anyway
     assert markdown(Fairness()) == []
+
+
+def test_report_names_the_filters_off_and_those_missing_the_goal() -> None:
+    from services.ops.report.fairness import html
+
+    f = Fairness()
+    f.add(1.0, "<b>x</b>", ["music>0.5"])
+    page = html(f)
+    assert '<ul class="limits">' in page and "<code>multi_speaker</code> is off" in page
+    assert "<code>language</code> is on and misses the goal" in page
+    assert "<b>x</b>" not in page  # a speaker's name is escaped
