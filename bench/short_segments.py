@@ -29,6 +29,7 @@ import numpy as np
 
 SR = 16000
 MINIMA = (0.5, 0.75)
+REFERENCE_MINIMUM = 1.0
 
 
 def only_short(line: Any, minimum: float) -> list[Any]:
@@ -48,8 +49,10 @@ def _stage(tmp: Path, languages: list[str]) -> Any:
 
     stage = AsrStage(AsrSettings(
         asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
-        asr_languages=languages, input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
-        scratch_dir=str(tmp / "scratch")))
+        # the reference minimum: a segment flagged too_short at 1 s is one a lower minimum
+        # could keep, whatever the default is now
+        asr_segment_min_seconds=REFERENCE_MINIMUM, asr_languages=languages,
+        input_url=str(tmp / "raw"), output_url=str(tmp / "out"), scratch_dir=str(tmp / "scratch")))
     stage.load()
     return stage
 
