@@ -1,7 +1,8 @@
 """What a lower ``ONSEI_ASR_SEGMENT_MIN_SECONDS`` would let in, beside what it would save.
 
-The asr stage flags a segment under the minimum (1 s) ``too_short``; every other flag is
-computed too, so a segment whose only reason is ``too_short`` is one a lower minimum keeps.
+The asr stage flags a segment under the minimum ``too_short``; here it runs at the old 1 s
+(:data:`REFERENCE_MINIMUM`, whatever the default), and every other flag is computed too, so a
+segment whose only reason is ``too_short`` is one a lower minimum keeps.
 Counted at each candidate minimum (0.5, 0.75 s):
 
 - music alone and effects (fixtures/nonspeech.py: game and desktop tracks, their first minute,
