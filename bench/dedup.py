@@ -121,7 +121,7 @@ def accuracy_asr(quick: bool) -> list[dict]:
 
     def kept(audio: np.ndarray) -> bool:
         """The asr stage's rules at its defaults: a language it keeps (Japanese, English) and a
-        segment no shorter than its shortest (1 s; a 1.1 s clip with 0.5 s cut is not one)."""
+        segment no shorter than its shortest (``ONSEI_ASR_SEGMENT_MIN_SECONDS``)."""
         rules = AsrSettings()
         if audio.size < rules.asr_segment_min_seconds * SR:
             return False

@@ -46,7 +46,7 @@ def build_segments(clips: list[Clip], texts: list[ClipText], short: set[int],
     from services.asr.quality import flag_segment
 
     cut_up = at_sentences(clips, texts, languages or [None] * len(clips), short,
-                          settings.asr_segment_target_seconds, settings.asr_segment_min_seconds)
+                          settings.asr_segment_target_seconds)
     clips, texts, short = cut_up.clips, cut_up.texts, cut_up.short
     languages = cut_up.languages if languages else None
     lines: list[AsrSegment] = []

@@ -8,8 +8,8 @@ sentence ends: a word whose text ends in the sentence punctuation Whisper wrote,
 pause (the next word starts at least :data:`MIN_PAUSE_SECONDS` later, by the words' snapped
 times). A cut falls between two words, never inside one. Sentences are packed in order: a
 piece takes the next sentence while it stays within the target; a sentence longer than the
-target stays whole (up to the segment max), and a last piece shorter than the segment min
-goes back to the one before it.
+target stays whole (up to the segment max), and a last piece shorter than
+:data:`PIECE_MIN_SECONDS` goes back to the one before it.
 
 Decoding still sees the whole clip (the context Whisper needs); only the records are cut. Each
 piece keeps its clip's language and scores; text forms (text_spoken, reading) are computed per
@@ -27,6 +27,11 @@ from services.asr.clips import Clip
 # a sentence ends in . ? ! … (or their full-width forms), maybe followed by closing quotes
 SENTENCE_END = re.compile(r"[.?!…。？！](?:[\"'”’)\]」』】》]*)$")
 MIN_PAUSE_SECONDS = 0.15  # a sentence end needs a pause after it (the next word starts later)
+# The shortest piece cutting makes. Its own, not the kept-segment minimum
+# (asr_segment_min_seconds): that one judges speech VAD found alone (a one-word prompt is
+# worth keeping at 0.5 s), while a sub-second sentence inside a long clip trains better with
+# its neighbour, and long files' segments stay the same whatever that minimum is set to.
+PIECE_MIN_SECONDS = 1.0
 
 Word = tuple[str, float, float, float]  # (text, start, end, probability), file seconds
 
@@ -52,7 +57,8 @@ def sentence_ends(words: list[Word], min_pause: float = MIN_PAUSE_SECONDS) -> li
             if ends_sentence(words[k][0]) and words[k + 1][1] - words[k][2] >= min_pause]
 
 
-def chosen(words: list[Word], ends: list[int], target: float, min_seconds: float) -> list[int]:
+def chosen(words: list[Word], ends: list[int], target: float,
+           min_seconds: float = PIECE_MIN_SECONDS) -> list[int]:
     """The sentence ends to cut at: sentences packed in order while a piece (its first word's
     start to its last word's end) stays within ``target``; no piece is cut off shorter than
     ``min_seconds`` (a last one joins the one before)."""
@@ -96,7 +102,8 @@ def pieces(clip: Clip, words: list[Word], cuts: list[int]) -> list[tuple[Clip, l
 
 
 def at_sentences(clips: list[Clip], texts: list[ClipText], languages: list[str | None],
-                 short: set[int], target: float, min_seconds: float) -> Cut:
+                 short: set[int], target: float,
+                 min_seconds: float = PIECE_MIN_SECONDS) -> Cut:
     """Each clip longer than ``target`` seconds cut at sentence ends (:func:`chosen`). A clip
     whose text is flagged short (coverage.py), has no words (word timestamps off, not
     decoded) or no sentence end with a pause after it stays whole. ``target`` 0: none cut."""

@@ -48,7 +48,9 @@ class AsrSettings(WhisperSettings):
     asr_punctuation_prompt: bool = Field(
         True, description="each window decoded after a short punctuated text in its language "
         "(services/asr/punctuation.py), so Whisper keeps full stops and capitals")
-    asr_segment_min_seconds: float = Field(1.0, ge=0, le=3600, description="shortest kept segment")
+    asr_segment_min_seconds: float = Field(
+        0.5, ge=0, le=3600, description="shortest kept segment (flagged too_short below); "
+        "pieces cut at sentence ends are never under 1 s, whatever this is")
     asr_segment_max_seconds: float = Field(30.0, gt=0, le=3600, description="longest kept segment")
     asr_segment_target_seconds: float = Field(
         15.0, ge=0, le=3600, description="a segment longer than this is cut at sentence ends "

@@ -49,10 +49,6 @@ MISSES_GOAL: dict[str, str] = {
                 "language asked for (Whisper base is unsure there, and no looser rule tried "
                 "kept fewer clips of other languages): join short clips into files of a few "
                 "before the asr stage",
-    "too_short": "segments under ONSEI_ASR_SEGMENT_MIN_SECONDS (1 s) are dropped, clean one-word "
-                 "prompts among them (3 of 104 prompt segments); 0.5 s let nothing in on 30 min "
-                 "of music and effects, but the setting is also the shortest piece of a long "
-                 "segment cut at sentence ends, not yet measured (docs/quality.md)",
 }
 
 

@@ -21,6 +21,7 @@ from fixtures.longform import (
     real_longform,
 )
 from services.asr.coverage import floor_rate, min_units, units
+from services.asr.settings import AsrSettings
 from tests.system_packages import ESPEAK, POCKETSPHINX, missing, require
 
 pytestmark = pytest.mark.timeout(900)
@@ -112,7 +113,8 @@ def test_segments_are_tts_sized_and_ordered(compared: Compared) -> None:
     segs = compared.line["segments"]
     for a, b in pairwise(segs):
         assert a["end"] <= b["start"]
-    assert all(1.0 <= s["end"] - s["start"] <= 30.0 for s in compared.kept)
+    shortest = AsrSettings().asr_segment_min_seconds
+    assert all(shortest <= s["end"] - s["start"] <= 30.0 for s in compared.kept)
     assert len(compared.kept) >= 0.9 * len(segs)
 
 

@@ -37,12 +37,12 @@ def _texts(*texts: str) -> list[ClipText]:
 
 
 def test_build_segments_one_per_clip_with_flags() -> None:
-    clips = [Clip(0.0, 10.0), Clip(12.0, 14.0), Clip(15.0, 15.5), Clip(20.0, 29.9)]
+    clips = [Clip(0.0, 10.0), Clip(12.0, 14.0), Clip(15.0, 15.4), Clip(20.0, 29.9)]
     texts = _texts("one two three four five six seven eight nine ten.", "", "hi.",
                    "the last words are cut off.")
     segs = build_segments(clips, texts, short={0}, settings=S, cut_at=30.0)
     assert [(x.start, x.end, x.text) for x in segs.lines] == [
-        (0.0, 10.0, texts[0].text), (12.0, 14.0, ""), (15.0, 15.5, "hi."),
+        (0.0, 10.0, texts[0].text), (12.0, 14.0, ""), (15.0, 15.4, "hi."),
         (20.0, 29.9, texts[3].text)]
     assert [x.reason for x in segs.lines] == ["text_coverage", "empty_text", "too_short",
                                                "truncated"]
@@ -100,11 +100,26 @@ def test_repeated_ngrams(text: str, loop: bool) -> None:
     assert has_repeated_ngram(text) is loop
 
 
+@pytest.mark.parametrize("seconds", [0.6, 0.75, 0.9])
+def test_a_clean_sub_second_segment_is_kept_at_the_defaults(seconds: float) -> None:
+    # a clean one-word prompt (Asterisk's "yes", "goodbye"): kept, not flagged too_short
+    assert flag_segment("Goodbye.", 0, seconds, avg_logprob=-0.2, no_speech_prob=0.01,
+                        compression_ratio=1.0, settings=S,
+                        word_probabilities=[0.9]) == []
+
+
+def test_a_segment_under_half_a_second_is_too_short_at_the_defaults() -> None:
+    assert S.asr_segment_min_seconds == 0.5
+    assert "too_short" in flag_segment("Yes.", 0, 0.45, avg_logprob=-0.2, no_speech_prob=0.01,
+                                       compression_ratio=1.0, settings=S,
+                                       word_probabilities=[0.9])
+
+
 def test_flags() -> None:
     ok = {"avg_logprob": -0.2, "no_speech_prob": 0.01, "compression_ratio": 1.2, "settings": S}
     assert flag_segment("hello there my friend", 0, 3, **ok) == []
     assert flag_segment("", 0, 3, **ok) == ["empty_text"]
-    assert flag_segment("hi", 0, 0.5, **ok) == ["too_short"]
+    assert flag_segment("hi", 0, 0.45, **ok) == ["too_short"]
     assert flag_segment("hi", 0, 31, **ok) == ["too_long"]
     assert flag_segment("hm", 0, 3, avg_logprob=-1.5, no_speech_prob=0.9, compression_ratio=1,
                         settings=S) == ["non_speech"]

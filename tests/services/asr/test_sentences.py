@@ -10,7 +10,13 @@ import pytest
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
 from services.asr.policy import build_segments
-from services.asr.sentences import at_sentences, chosen, ends_sentence, sentence_ends
+from services.asr.sentences import (
+    PIECE_MIN_SECONDS,
+    at_sentences,
+    chosen,
+    ends_sentence,
+    sentence_ends,
+)
 from services.asr.settings import AsrSettings
 from tests.system_packages import ESPEAK, require
 
@@ -100,6 +106,24 @@ def test_build_segments_cuts_and_keeps_the_flags_index_for_index() -> None:
     assert segs.lines[2].reason is not None and "text_coverage" in segs.lines[2].reason
     assert all(x.end - x.start <= S.asr_segment_target_seconds for x in segs.lines[:2])
     assert segs.lines[0].end <= segs.lines[1].start
+
+
+def test_sentence_pieces_keep_their_own_minimum_whatever_the_segment_minimum() -> None:
+    # a last sentence of 0.7 s: above the default kept-segment minimum (0.5 s), under the
+    # shortest piece cutting makes (1 s), so it joins the one before at any segment minimum
+    words = (_sentence("The first one is here.", 0.5, 9.0)
+             + _sentence("The second comes next.", 10.0, 14.6) + _sentence("Yes.", 25.1, 0.7))
+    clip = Clip(0.3, 26.0)
+    text = ClipText("".join(w[0] for w in words).strip(), -0.2, 0.01, words)
+    assert S.asr_segment_min_seconds < 0.7 < PIECE_MIN_SECONDS == 1.0
+    bounds = {m: [(x.start, x.end, x.text) for x in build_segments(
+        [clip], [text], set(), AsrSettings(asr_segment_min_seconds=m), languages=["en"]).lines]
+        for m in (0.5, 1.0)}
+    assert bounds[0.5] == bounds[1.0] and len(bounds[0.5]) == 2
+    assert bounds[0.5][1][2].endswith("next. Yes.")
+    ends = sentence_ends(words)
+    assert ends == [4, 8] and chosen(words, ends, 15.0) == [4]
+    assert chosen(words, ends, 15.0, 0.5) == [4, 8]  # what the segment minimum would have cut
 
 
 # --- the real stage ------------------------------------------------------------------------------

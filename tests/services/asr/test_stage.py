@@ -9,6 +9,7 @@ from itertools import pairwise
 import pytest
 
 from fixtures.longform import wer  # one WER for the tests and the bench
+from services.asr.settings import AsrSettings
 from tests.services.asr.conftest import SR, Corpus, ShardRun
 
 pytestmark = pytest.mark.timeout(900)
@@ -68,7 +69,8 @@ def test_long_file_timestamps(shard_run: ShardRun, corpus: Corpus) -> None:
     for a, b in pairwise(segs):
         assert a["end"] <= b["start"] + 1e-6, (a, b)  # monotonic, non-overlapping
     kept = [s for s in segs if s["kept"]]
-    assert all(1.0 <= s["end"] - s["start"] <= 30.0 for s in kept)
+    assert all(AsrSettings().asr_segment_min_seconds <= s["end"] - s["start"] <= 30.0
+               for s in kept)
     # Every sentence spoken is (mostly) inside kept segments.
     for start, end in corpus.long.speech:
         covered = sum(max(0.0, min(end, s["end"]) - max(start, s["start"])) for s in kept)
