@@ -70,13 +70,14 @@ def filter_of(reason: str) -> str:
     return "other asr flags"
 
 
-def _asr_stage(tmp: Path) -> Any:
+def _asr_stage(tmp: Path, languages: list[str] | None = None) -> Any:
     from services.asr.settings import AsrSettings
     from services.asr.stage import AsrStage
 
     stage = AsrStage(AsrSettings(
         asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
-        asr_languages=ASR_LANGUAGES, input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
+        asr_languages=languages or ASR_LANGUAGES, input_url=str(tmp / "raw"),
+        output_url=str(tmp / "out"),
         scratch_dir=str(tmp / "scratch")))
     stage.load()
     return stage

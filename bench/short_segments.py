@@ -44,21 +44,8 @@ def over_reference(seg: Any, spans: list[tuple[float, float]]) -> bool:
     return cover >= 0.5 * (seg.end - seg.start)
 
 
-def _stage(tmp: Path, languages: list[str]) -> Any:
-    from services.asr.settings import AsrSettings
-    from services.asr.stage import AsrStage
-
-    stage = AsrStage(AsrSettings(
-        asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
-        # the reference minimum: a segment flagged too_short at 1 s is one a lower minimum
-        # could keep, whatever the default is now
-        asr_segment_min_seconds=REFERENCE_MINIMUM, asr_languages=languages,
-        input_url=str(tmp / "raw"), output_url=str(tmp / "out"), scratch_dir=str(tmp / "scratch")))
-    stage.load()
-    return stage
-
-
 def short_rows(quick: bool) -> list[dict]:
+    from bench.filters import _asr_stage
     from bench.wild.music import BEDS_DB, bed_track, under
     from fixtures.longform import real_english, real_longform
     from fixtures.nonspeech import effects, music_tracks
@@ -67,7 +54,7 @@ def short_rows(quick: bool) -> list[dict]:
     per_voice = int(os.environ.get("ONSEI_BENCH_SHORT_CLIPS", "8" if quick else "30"))
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="onsei-bench-short-") as d:
-        stage = _stage(Path(d), ["ja", "en", "fr", "it", "ru"])
+        stage = _asr_stage(Path(d), ["ja", "en", "fr", "it", "ru"])
         gap = np.zeros(SR // 2, np.float32)
         fx = np.concatenate([np.concatenate([a, gap]) for _, a in effects()])
         music = float(os.environ.get("ONSEI_BENCH_SHORT_MUSIC_SECONDS", "60"))
