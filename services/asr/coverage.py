@@ -5,9 +5,8 @@ mumble. Whatever the cause (a decoder that stops early, a missed sentence), the 
 same: the file's own text rate (letters and digits per second of VAD speech, the median over
 its clips of some length, never below a per-language floor) sets what a clip should carry; a
 clip under ``FRACTION`` of that (after ``SLACK_SECONDS`` of allowance for VAD padding and very
-short clips) is decoded again in parts split at its pauses, with beam search, and the retry
-kept when it carries more text at no lower mean log probability; if its text is still short,
-the segment is flagged ``text_coverage`` and not kept (quality.py). A clip whose
+short clips) is decoded again in parts split at its pauses, with beam search; if its text is
+still short, the segment is flagged ``text_coverage`` and not kept (quality.py). A clip whose
 words leave ``UNCOVERED_SECONDS`` of its speech (VAD) with no word near it has those stretches
 decoded alone, however much text it has, and their words put in among the others: Whisper ends
 a window's text early now and then and drops the last sentence, which the rate alone misses in
@@ -133,15 +132,10 @@ class Decode(Protocol):
     def __call__(self, clips: list[Clip], beam: int, no_repeat: int, /) -> list[ClipText]: ...
 
 
-def _better(new: ClipText, old: ClipText, looped: Callable[[str], bool]) -> bool:
-    """A retry replaces a looping text; any other only with more text and no less confidence
-    (mean log probability). More text alone is not enough: a misheard Japanese clip comes back
-    as kana babble, more characters than the right kanji, and less sure of them."""
-    if looped(new.text):
+def _better(new: str, old: str, looped: Callable[[str], bool]) -> bool:
+    if looped(new):
         return False
-    if looped(old.text):
-        return True
-    return units(new.text) > units(old.text) and new.avg_logprob >= old.avg_logprob
+    return looped(old) or units(new) > units(old)
 
 
 def _unlooped(parts: list[Clip], decode: Decode, looped: Callable[[str], bool]
@@ -178,13 +172,12 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
     for i, ps in zip(retry, parts):
         got = flat[pos:pos + len(ps)]
         pos += len(ps)
-        words = None if any(g.words is None for g in got) else \
-            [w for g in got for w in g.words or ()]  # file seconds: parts in order
-        new = ClipText(joiner(language).join(g.text for g in got if g.text),
-                       statistics.fmean(g.avg_logprob for g in got),
-                       min(g.no_speech_prob for g in got), words)
-        if _better(new, texts[i], looped):
-            texts[i] = new
+        text = joiner(language).join(g.text for g in got if g.text)
+        if _better(text, texts[i].text, looped):
+            words = None if any(g.words is None for g in got) else \
+                [w for g in got for w in g.words or ()]  # file seconds: parts in order
+            texts[i] = ClipText(text, statistics.fmean(g.avg_logprob for g in got),
+                                min(g.no_speech_prob for g in got), words)
     still = {i for i in retry if not looped(texts[i].text)
              and is_short(texts[i].text, clips[i].speech_seconds, rate)}
     return Coverage(rate, len(retry) + filled, still)

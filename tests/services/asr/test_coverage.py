@@ -90,32 +90,5 @@ def test_a_skipped_sentence_is_decoded_alone_and_put_among_the_words() -> None:
     cov = recover([clip], texts, "ja", decode, _looped)
     assert asked == [(5.5, 9.7)]
     want = text[:19] + "い" + text[19:]  # between the words before 5 s and after 10 s
-    assert texts[0].text == want and "".join(w[0] for w in texts[0].words or []) == want
+    assert texts[0].text == want and "".join(w[0] for w in texts[0].words) == want
     assert cov.retried == 1 and cov.short == set()
-
-
-def _short_clip() -> tuple[list[Clip], list[ClipText]]:
-    # 14 s of speech holding one sentence's text: short at the unspaced floor, so retried
-    return [Clip(0.0, 14.0, pauses=[(7.0, 7.5)])], [ClipText(SENTENCE, -0.39, 0.02)]
-
-
-def test_a_longer_but_less_sure_retry_does_not_replace_a_confident_text() -> None:
-    """Kana babble has more characters than the right kanji; it is less sure of them."""
-    clips, texts = _short_clip()
-
-    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
-        return [ClipText("チョタマロタマフィタカノシハエ", -0.7, 0.02) for _ in batch]
-
-    recover(clips, texts, "ja", decode, _looped)
-    assert texts[0].text == SENTENCE and texts[0].avg_logprob == -0.39
-
-
-def test_a_fuller_retry_as_sure_as_the_text_replaces_it() -> None:
-    clips, texts = _short_clip()
-    second = "今日はいい天気ですね。"
-
-    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
-        return [ClipText(SENTENCE if c.start == 0.0 else second, -0.3, 0.02) for c in batch]
-
-    cov = recover(clips, texts, "ja", decode, _looped)
-    assert texts[0].text == SENTENCE + second and cov.retried == 1

@@ -73,7 +73,7 @@ def test_recover_decodes_short_clips_in_parts_and_flags_what_stays_short() -> No
     def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
         calls.append(([(c.start, c.end) for c in batch], beam))
         # the parts of clip 2 carry their text; clip 3 (no pause) stays short
-        return [ClipText("y" * 60 if c.start in (22, 27) else "z" * 12, -0.2, 0.02)
+        return [ClipText("y" * 60 if c.start in (22, 27) else "z" * 12, -0.3, 0.02)
                 for c in batch]
 
     cov = recover(clips, texts, "en", decode)
