@@ -2,19 +2,19 @@
 
 A TTS segment whose audio holds two sentences but whose text holds one teaches a model to
 mumble. Whatever the cause (a decoder that stops early, a missed sentence), the check is the
-same: the file's own text rate (letters and digits per second of VAD speech, the median over
-its clips of some length, never below a per-language floor) sets what a clip should carry; a
-clip under ``FRACTION`` of that (after ``SLACK_SECONDS`` of allowance for VAD padding and very
-short clips) is decoded again in parts split at its pauses, with beam search; if its text is
-still short, the segment is flagged ``text_coverage`` and not kept (quality.py). A clip whose
-words leave ``UNCOVERED_SECONDS`` of its speech (VAD) with no word near it has those stretches
-decoded alone, however much text it has, and their words put in among the others: Whisper ends
-a window's text early now and then and drops the last sentence, which the rate alone misses in
-a long clip. A clip whose
-text is a decoder loop gets the same retry (its words are lost otherwise). A part that loops in
-the retry is decoded once more alone with loop-suppressing decoding (no n-gram generated twice):
-a retry is refused whole while any part loops (its speech would be in a segment whose text
-lacks it), so one looping part would cost the text of all the others.
+same: the file's own text rate (letters and digits per second of VAD speech, for Japanese the
+morae of its reading; the median over its clips of some length, never below a per-language
+floor) sets what a clip should carry; a clip under ``FRACTION`` of that (after
+``SLACK_SECONDS`` of allowance for VAD padding and very short clips) is decoded again in parts
+split at its pauses, with beam search; if its text is still short, the segment is flagged
+``text_coverage`` and not kept (quality.py). A clip whose words leave ``UNCOVERED_SECONDS`` of
+its speech (VAD) with no word near it has those stretches decoded alone, however much text it
+has, and their words put in among the others: Whisper ends a window's text early now and then
+and drops the last sentence, which the rate alone misses in a long clip. A clip whose text is a
+decoder loop gets the same retry (its words are lost otherwise). A part that loops in the retry
+is decoded once more alone with loop-suppressing decoding (no n-gram generated twice): a retry
+is refused whole while any part loops (its speech would be in a segment whose text lacks it),
+so one looping part would cost the text of all the others.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from services.asr.clips import Clip
 
 NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "yue", "th", "lo", "my", "km", "bo"})
 # Expected-rate floors (units per speech second): well under normal speech (English ~12-17
-# letters/s, Japanese ~6-9 kanji+kana/s), so a slow speaker is not flagged.
+# letters/s, Japanese ~7-8 morae/s, other unspaced scripts ~6-9 characters/s), so a slow
+# speaker is not flagged.
 SPACED_FLOOR, UNSPACED_FLOOR = 8.0, 3.0
 FRACTION = 0.5  # a clip with less than half the expected text is short
 SLACK_SECONDS = 1.0  # VAD pads and one-word clips: this much speech needs no text
@@ -52,9 +53,23 @@ def joiner(language: str | None) -> str:
     return "" if language in NO_SPACE_LANGUAGES else " "
 
 
-def units(text: str) -> int:
-    """Letters and digits (NFKC): words differ in length by language, characters less so."""
+def units(text: str, language: str | None = None) -> int:
+    """Letters and digits (NFKC): words differ in length by language, characters less so.
+    Japanese: the morae of its OpenJTalk reading, since a kanji says two or three of them and a
+    kana one, so its characters depend on how a text is written (a misheard clip comes back as
+    kana, more characters than the right kanji for the same speech)."""
+    if language == "ja":
+        return _morae(text)
     return sum(unicodedata.category(c)[0] in "LN" for c in unicodedata.normalize("NFKC", text))
+
+
+def _morae(text: str) -> int:
+    import pyopenjtalk
+
+    from services.text.japanese import morae
+
+    kana = pyopenjtalk.g2p(text, kana=True) if text.strip() else ""
+    return len(morae("".join(c for c in kana if unicodedata.category(c)[0] in "LN")))
 
 
 def floor_rate(language: str | None) -> float:
@@ -73,8 +88,9 @@ def min_units(speech_seconds: float, rate: float) -> float:
     return FRACTION * rate * max(0.0, speech_seconds - SLACK_SECONDS)
 
 
-def is_short(text: str, speech_seconds: float, rate: float) -> bool:
-    return units(text) < min_units(speech_seconds, rate)
+def is_short(text: str, speech_seconds: float, rate: float, language: str | None = None
+             ) -> bool:
+    return units(text, language) < min_units(speech_seconds, rate)
 
 
 Words = list[tuple[str, float, float, float]]
@@ -132,10 +148,10 @@ class Decode(Protocol):
     def __call__(self, clips: list[Clip], beam: int, no_repeat: int, /) -> list[ClipText]: ...
 
 
-def _better(new: str, old: str, looped: Callable[[str], bool]) -> bool:
+def _better(new: str, old: str, looped: Callable[[str], bool], language: str) -> bool:
     if looped(new):
         return False
-    return looped(old) or units(new) > units(old)
+    return looped(old) or units(new, language) > units(old, language)
 
 
 def _unlooped(parts: list[Clip], decode: Decode, looped: Callable[[str], bool]
@@ -157,10 +173,10 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
     a looping part once more without repeats), keeping the better text; ``texts`` is updated
     in place. A decoder loop (quality.is_loop) is retried too: its words are lost otherwise,
     since a looped segment is not kept."""
-    rate = expected_rate([(units(t.text), c.speech_seconds) for c, t in zip(clips, texts)
-                          if not looped(t.text)], language)
+    rate = expected_rate([(units(t.text, language), c.speech_seconds)
+                          for c, t in zip(clips, texts) if not looped(t.text)], language)
     retry = [i for i, (c, t) in enumerate(zip(clips, texts))
-             if looped(t.text) or is_short(t.text, c.speech_seconds, rate)]
+             if looped(t.text) or is_short(t.text, c.speech_seconds, rate, language)]
     gaps = {i: g for i, (c, t) in enumerate(zip(clips, texts))
             if i not in retry and (g := uncovered(c, t.words))}
     filled = _fill(texts, gaps, decode, looped) if gaps else 0
@@ -173,11 +189,11 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
         got = flat[pos:pos + len(ps)]
         pos += len(ps)
         text = joiner(language).join(g.text for g in got if g.text)
-        if _better(text, texts[i].text, looped):
+        if _better(text, texts[i].text, looped, language):
             words = None if any(g.words is None for g in got) else \
                 [w for g in got for w in g.words or ()]  # file seconds: parts in order
             texts[i] = ClipText(text, statistics.fmean(g.avg_logprob for g in got),
                                 min(g.no_speech_prob for g in got), words)
     still = {i for i in retry if not looped(texts[i].text)
-             and is_short(texts[i].text, clips[i].speech_seconds, rate)}
+             and is_short(texts[i].text, clips[i].speech_seconds, rate, language)}
     return Coverage(rate, len(retry) + filled, still)

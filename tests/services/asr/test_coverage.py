@@ -6,7 +6,7 @@ import numpy as np
 
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
-from services.asr.coverage import NO_REPEAT_NGRAM, RETRY_BEAM, recover
+from services.asr.coverage import NO_REPEAT_NGRAM, RETRY_BEAM, recover, units
 from services.asr.quality import is_loop
 
 SENTENCE = "彼女は英語がとても上手です。"
@@ -90,5 +90,41 @@ def test_a_skipped_sentence_is_decoded_alone_and_put_among_the_words() -> None:
     cov = recover([clip], texts, "ja", decode, _looped)
     assert asked == [(5.5, 9.7)]
     want = text[:19] + "い" + text[19:]  # between the words before 5 s and after 10 s
-    assert texts[0].text == want and "".join(w[0] for w in texts[0].words) == want
+    assert texts[0].text == want and "".join(w[0] for w in texts[0].words or []) == want
     assert cov.retried == 1 and cov.short == set()
+
+
+def test_japanese_units_are_the_morae_of_the_reading_however_it_is_written() -> None:
+    # カノジョワエイゴガトテモジョーズデス: 16 morae, 13 characters as written
+    assert units(SENTENCE) == 13 and units(SENTENCE, "ja") == 16
+    assert units("かのじょはえいごがとてもじょうずです", "ja") == 16
+    assert units("the cat", "en") == units("the cat") == 6
+
+
+def _short_clip() -> tuple[list[Clip], list[ClipText]]:
+    # 14 s of speech holding one sentence (16 morae): short at the unspaced floor, so retried
+    return [Clip(0.0, 14.0, pauses=[(7.0, 7.5)])], [ClipText(SENTENCE, -0.39, 0.02)]
+
+
+def test_a_retry_of_more_kana_but_fewer_morae_does_not_replace_the_kanji_text() -> None:
+    """Misheard speech comes back as kana: more characters than the right kanji (14 > 13),
+    fewer morae (12 < 16)."""
+    clips, texts = _short_clip()
+
+    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
+        return [ClipText("カノジョハエイゴガトテモジョ" if c.start == 0.0 else "", -0.7, 0.02)
+                for c in batch]
+
+    recover(clips, texts, "ja", decode, _looped)
+    assert texts[0].text == SENTENCE and texts[0].avg_logprob == -0.39
+
+
+def test_a_retry_that_says_more_replaces_the_text() -> None:
+    clips, texts = _short_clip()
+    second = "今日はいい天気ですね。"
+
+    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
+        return [ClipText(SENTENCE if c.start == 0.0 else second, -0.3, 0.02) for c in batch]
+
+    cov = recover(clips, texts, "ja", decode, _looped)
+    assert texts[0].text == SENTENCE + second and cov.retried == 1 and cov.short == set()
