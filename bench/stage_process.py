@@ -48,9 +48,11 @@ def run_stage(stage: str, output: Path, env: dict[str, str]) -> dict[str, Any]:
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    # tokenize keeps one done record per codec, one folder deeper
+    records = sorted((output / "_ledger" / stage).rglob("shard-000000.json"))
+    if proc.returncode != 0 or not records:
         raise RuntimeError(f"onsei run --stages {stage} failed: {err[-3000:]}")
-    done = json.loads((output / "_ledger" / stage / "shard-000000.json").read_text())
+    done = json.loads(records[0].read_text())
     return {"wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
             "faults": ru.ru_minflt + ru.ru_majflt, "peak_mb": ru.ru_maxrss / 1024,
             "audio_s": float(done["audio_seconds_in"])}
