@@ -17,5 +17,6 @@ MODULES: list[str] = [
     "language_short",  # language ID of short lone clips, both ways (docs/quality.md)
     "feed",  # CPU per audio hour outside the model (docs/operations.md)
     "memory",  # peak RSS of a long member over a short one (docs/operations.md)
+    "stage_process",  # each stage as `onsei run --stages X`, whole-process rusage (operations.md)
     "scale",  # minutes: real fleets over 2,000 shards, control plane at 50,000
 ]
