@@ -66,9 +66,9 @@ def units(text: str, language: str | None = None) -> int:
 def _morae(text: str) -> int:
     import pyopenjtalk
 
-    from services.text.japanese import morae
+    from services.text.japanese import morae, reading
 
-    kana = pyopenjtalk.g2p(text, kana=True) if text.strip() else ""
+    kana = reading(pyopenjtalk.run_frontend(text)) if text.strip() else ""
     return len(morae("".join(c for c in kana if unicodedata.category(c)[0] in "LN")))
 
 
