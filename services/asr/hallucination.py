@@ -28,6 +28,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from services.asr.coverage import SPACED_FLOOR, UNSPACED_FLOOR, units
+from services.asr.punctuation import PROMPTS
 
 MIN_WORD_PROBABILITY = 0.5
 MAX_NO_SPEECH_PROB = 0.6
@@ -73,13 +74,20 @@ def _unspaced(c: str) -> bool:
     return "\u3040" <= c <= "\u30ff" or "\u4e00" <= c <= "\u9fff"
 
 
+# the punctuation prompt's own clauses (punctuation.py): over music Whisper may write back the
+# previous text it was given ("I'm fine.") instead of anything it heard
+PROMPT_CLAUSES: frozenset[str] = frozenset(
+    c for text in PROMPTS.values() for c in map(normalise, re.split(r"[.,!?。、？！，¿]", text))
+    if c)
+
+
 def _only_phrases(text: str) -> bool:
     """``text`` (normalised) is one or more known phrases and nothing else."""
     if not text:
         return False
-    if text in PHRASES:
+    if text in PHRASES or text in PROMPT_CLAUSES:
         return True
-    for p in PHRASES:
+    for p in PHRASES | PROMPT_CLAUSES:
         if text.startswith(p):
             rest = text[len(p):].lstrip()
             if rest and _only_phrases(rest):

@@ -21,7 +21,9 @@ S = AsrSettings()
 @pytest.mark.parametrize("text", [
     " Thank you for watching!", "Thanks for watching. Please subscribe.", " you",
     "ご視聴ありがとうございました", "ご視聴ありがとうございました。チャンネル登録お願いします。",
-    "♪", "[Music]", "（拍手）", "Subtitles by the Amara.org community", "字幕:山田"])
+    "♪", "[Music]", "（拍手）", "Subtitles by the Amara.org community", "字幕:山田",
+    # the punctuation prompt written back over music
+    "I'm fine.", "Hello. How are you? I'm fine, thanks.", "お元気ですか？"])
 def test_known_phrases(text: str) -> None:
     assert known_phrase(text)
 
@@ -77,7 +79,8 @@ def test_real_speech_saying_the_phrases_is_kept(asr_stage) -> None:
 
     body = concat([synth(x) for x in EN_SENTENCES[3:6]], pause=0.6)
     for voice, text in (("en-us", "Thank you for watching."), ("en-gb+f3", "Thank you."),
-                        ("en-us", "Thanks for watching, see you next time.")):
+                        ("en-us", "Thanks for watching, see you next time."),
+                        ("en-us", "Hello, how are you?"), ("en-gb+f3", "I'm fine, thanks.")):
         audio = np.concatenate([silence(0.5), body, silence(4.0), synth(text, voice=voice),
                                 silence(1.0)])
         line = asr_stage.transcribe_file(f"said-{voice}", audio).line
