@@ -42,6 +42,8 @@ def main(which: str = "synthetic", only: str = "") -> None:
         assert stage._loaded is not None
         model = stage._loaded.model
         model.model = Counted(model.model, stats)
+        if stage._loaded.decoder is not None:
+            stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
         s = stage.settings
         files = synthetic_set(False) if which == "synthetic" else real_set(False)
         warm = make_longform("en", 20.0, 3, seed=9).audio

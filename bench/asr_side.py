@@ -107,6 +107,8 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]],
         stage.load()
         assert stage._loaded is not None
         stage._loaded.model.model = Counted(stage._loaded.model.model, stats)
+        if stage._loaded.decoder is not None:
+            stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
         out: dict[str, str] = {}
         for f in info:
             line = with_forms(stage.transcribe_file(f["key"], audio[f["key"]]).line, stage._text)

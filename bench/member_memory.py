@@ -1,7 +1,8 @@
 """Peak memory of ``onsei run`` itself on one long member, with every default on and real models.
 
     python -m bench.member_memory 2 180    -> per member length (minutes): asr's and enhance's
-                                              peak RSS in MB and wall seconds, one JSON line each
+                                              peak RSS in MB, wall, CPU and system seconds and
+                                              page faults (minor + major), one JSON line each
 
 Where bench/feed_memory.py runs a stage with models that answer at once, this runs the command a
 user runs (``ONSEI_CONFIG=examples/offline.yaml onsei run --stages asr`` then ``enhance``) under
@@ -105,10 +106,13 @@ def run_stage(root: Path, stage: str, env: dict[str, str] | None = None,
     if peak is None or wall is None:
         raise RuntimeError(f"no /usr/bin/time -v report: {out.stderr[-2000:]}")
     h, m, s = wall.groups()
-    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)",
-                                           out.stderr))
+    user, system = (float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)",
+                                                 out.stderr))
+    faults = sum(int(x) for x in re.findall(r"(?:Major|Minor) \(.*\) page faults: (\d+)",
+                                            out.stderr))
     return {"peak_mb": int(peak.group(1)) / 1024,
-            "wall_s": int(h or 0) * 3600 + int(m) * 60 + float(s), "cpu_s": round(cpu, 1)}
+            "wall_s": int(h or 0) * 3600 + int(m) * 60 + float(s),
+            "cpu_s": round(user + system, 1), "sys_s": round(system, 1), "faults": faults}
 
 
 def measure(minutes: float, stages: tuple[str, ...] = ("asr", "enhance"),

@@ -64,14 +64,18 @@ class ClipText:
 
 class _CachingModel:
     """Proxy of a WhisperModel whose ``encode`` hands back the rows it was given (a host array
-    of encoder output) for exactly the features they were computed from."""
+    of encoder output) for exactly the features they were computed from; with ``decoder`` (a
+    CTranslate2 Whisper, load_model's), the pipeline's beam search runs on that replica."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, decoder: Any | None = None) -> None:
         self._model = model
+        self._decoder = decoder
         self._features: np.ndarray | None = None
         self._rows: np.ndarray | None = None  # also the memory the last StorageView shares
 
     def __getattr__(self, name: str) -> Any:
+        if name == "model" and self._decoder is not None:
+            return self._decoder
         return getattr(self._model, name)
 
     def prime(self, features: np.ndarray, rows: np.ndarray) -> None:
@@ -103,12 +107,12 @@ def host_rows(encoded: Any) -> np.ndarray:
 
 
 class ClipTranscriber:
-    def __init__(self, model: Any, settings: AsrSettings) -> None:
+    def __init__(self, model: Any, settings: AsrSettings, decoder: Any | None = None) -> None:
         from faster_whisper import BatchedInferencePipeline
 
         self.model = model
         self.settings = settings
-        self._proxy = _CachingModel(model)
+        self._proxy = _CachingModel(model, decoder)
         self.pipeline = BatchedInferencePipeline(self._proxy)
 
     def features(self, audio: np.ndarray, windows: Sequence[Window]) -> np.ndarray:

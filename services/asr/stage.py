@@ -66,9 +66,11 @@ class AsrStage(Stage):
     # --- Stage contract --------------------------------------------------------------------------
     def load(self) -> None:
         if self._loaded is None:
+            from common.node.allocator import loading
             from services.whisper.model import load_model
 
-            self._loaded = load_model(self.settings, self.settings.asr_device)
+            with loading():
+                self._loaded = load_model(self.settings, self.settings.asr_device, decoder=True)
         if self.settings.asr_separation_model and self._separator is None:
             from services.asr.separation import Separator
             from services.asr.separation_model import load_separation_model
@@ -151,7 +153,8 @@ class AsrStage(Stage):
         self.load()
         assert self._loaded is not None
         if self._clip_transcriber is None:
-            self._clip_transcriber = ClipTranscriber(self._loaded.model, self.settings)
+            self._clip_transcriber = ClipTranscriber(self._loaded.model, self.settings,
+                                                     self._loaded.decoder)
         return self._clip_transcriber
 
     def transcribe_file(self, key: str, audio: np.ndarray, truncated: bool = False) -> FileOutcome:

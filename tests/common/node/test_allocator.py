@@ -179,3 +179,52 @@ def test_give_back_returns_what_the_heaps_kept() -> None:
                          env={**inherited, "PYTHONPATH": str(REPO)}, capture_output=True,
                          text=True, check=True, timeout=60)
     assert int(out.stdout) > 150 << 20  # most of the 200 MiB freed but kept went back
+
+
+LOADING = """
+import ctypes, sys
+from common.node.allocator import ONE_HEAP, loading, map_large_buffers
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+
+def read_a_model_file():  # a file read whole, converted, and the file's buffer freed
+    buf = libc.malloc(100 << 20)
+    ctypes.memset(buf, 1, 100 << 20)
+    weights = libc.malloc(1 << 20)
+    libc.free(buf)
+    return weights
+
+print(map_large_buffers(ONE_HEAP))
+before = rss()
+if sys.argv[1] == "loading":
+    with loading():
+        read_a_model_file()
+else:
+    read_a_model_file()
+kept = rss() - before
+window = libc.malloc(64 << 20)  # after loading, a window's buffer: still one heap's, kept
+ctypes.memset(window, 1, 64 << 20)
+libc.free(window)
+again = rss()
+window = libc.malloc(64 << 20)
+ctypes.memset(window, 1, 64 << 20)
+print(kept, rss() - again)
+"""
+
+
+@pytest.mark.parametrize(("how", "kept_mb"), [("loading", (-64, 16)), ("plain", (90, 200))])
+def test_a_model_loaded_in_one_heap_leaves_its_file_buffer_behind_only_without_loading(
+        how: str, kept_mb: tuple[int, int]) -> None:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", LOADING, how],
+                         env={**inherited, "PYTHONPATH": str(REPO)}, capture_output=True,
+                         text=True, check=True, timeout=60).stdout.split()
+    assert out[0] == "True"
+    kept, regrown = int(out[1]) >> 20, int(out[2]) >> 20
+    assert kept_mb[0] <= kept < kept_mb[1]
+    assert regrown < 4  # a window's buffer freed and asked for again: no fresh pages either way

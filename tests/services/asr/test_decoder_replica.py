@@ -1,0 +1,92 @@
+"""On a CPU the asr stage decodes on a second model replica of its own threads: beam search runs
+there (every generate call), the encoder and language ID stay on the first, and the texts are
+those of one replica doing both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fixtures.speechgen import concat, silence, synth
+from tests.services.asr.conftest import EN_TEST
+
+
+class Calls:
+    """A CTranslate2 Whisper whose calls are counted by name."""
+
+    def __init__(self, model: Any) -> None:
+        self._model, self.calls = model, {}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._model, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*a: Any, **kw: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return attr(*a, **kw)
+
+        return counted
+
+
+@pytest.fixture(scope="module")
+def speech() -> np.ndarray:
+    return concat([silence(0.5), synth(EN_TEST[0]), silence(0.6), synth(EN_TEST[1]),
+                   silence(0.5)])
+
+
+def test_the_stage_loads_a_decoder_replica_on_its_threads(asr_stage) -> None:
+    import ctranslate2
+
+    loaded = asr_stage._loaded
+    assert isinstance(loaded.decoder, ctranslate2.models.Whisper)
+    assert loaded.decoder.device == "cpu"
+    assert loaded.decoder.compute_type == loaded.model.model.compute_type
+
+
+def test_no_replica_when_set_to_zero_or_not_asked_for(tmp_path) -> None:
+    from services.whisper.model import load_model
+    from tests.services.asr.conftest import asr_settings
+
+    assert load_model(asr_settings(tmp_path, asr_cpu_decoder_threads=0), "cpu",
+                      decoder=True).decoder is None
+    # enhance's fidelity check and the bench's peer load one replica only
+    assert load_model(asr_settings(tmp_path), "cpu").decoder is None
+
+
+def test_beam_search_runs_on_the_replica_with_the_same_texts(asr_stage, speech) -> None:
+    from services.asr.batched import ClipTranscriber
+
+    loaded = asr_stage._loaded
+    first, second = Calls(loaded.model.model), Calls(loaded.decoder)
+    model = loaded.model
+    model.model = first
+    try:
+        two = ClipTranscriber(model, asr_stage.settings, second)
+        one = ClipTranscriber(model, asr_stage.settings)
+        feats = two.features(speech, [_Whole(speech.size)])
+        rows = two.rows(feats)
+        assert second.calls == {} and first.calls.get("encode") == 1
+        with_replica = two.transcribe(feats, "en", rows)
+        assert second.calls.get("generate") == 1 and "generate" not in first.calls
+        alone = one.transcribe(feats, "en", rows)
+        assert first.calls.get("generate") == 1
+    finally:
+        model.model = first._model
+    assert with_replica[0].text and with_replica[0].text == alone[0].text
+    assert with_replica[0].avg_logprob == pytest.approx(alone[0].avg_logprob, abs=1e-4)
+
+
+class _Whole:
+    """A window that is the whole clip (batched.Window)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def audio(self, audio: np.ndarray) -> np.ndarray:
+        return audio[:self.n]
+
+    def frames(self, hop: int) -> int:
+        return self.n // hop
