@@ -80,6 +80,7 @@ _LIBC = _glibc()
 
 _fixed = False  # whether this process fixed a threshold (a later stage may want the default)
 _one_heap = False  # whether this process took ONE_HEAP (a later stage may want mappings back)
+_loading = False  # inside loading(): the outermost one restores the heap
 
 
 def _operator_set() -> bool:
@@ -138,14 +139,18 @@ def loading() -> Iterator[None]:
     """Models loaded with their large buffers mapped, even in :data:`ONE_HEAP`: a model file is
     read whole and converted (145 MB for Whisper base), and in one heap those buffers stayed as
     its free memory (Whisper base's RSS 419 MB loaded so, 278 MB mapped). The weights keep their
-    mappings; what comes after (the windows' buffers) is kept in the heap as before."""
-    if not _one_heap or _LIBC is None:
+    mappings; what comes after (the windows' buffers) is kept in the heap as before. Nests (a
+    stage's own load inside the engine's)."""
+    global _loading
+    if not _one_heap or _LIBC is None or _loading:
         yield
         return
+    _loading = True
     _LIBC.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
     try:
         yield
     finally:
+        _loading = False
         _LIBC.mallopt(M_MMAP_MAX, 0)
         give_back()
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from common.ledger.records import DoneBody, DoneRecord
 from common.ledger.store import Ledger
+from common.node.allocator import loading
 from common.node.fault import NodeFault, node_fault
 from common.node.price import node_of
 from common.redact import redact_text
@@ -120,7 +121,8 @@ class Engine:
     def load(self) -> None:
         """Load the model once per process (after a fork, never in a Celery parent)."""
         if not self._loaded:
-            self.stage.load()
+            with loading():  # the model files' buffers mapped, whatever the stage's allocator
+                self.stage.load()
             self._loaded = True
 
     # --- inputs ------------------------------------------------------------------------------
