@@ -150,9 +150,9 @@ def test_one_heap_leaves_what_the_operator_gave_glibc() -> None:
     assert out[0] == "False"
 
 
-GIVE_BACK = """
+# a probe's libc and its resident memory
+LIBC = """
 import ctypes, sys
-from common.node.allocator import give_back
 
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
@@ -160,6 +160,10 @@ libc.free.argtypes = [ctypes.c_void_p]
 
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096
+"""
+
+GIVE_BACK = LIBC + """
+from common.node.allocator import give_back
 
 blocks = [libc.malloc(64 << 10) for _ in range(3200)]  # 200 MiB in blocks under any threshold
 for b in blocks:
@@ -181,16 +185,8 @@ def test_give_back_returns_what_the_heaps_kept() -> None:
     assert int(out.stdout) > 150 << 20  # most of the 200 MiB freed but kept went back
 
 
-LOADING = """
-import ctypes, sys
+LOADING = LIBC + """
 from common.node.allocator import ONE_HEAP, loading, map_large_buffers
-
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
-
-def rss():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096
 
 def read_a_model_file():  # a file read whole, converted, and the file's buffer freed
     buf = libc.malloc(100 << 20)
