@@ -11,8 +11,9 @@ each process's rusage: wall, CPU (user + system), system seconds, page faults, p
 - counts that do not depend on the machine: encoder audio seconds per audio second (rows x 30 s)
   and decoder calls (generate) per audio hour, for both sides.
 
-``python -m bench.asr_peer [dev|held] [--quick] [--rounds N] [--config NAME=ENV,...]`` prints the
-rows as JSON lines, and the per-file error table of each side (a regression on one file shows).
+``python -m bench.asr_peer [dev|held|hard] [--quick] [--rounds N] [--sets NAME,...] [--config
+NAME:ENV,...]`` prints the rows as JSON lines, and the per-file error table of each side (a
+regression on one file shows).
 """
 
 from __future__ import annotations
@@ -171,8 +172,9 @@ def rows(label: str, info: list[dict], runs: dict[str, list[dict]],
 
 
 def run(split: str, quick: bool, rounds: int,
-        configs: list[tuple[str, dict[str, str], dict[str, str]]] | None = None) -> list[dict]:
-    sets = saved(split, quick)
+        configs: list[tuple[str, dict[str, str], dict[str, str]]] | None = None,
+        only: tuple[str, ...] = ()) -> list[dict]:
+    sets = saved(split, quick, only)
     info, _ = load(sets)
     kept = {"en", "ja"}
     load_avg = os.getloadavg()[0]
@@ -186,14 +188,15 @@ def run(split: str, quick: bool, rounds: int,
 
 
 def sweep(split: str, quick: bool,
-          configs: list[tuple[str, dict[str, str], dict[str, str]]]) -> Iterator[dict]:
+          configs: list[tuple[str, dict[str, str], dict[str, str]]],
+          only: tuple[str, ...] = ()) -> Iterator[dict]:
     """Accuracy of the stage under each config (one run each) against the peer at its
     defaults (one run, its texts kept under the sets' cache: the same texts each time): error
     per set and per file, and the run's CPU seconds and faults (one run: a rough cost). Each
     config's run is kept beside it (``ours-<sets>-<config>.json``: texts and flagged segments)."""
     from bench.asr_sets import cache_dir
 
-    sets = saved(split, quick)
+    sets = saved(split, quick, only)
     info, _ = load(sets)
     kept = {"en", "ja"}
     cached = cache_dir() / f"peer-{sets.stem}.json"
@@ -219,12 +222,14 @@ def stage_vs_peer(quick: bool) -> list[dict]:
 ROWS = [stage_vs_peer]
 
 
-def _parse(argv: list[str]) -> tuple[str, bool, int, list | None]:
-    split, quick, rounds, configs = "held", False, 3, None
+def _parse(argv: list[str]) -> tuple[str, bool, int, list | None, tuple[str, ...]]:
+    split, quick, rounds, configs, only = "held", False, 3, None, ()
     it = iter(argv)
     for a in it:
         if a == "--quick":
             quick = True
+        elif a == "--sets":  # NAME,NAME: only these sets of the split (cached apart)
+            only = tuple(x for x in next(it).split(",") if x)
         elif a == "--rounds":
             rounds = int(next(it))
         elif a == "--config":  # NAME=K=V,K=V (the stage's env; the peer at its defaults)
@@ -233,15 +238,15 @@ def _parse(argv: list[str]) -> tuple[str, bool, int, list | None]:
             configs = (configs or []) + [(label, env, {})]
         else:
             split = a
-    return split, quick, rounds, configs
+    return split, quick, rounds, configs, only
 
 
 if __name__ == "__main__":
-    split, quick, rounds, configs = _parse([a for a in sys.argv[1:] if a != "--sweep"])
+    split, quick, rounds, configs, only = _parse([a for a in sys.argv[1:] if a != "--sweep"])
     if "--sweep" in sys.argv[1:]:
-        for row in sweep(split, quick, configs or CONFIGS):
+        for row in sweep(split, quick, configs or CONFIGS, only):
             print(json.dumps(row), flush=True)
         sys.exit(0)
     for config in configs or CONFIGS:  # each config's rows as soon as it is measured
-        for row in run(split, quick, rounds, [config]):
+        for row in run(split, quick, rounds, [config], only):
             print(json.dumps(row), flush=True)

@@ -162,7 +162,8 @@ class ClipTranscriber:
             no_speech_threshold=None, compression_ratio_threshold=None,
             condition_on_previous_text=False, prompt_reset_on_temperature=0.5,
             temperatures=[0.0], prefix=None,
-            initial_prompt=prompt(tokenizer.language_code)
+            initial_prompt=prompt(tokenizer.language_code,
+                                  self.settings.asr_punctuation_prompt_skip)
             if self.settings.asr_punctuation_prompt else None,
             suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), without_timestamps=True,

@@ -103,7 +103,7 @@ def uncovered(clip: Clip, words: Words | None) -> list[Clip]:
     if not words:
         return []
     near = sorted((w[1] - WORD_REACH, w[2] + WORD_REACH) for w in words)
-    out = []
+    out: list[Clip] = []
     for part in clip.parts():
         t = part.start
         for a, b in [*near, (part.end, part.end)]:
@@ -112,6 +112,21 @@ def uncovered(clip: Clip, words: Words | None) -> list[Clip]:
             if min(a, part.end) - t >= UNCOVERED_SECONDS:
                 out.append(Clip(t, min(a, part.end)))
             t = max(t, b)
+    return _joined(out, near)
+
+
+def _joined(stretches: list[Clip], near: list[tuple[float, float]]) -> list[Clip]:
+    """Stretches with only pauses between them (no word near) as one clip with those pauses:
+    decoded together they are heard as the first decode heard them, in context. Each of 2-3 s
+    decoded alone came back as kana babble in fast Japanese where the run of them, decoded at
+    once, was read (docs/asr.md)."""
+    out: list[Clip] = []
+    for s in stretches:
+        last = out[-1] if out else None
+        if last is not None and not any(a < s.start and b > last.end for a, b in near):
+            out[-1] = Clip(last.start, s.end, [*last.pauses, (last.end, s.start)])
+        else:
+            out.append(s)
     return out
 
 

@@ -15,6 +15,8 @@ Languages without a prompt here are decoded as before.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 PROMPTS: dict[str, str] = {
     "en": "Hello. How are you? I'm fine, thanks.",
     "ja": "こんにちは。お元気ですか？はい、元気です。",
@@ -25,6 +27,7 @@ PROMPTS: dict[str, str] = {
 }
 
 
-def prompt(language: str | None) -> str | None:
-    """The punctuated previous text for ``language`` (None: no prompt)."""
-    return PROMPTS.get(language or "")
+def prompt(language: str | None, skip: Collection[str] = ()) -> str | None:
+    """The punctuated previous text for ``language`` (None: no prompt, or ``language`` is one
+    of ``skip``)."""
+    return None if language in skip else PROMPTS.get(language or "")

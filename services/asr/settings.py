@@ -48,6 +48,9 @@ class AsrSettings(WhisperSettings):
     asr_punctuation_prompt: bool = Field(
         True, description="each window decoded after a short punctuated text in its language "
         "(services/asr/punctuation.py), so Whisper keeps full stops and capitals")
+    asr_punctuation_prompt_skip: Annotated[list[str], NoDecode] = Field(
+        [], description="languages decoded without that prompt even when it is on (comma-"
+        "separated Whisper codes; docs/asr.md measures what it costs and buys per language)")
     asr_segment_min_seconds: float = Field(
         0.5, ge=0, le=3600, description="shortest kept segment (flagged too_short below); "
         "pieces cut at sentence ends are never under 1 s, whatever this is")
@@ -102,7 +105,7 @@ class AsrSettings(WhisperSettings):
     asr_merge_gap_seconds: float = Field(
         3.0, ge=0, le=3600, description="pauses up to this stay inside one transcription clip")
 
-    @field_validator("asr_languages", mode="before")
+    @field_validator("asr_languages", "asr_punctuation_prompt_skip", mode="before")
     @classmethod
     def _split_languages(cls, v: Any) -> Any:
         if isinstance(v, str):

@@ -36,3 +36,32 @@ def test_rows_per_set_metric_and_file() -> None:
     assert rows["asr j ja CER (t)"]["ours"] > 0.5  # kana against kanji: most characters differ
     kana = rows["asr j ja Kana-CER (t)"]
     assert kana["ours"] == kana["baseline"] == 0.0 and kana["met"] is True
+
+
+def test_the_prompts_are_split_between_dev_and_held_by_their_text() -> None:
+    import hashlib
+
+    from bench.asr_sets import in_half
+
+    texts = [f"Please enter your {k} digit code." for k in range(40)]
+    dev = {t for t in texts if in_half(t, "dev")}
+    held = {t for t in texts if in_half(t, "held")}
+    assert dev and held and not dev & held and dev | held == set(texts)
+    # by the text alone (its hash, not Python's salted one): the same halves on every machine
+    assert [in_half(t, "dev") for t in texts[:8]] == [
+        int(hashlib.sha256(t.encode()).hexdigest()[:2], 16) % 2 == 0 for t in texts[:8]]
+
+
+def test_prompt_files_hear_each_clip_once() -> None:
+    import numpy as np
+
+    from bench.asr_sets import prompt_files
+    from fixtures.longform import SR
+
+    clips = [(f"line {k} is here", np.full(int(2.0 * SR), 0.1, np.float32)) for k in range(30)]
+    every = prompt_files(clips, 20.0, seed=1, files=None)
+    heard = [s for f in every for s in f.sentences]
+    assert sorted(heard) == sorted(t for t, _ in clips)  # each once, none left out
+    assert len(every) > 1 and all(f.seconds <= 25.0 for f in every)
+    one = prompt_files(clips, 20.0, seed=1, files=1)
+    assert len(one) == 1 and one[0].sentences == every[0].sentences

@@ -26,3 +26,34 @@ def test_every_row_once_in_order_and_no_call_over_one_and_a_half_times_the_rows(
     covered = [i for p in parts for i in range(p.start, p.stop)]
     assert covered == list(range(n))
     assert all(0 < p.stop - p.start <= CPU_DECODE_ROWS * 3 // 2 for p in parts)
+
+
+class _Tokenizer:
+    """What the decoding options read of a tokenizer: its language and special tokens."""
+
+    non_speech_tokens = (1, 2)
+    transcribe = translate = sot = sot_prev = sot_lm = no_speech = 3
+
+    def __init__(self, language: str) -> None:
+        self.language_code = language
+
+
+@pytest.mark.parametrize(("on", "skip", "want"), [
+    (True, [], {"en": True, "ja": True}),
+    (True, ["en"], {"en": False, "ja": True}),
+    (False, [], {"en": False, "ja": False}),
+])
+def test_the_punctuation_prompt_is_given_per_language(on: bool, skip: list[str],
+                                                      want: dict[str, bool]) -> None:
+    from types import SimpleNamespace
+
+    from services.asr.batched import ClipTranscriber
+    from services.asr.punctuation import PROMPTS
+    from services.asr.settings import AsrSettings
+
+    settings = AsrSettings(input_url="/tmp/in", output_url="/tmp/out",
+                           asr_punctuation_prompt=on, asr_punctuation_prompt_skip=skip)
+    holder = SimpleNamespace(settings=settings)
+    for lang, prompted in want.items():
+        options = ClipTranscriber._options(holder, _Tokenizer(lang), 5)  # type: ignore[arg-type]
+        assert options.initial_prompt == (PROMPTS[lang] if prompted else None)

@@ -70,6 +70,25 @@ def test_uncovered_finds_a_skipped_last_sentence_and_nothing_where_words_are() -
     assert uncovered(clip, None) == [] and uncovered(clip, []) == []
 
 
+def test_skipped_sentences_with_only_pauses_between_them_are_one_stretch() -> None:
+    """Decoded part by part (2-3 s each), fast Japanese came back as kana babble where the run
+    of them decoded at once was read: stretches with no word between them go as one clip
+    with its pauses; a word between two stretches keeps them apart."""
+    from services.asr.coverage import uncovered
+
+    clip = Clip(0.0, 20.0, pauses=[(5.0, 5.5), (9.0, 9.6), (14.0, 14.4)])
+    first = _words([(t, t + 0.4) for t in np.arange(0.1, 4.8, 0.5)])
+    got = uncovered(clip, first)
+    assert [(g.start, g.end, g.pauses) for g in got] == [
+        (5.5, 20.0, [(9.0, 9.6), (14.0, 14.4)])]
+    assert got[0].speech_seconds == 14.5 - 0.6 - 0.4
+    # a word at 11 s: the stretches before and after it are two (9.6-10.7 s is too short to
+    # be one)
+    got = uncovered(clip, first + _words([(11.0, 11.4)]))
+    assert [(round(g.start, 6), g.end, g.pauses) for g in got] == [
+        (5.5, 9.0, []), (11.7, 20.0, [(14.0, 14.4)])]
+
+
 def test_a_skipped_sentence_is_decoded_alone_and_put_among_the_words() -> None:
     """Only the stretch no word covers is decoded; the clip's own text and words stay, the new
     words are placed by time and the text is rebuilt from them."""

@@ -18,12 +18,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 # (2026-12-07, python -m bench.asr_peer hard --quick --sweep --config defaults:), ours / the
 # peer's defaults: fast 0.126 / 0.110, narrowband 0.610 / 0.570, quiet 0.234 / 0.213 (not
 # met: ours is worse), loud 0.029 / 0.039, short 0.444 / 0.500 (both lose the same two
-# utterances to language ID), music 0.022 / 0.110 (met), ja-fast CER 0.800 / 0.469 and
-# Kana-CER 0.353 / 0.174 (not met). The peer's figure plus 0.005 where the goal is met; ours
-# plus 0.02 where it is not yet, so a regression shows while the gap is open (docs/asr.md).
+# utterances to language ID), music 0.022 / 0.110 (met). The peer's figure plus 0.005 where the
+# goal is met; ours plus 0.02 where it is not yet, so a regression shows while the gap is open
+# (docs/asr.md). ja-fast since skipped sentences are decoded as one stretch (coverage.py), on
+# a later machine's build of the sets (espeak-ng's audio differs between builds): CER 0.510 /
+# 0.503 (not met by 0.002 over the allowance: bound ours plus 0.02), Kana-CER 0.179 / 0.245
+# (met; bound ours plus 0.02, the peer's figure on the first build being 0.174).
 BOUND = {"fast": 0.146, "narrowband": 0.63, "quiet": 0.254, "loud": 0.044, "short": 0.505,
-         "music": 0.115, "ja-fast": 0.82}
-KANA_BOUND = 0.373  # ja-fast's Kana-CER
+         "music": 0.115, "ja-fast": 0.53}
+KANA_BOUND = 0.20  # ja-fast's Kana-CER
 
 
 @pytest.fixture(scope="module")
