@@ -4,14 +4,15 @@ A TTS segment whose audio holds two sentences but whose text holds one teaches a
 mumble. Whatever the cause (a decoder that stops early, a missed sentence), the check is the
 same: the file's own text rate (letters and digits per second of VAD speech, for Japanese the
 morae of its reading; the median over its clips of some length, never below a per-language
-floor) sets what a clip should carry; a clip under ``FRACTION`` of that (after
-``SLACK_SECONDS`` of allowance for VAD padding and very short clips) is decoded again in parts
-split at its pauses, with beam search; if its text is still short, the segment is flagged
-``text_coverage`` and not kept (quality.py). A clip whose words leave ``UNCOVERED_SECONDS`` of
-its speech (VAD) with no word near it has those stretches decoded alone, however much text it
-has, and their words put in among the others: Whisper ends a window's text early now and then
-and drops the last sentence, which the rate alone misses in a long clip. A clip whose text is a
-decoder loop gets the same retry (its words are lost otherwise). A part that loops in the retry
+floor) sets what a clip should carry. A clip whose words leave ``UNCOVERED_SECONDS`` of its
+speech (VAD) with no word near it has those stretches decoded alone (a run of them with only
+pauses between, as one clip), however much text it has, and their words put in among the
+others: Whisper ends a window's text early now and then and drops the sentences after, which
+the rate alone misses in a long clip. A clip still under ``FRACTION`` of the rate after that
+(after ``SLACK_SECONDS`` of allowance for VAD padding and very short clips) is decoded again
+in parts split at its pauses, with beam search; if its text is still short, the segment is
+flagged ``text_coverage`` and not kept (quality.py). A clip whose text is a decoder loop gets
+the parts retry (its words are lost otherwise). A part that loops in the retry
 is decoded once more alone with loop-suppressing decoding (no n-gram generated twice): a retry
 is refused whole while any part loops (its speech would be in a segment whose text lacks it),
 so one looping part would cost the text of all the others.
@@ -131,10 +132,10 @@ def _joined(stretches: list[Clip], near: list[tuple[float, float]]) -> list[Clip
 
 
 def _fill(texts: list[ClipText], gaps: dict[int, list[Clip]], decode: Decode,
-          looped: Callable[[str], bool]) -> int:
+          looped: Callable[[str], bool]) -> set[int]:
     """The stretches ``gaps`` names decoded alone and their words put in among their clip's
     (``texts`` updated in place; the text rebuilt from the words in time order, as Whisper's
-    own text is their concatenation); returns how many clips gained words."""
+    own text is their concatenation); returns the clips that gained words."""
     spans = [(i, g) for i, gs in gaps.items() for g in gs]
     got = _unlooped([g for _, g in spans], decode, looped)
     added: dict[int, Words] = {}
@@ -146,7 +147,7 @@ def _fill(texts: list[ClipText], gaps: dict[int, list[Clip]], decode: Decode,
         words = sorted([*(old.words or []), *extra], key=lambda w: w[1])
         texts[i] = ClipText("".join(w[0] for w in words).strip(), old.avg_logprob,
                             old.no_speech_prob, words)
-    return len(added)
+    return set(added)
 
 
 @dataclass
@@ -184,19 +185,24 @@ def _unlooped(parts: list[Clip], decode: Decode, looped: Callable[[str], bool]
 
 def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Decode,
             looped: Callable[[str], bool] = lambda _: False) -> Coverage:
-    """Re-decode short or looped clips in parts (at their pauses; whole when they have none;
-    a looping part once more without repeats), keeping the better text; ``texts`` is updated
-    in place. A decoder loop (quality.is_loop) is retried too: its words are lost otherwise,
-    since a looped segment is not kept."""
+    """Decode the speech no word covers (:func:`uncovered`), then re-decode clips still short,
+    or looped, in parts (at their pauses; whole when they have none; a looping part once more
+    without repeats), keeping the better text; ``texts`` is updated in place. A decoder loop
+    (quality.is_loop) is retried too: its words are lost otherwise, since a looped segment is
+    not kept."""
     rate = expected_rate([(units(t.text, language), c.speech_seconds)
                           for c, t in zip(clips, texts) if not looped(t.text)], language)
+    # The speech no word covers is decoded first, short clip or not, and the words there kept:
+    # a window that stopped after its first sentences keeps them, where a clip decoded again
+    # part by part lost them to the parts' babble (docs/asr.md). Only a clip still short
+    # after that, or looped, is decoded again in parts.
+    gaps = {i: g for i, (c, t) in enumerate(zip(clips, texts))
+            if not looped(t.text) and (g := uncovered(c, t.words))}
+    filled = _fill(texts, gaps, decode, looped) if gaps else set()
     retry = [i for i, (c, t) in enumerate(zip(clips, texts))
              if looped(t.text) or is_short(t.text, c.speech_seconds, rate, language)]
-    gaps = {i: g for i, (c, t) in enumerate(zip(clips, texts))
-            if i not in retry and (g := uncovered(c, t.words))}
-    filled = _fill(texts, gaps, decode, looped) if gaps else 0
     if not retry:
-        return Coverage(rate, filled, set())
+        return Coverage(rate, len(filled), set())
     parts = [clips[i].parts() for i in retry]
     flat = _unlooped([p for ps in parts for p in ps], decode, looped)
     pos = 0
@@ -211,4 +217,4 @@ def recover(clips: list[Clip], texts: list[ClipText], language: str, decode: Dec
                                 min(g.no_speech_prob for g in got), words)
     still = {i for i in retry if not looped(texts[i].text)
              and is_short(texts[i].text, clips[i].speech_seconds, rate, language)}
-    return Coverage(rate, len(retry) + filled, still)
+    return Coverage(rate, len(filled | set(retry)), still)

@@ -147,3 +147,51 @@ def test_a_retry_that_says_more_replaces_the_text() -> None:
 
     cov = recover(clips, texts, "ja", decode, _looped)
     assert texts[0].text == SENTENCE + second and cov.retried == 1 and cov.short == set()
+
+
+def _stopped_early() -> tuple[list[Clip], list[ClipText]]:
+    # a 20 s clip whose window text stopped after its first sentence (words over 0-4.8 s)
+    clip = Clip(0.0, 20.0, pauses=[(5.0, 5.5), (10.0, 10.5), (15.0, 15.5)])
+    said = iter(["the", "cat", "sat", "on", "a", "mat", "by", "the", "red", "door"])
+    first = [(f" {next(said)}", t, t + 0.4, 0.9) for t in np.arange(0.1, 4.8, 0.5)]
+    return [clip], [ClipText("".join(w[0] for w in first).strip(), -0.4, 0.02, first)]
+
+
+def test_a_short_clip_keeps_its_words_and_has_the_rest_decoded_as_one_stretch() -> None:
+    """The first sentences stay as first decoded; the speech after them is decoded once, as
+    one clip with its pauses, not part by part (whose babble replaced the right text)."""
+    clips, texts = _stopped_early()
+    kept = texts[0].text
+    asked: list[tuple[float, float, int]] = []
+
+    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
+        asked.extend((c.start, c.end, len(c.pauses)) for c in batch)
+        return [ClipText("x", -0.5, 0.02, [(f" word{k}", t, t + 0.4, 0.8) for k, t in
+                                           enumerate(np.arange(c.start + 0.1, c.end, 0.5))])
+                for c in batch]
+
+    cov = recover(clips, texts, "en", decode, _looped)
+    assert asked == [(5.5, 20.0, 2)]  # one decode, no parts retry after it
+    assert texts[0].text.startswith(kept + " word0 word1") and cov.short == set()
+    assert cov.retried == 1
+
+
+PARTS = ["The cat sat on a mat by the door.", "Rain fell on the quiet harbour all night.",
+         "Seven ships left before dawn.", "Nobody saw the lighthouse keeper again."]
+
+
+def test_a_clip_still_short_after_its_stretch_is_decoded_again_in_parts() -> None:
+    clips, texts = _stopped_early()
+    asked: list[list[float]] = []
+
+    def decode(batch: list[Clip], beam: int, no_repeat: int = 0) -> list[ClipText]:
+        asked.append([c.start for c in batch])
+        if len(asked) == 1:  # the stretch: one more word, still short
+            return [ClipText("x", -0.5, 0.02, [(" one", c.start + 0.1, c.start + 0.5, 0.8)])
+                    for c in batch]
+        return [ClipText(PARTS[k], -0.4, 0.02, None) for k in range(len(batch))]
+
+    cov = recover(clips, texts, "en", decode, _looped)
+    assert asked == [[5.5], [0.0, 5.5, 10.5, 15.5]]
+    assert texts[0].text == " ".join(PARTS)
+    assert cov.retried == 1 and cov.short == set()
