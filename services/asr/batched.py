@@ -30,6 +30,11 @@ from services.asr.settings import AsrSettings
 # decode in the same CPU time as 8 (11.1 against 11.7 s for 16 windows, 2 cores) at 120 MB,
 # 2 take 25 % longer (docs/operations.md). A GPU keeps them in device memory: its batch is whole.
 CPU_DECODE_ROWS = 4
+# Rows a beam search takes on the one-thread decoder replica (load_model's); more go to the model
+# on all cores. Held quick's calls of 1-3 rows took 6.3 s of generate on one thread against 8.6 s
+# on CTranslate2's default threads; a 3-minute member's one call of 6 rows 4.3 s against 3.5 s
+# (Whisper base int8, 2 cores, docs/asr.md).
+REPLICA_ROWS = CPU_DECODE_ROWS
 
 
 def cpu_decode_parts(n: int, rows: int = CPU_DECODE_ROWS) -> list[slice]:
@@ -65,18 +70,24 @@ class ClipText:
 class _CachingModel:
     """Proxy of a WhisperModel whose ``encode`` hands back the rows it was given (a host array
     of encoder output) for exactly the features they were computed from; with ``decoder`` (a
-    CTranslate2 Whisper, load_model's), the pipeline's beam search runs on that replica."""
+    CTranslate2 Whisper on its own threads, load_model's), the pipeline's beam search over up
+    to :data:`REPLICA_ROWS` rows runs on that replica (:meth:`decoding`)."""
 
     def __init__(self, model: Any, decoder: Any | None = None) -> None:
         self._model = model
         self._decoder = decoder
+        self._on_replica = False
         self._features: np.ndarray | None = None
         self._rows: np.ndarray | None = None  # also the memory the last StorageView shares
 
     def __getattr__(self, name: str) -> Any:
-        if name == "model" and self._decoder is not None:
+        if name == "model" and self._on_replica:
             return self._decoder
         return getattr(self._model, name)
+
+    def decoding(self, rows: int) -> None:
+        """The next beam search is over ``rows`` rows: on the replica when it has few."""
+        self._on_replica = self._decoder is not None and rows <= REPLICA_ROWS
 
     def prime(self, features: np.ndarray, rows: np.ndarray) -> None:
         self._features, self._rows = features, rows
@@ -203,6 +214,7 @@ class ClipTranscriber:
                               task="transcribe", language=language)
         if rows is not None:
             self._proxy.prime(features, rows)
+        self._proxy.decoding(len(features))
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)

@@ -1,6 +1,6 @@
-"""On a CPU the asr stage decodes on a second model replica of its own threads: beam search runs
-there (every generate call), the encoder and language ID stay on the first, and the texts are
-those of one replica doing both."""
+"""On a CPU the asr stage decodes on a second model replica of its own threads: beam search over
+a few rows runs there, over more on the first replica's cores; the encoder and language ID stay
+on the first, and the texts are those of one replica doing both."""
 
 from __future__ import annotations
 
@@ -77,6 +77,24 @@ def test_beam_search_runs_on_the_replica_with_the_same_texts(asr_stage, speech) 
         model.model = first._model
     assert with_replica[0].text and with_replica[0].text == alone[0].text
     assert with_replica[0].avg_logprob == pytest.approx(alone[0].avg_logprob, abs=1e-4)
+
+
+def test_a_call_of_more_rows_than_the_replica_takes_runs_on_every_core(asr_stage,
+                                                                       speech) -> None:
+    from services.asr.batched import REPLICA_ROWS, ClipTranscriber
+
+    loaded = asr_stage._loaded
+    first, second = Calls(loaded.model.model), Calls(loaded.decoder)
+    model = loaded.model
+    model.model = first
+    try:
+        tr = ClipTranscriber(model, asr_stage.settings, second)
+        feats = tr.features(speech, [_Whole(speech.size)] * (REPLICA_ROWS + 1))
+        texts = tr.transcribe(feats, "en", tr.rows(feats))
+    finally:
+        model.model = first._model
+    assert first.calls.get("generate") == 1 and "generate" not in second.calls
+    assert len({t.text for t in texts}) == 1 and texts[0].text
 
 
 class _Whole:
