@@ -72,6 +72,10 @@ class AsrSettings(WhisperSettings):
         200, ge=0, le=2000, description="air kept each side of a speech span (Silero never lets "
         "two pads overlap); the first span of an encoder window starts this far before its "
         "speech")
+    asr_quiet_peak_dbfs: float = Field(
+        -20.0, ge=-120.0, le=0.0,
+        description="a file whose peak is under this level is heard raised to a -6 dBFS peak "
+                    "by the VAD and Whisper (services/asr/level.py; -120: never)")
     asr_word_timestamps: bool = Field(
         True, description="word times and probabilities per segment; segments trimmed to them")
     asr_word_margin_seconds: float = Field(

@@ -170,6 +170,7 @@ class AsrStage(Stage):
             pick_windows,
             settled,
         )
+        from services.asr.level import heard_level
         from services.asr.multilingual import WindowDecoder, by_language, recover_each, relabel
         from services.asr.policy import build_segments
         from services.asr.quality import is_loop
@@ -178,6 +179,7 @@ class AsrStage(Stage):
         s = self.settings
         tr = self._transcriber()
         duration = audio.size / SAMPLE_RATE
+        audio = heard_level(audio, s.asr_quiet_peak_dbfs)
         spans, resume = head_spans(audio, s)  # language ID needs the head only
         clips = plan_clips(spans, s)
         if not clips and resume < audio.size:  # a silent head: look at the rest

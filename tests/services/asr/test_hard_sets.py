@@ -23,8 +23,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 # (docs/asr.md). ja-fast since skipped sentences are decoded as one stretch (coverage.py), on
 # a later machine's build of the sets (espeak-ng's audio differs between builds): CER 0.510 /
 # 0.503 (not met by 0.002 over the allowance: bound ours plus 0.02), Kana-CER 0.179 / 0.245
-# (met; bound ours plus 0.02, the peer's figure on the first build being 0.174).
-BOUND = {"fast": 0.146, "narrowband": 0.63, "quiet": 0.254, "loud": 0.044, "short": 0.505,
+# (met; bound ours plus 0.02, the peer's figure on the first build being 0.174). quiet since a
+# quiet file is heard raised (level.py), on that later build: 0.117 / 0.213 (met; the peer's
+# figure on the first build plus 0.005).
+BOUND = {"fast": 0.146, "narrowband": 0.63, "quiet": 0.218, "loud": 0.044, "short": 0.505,
          "music": 0.115, "ja-fast": 0.53}
 KANA_BOUND = 0.20  # ja-fast's Kana-CER
 
