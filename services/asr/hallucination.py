@@ -79,15 +79,16 @@ def _unspaced(c: str) -> bool:
 PROMPT_CLAUSES: frozenset[str] = frozenset(
     c for text in PROMPTS.values() for c in map(normalise, re.split(r"[.,!?。、？！，¿]", text))
     if c)
+KNOWN: frozenset[str] = PHRASES | PROMPT_CLAUSES  # what a whole text may be made of
 
 
 def _only_phrases(text: str) -> bool:
     """``text`` (normalised) is one or more known phrases and nothing else."""
     if not text:
         return False
-    if text in PHRASES or text in PROMPT_CLAUSES:
+    if text in KNOWN:
         return True
-    for p in PHRASES | PROMPT_CLAUSES:
+    for p in KNOWN:
         if text.startswith(p):
             rest = text[len(p):].lstrip()
             if rest and _only_phrases(rest):

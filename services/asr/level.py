@@ -23,7 +23,7 @@ def heard_level(audio: np.ndarray, quiet_peak_dbfs: float) -> np.ndarray:
     ``quiet_peak_dbfs`` and over :data:`SILENT_DBFS`; otherwise ``audio`` itself."""
     if audio.size == 0:
         return audio
-    peak = float(np.max(np.abs(audio)))
+    peak = max(float(audio.max()), -float(audio.min()))  # no file-sized temporary
     if peak <= 0.0 or not SILENT_DBFS <= 20.0 * np.log10(peak) < quiet_peak_dbfs:
         return audio
     gain = 10.0 ** (TARGET_DBFS / 20.0) / peak

@@ -4,6 +4,7 @@ on the first, and the texts are those of one replica doing both."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -56,43 +57,45 @@ def test_no_replica_when_set_to_zero_or_not_asked_for(tmp_path) -> None:
     assert load_model(asr_settings(tmp_path), "cpu").decoder is None
 
 
-def test_beam_search_runs_on_the_replica_with_the_same_texts(asr_stage, speech) -> None:
-    from services.asr.batched import ClipTranscriber
-
+@pytest.fixture
+def counted(asr_stage) -> Iterator[tuple[Any, Calls, Calls]]:
+    """The stage's model with both replicas' calls counted: (model, first, second); the model
+    is given back as it was."""
     loaded = asr_stage._loaded
     first, second = Calls(loaded.model.model), Calls(loaded.decoder)
-    model = loaded.model
-    model.model = first
+    loaded.model.model = first
     try:
-        two = ClipTranscriber(model, asr_stage.settings, second)
-        one = ClipTranscriber(model, asr_stage.settings)
-        feats = two.features(speech, [_Whole(speech.size)])
-        rows = two.rows(feats)
-        assert second.calls == {} and first.calls.get("encode") == 1
-        with_replica = two.transcribe(feats, "en", rows)
-        assert second.calls.get("generate") == 1 and "generate" not in first.calls
-        alone = one.transcribe(feats, "en", rows)
-        assert first.calls.get("generate") == 1
+        yield loaded.model, first, second
     finally:
-        model.model = first._model
+        loaded.model.model = first._model
+
+
+def test_beam_search_runs_on_the_replica_with_the_same_texts(asr_stage, counted,
+                                                               speech) -> None:
+    from services.asr.batched import ClipTranscriber
+
+    model, first, second = counted
+    two = ClipTranscriber(model, asr_stage.settings, second)
+    one = ClipTranscriber(model, asr_stage.settings)
+    feats = two.features(speech, [_Whole(speech.size)])
+    rows = two.rows(feats)
+    assert second.calls == {} and first.calls.get("encode") == 1
+    with_replica = two.transcribe(feats, "en", rows)
+    assert second.calls.get("generate") == 1 and "generate" not in first.calls
+    alone = one.transcribe(feats, "en", rows)
+    assert first.calls.get("generate") == 1
     assert with_replica[0].text and with_replica[0].text == alone[0].text
     assert with_replica[0].avg_logprob == pytest.approx(alone[0].avg_logprob, abs=1e-4)
 
 
-def test_a_call_of_more_rows_than_the_replica_takes_runs_on_every_core(asr_stage,
+def test_a_call_of_more_rows_than_the_replica_takes_runs_on_every_core(asr_stage, counted,
                                                                        speech) -> None:
     from services.asr.batched import REPLICA_ROWS, ClipTranscriber
 
-    loaded = asr_stage._loaded
-    first, second = Calls(loaded.model.model), Calls(loaded.decoder)
-    model = loaded.model
-    model.model = first
-    try:
-        tr = ClipTranscriber(model, asr_stage.settings, second)
-        feats = tr.features(speech, [_Whole(speech.size)] * (REPLICA_ROWS + 1))
-        texts = tr.transcribe(feats, "en", tr.rows(feats))
-    finally:
-        model.model = first._model
+    model, first, second = counted
+    tr = ClipTranscriber(model, asr_stage.settings, second)
+    feats = tr.features(speech, [_Whole(speech.size)] * (REPLICA_ROWS + 1))
+    texts = tr.transcribe(feats, "en", tr.rows(feats))
     assert first.calls.get("generate") == 1 and "generate" not in second.calls
     assert len({t.text for t in texts}) == 1 and texts[0].text
 
