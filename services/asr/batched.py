@@ -49,6 +49,14 @@ def cpu_decode_parts(n: int, rows: int = CPU_DECODE_ROWS) -> list[slice]:
     return [slice(a, b) for a, b in zip(starts, [*starts[1:], n])]
 
 
+def align_parts(n: int, on_cpu: bool) -> list[slice]:
+    """``n`` rows as word-alignment calls: one each on a CPU, where a call holds every decoder
+    layer's cross-attention keys and values for its rows (4 rows of Whisper base held 150 MB
+    more than one at the stage's peak: a 60-min member's peak 863 -> 822 MB, docs/asr.md) and
+    one row at a time costs no more; all in one call on a GPU."""
+    return [slice(i, i + 1) for i in range(n)] if on_cpu else [slice(0, n)]
+
+
 class Window(Protocol):
     """What the transcriber needs of an encoder window (windows.Window)."""
 
@@ -228,12 +236,18 @@ class ClipTranscriber:
 
     def _words(self, tokenizer: Any, encoder_output: Any, outputs: list[dict[str, Any]],
                frames: list[int], options: Any) -> list[list[tuple[str, float, float, float]]]:
-        """faster-whisper's word alignment (cross-attention + DTW) over the batch's rows."""
+        """faster-whisper's word alignment (cross-attention + DTW) over the batch's rows; on a
+        CPU one row at a time (:func:`align_parts`)."""
         segs: list[list[dict[str, Any]]] = [
             [{"tokens": list(o["tokens"]), "start": 0.0, "end": f / 100.0, "seek": 0}]
             for o, f in zip(outputs, frames)]
-        self.model.add_word_timestamps(segs, tokenizer, encoder_output, frames,
-                                       options.prepend_punctuations,
-                                       options.append_punctuations, 0.0)
+        on_cpu = encoder_output.device == "cpu"
+        host = host_rows(encoder_output) if on_cpu and len(segs) > 1 else None
+        for part in align_parts(len(segs), on_cpu):
+            rows = encoder_output if host is None else storage(
+                np.ascontiguousarray(host[part]))
+            self.model.add_word_timestamps(segs[part], tokenizer, rows, frames[part],
+                                           options.prepend_punctuations,
+                                           options.append_punctuations, 0.0)
         return [[(w["word"], float(w["start"]), float(w["end"]), float(w["probability"]))
                  for w in s[0].get("words", [])] for s in segs]
