@@ -28,6 +28,7 @@ import numpy as np
 from services.asr.batched import ClipText, ClipTranscriber
 from services.asr.clips import Clip
 from services.asr.coverage import Coverage, Decode, recover
+from services.asr.encodings import Encodings
 from services.asr.langid import slices, unit_languages, window_language
 from services.asr.windows import Span, Window, alone, split
 
@@ -65,6 +66,7 @@ class WindowDecoder:
         self.keep_words = keep_words  # texts only when False (windows.split)
         self.switches = 0  # windows split at a language switch
         self._checked: set[int] = set()  # windows whose spans got a language each (ids)
+        self.encodings = Encodings(tr, audio)  # a span alone encoded once (encodings.py)
 
     def run(self, windows: list[Window], beam: int | None = None, feats: np.ndarray | None = None,
             rows: np.ndarray | None = None, languages: list[str] | None = None,
@@ -82,11 +84,12 @@ class WindowDecoder:
             r = rows[b:b + done] if rows is not None and done else None
             with self.clock():
                 if done < len(part):  # encoded here, the stage's way (batched.py)
-                    nf = self.tr.features(self.audio, part[done:])
-                    nr = self.tr.rows(nf)
+                    nf, nr = self.encodings.encode(part[done:])
                     f = nf if f is None else np.concatenate([f, nf])
                     r = nr if r is None else np.concatenate([r, nr])
                 assert f is not None and r is not None
+                if done:  # the stage's language-ID looks
+                    self.encodings.keep(part[:done], r[:done])
                 langs: list[str | None] = (
                     list(languages[b:b + len(part)]) if languages is not None
                     else self._languages(part, r, runs, run_languages))
@@ -168,8 +171,7 @@ class WindowDecoder:
             looked.append([u for u, (a, b) in enumerate(w.bounds())
                            if lo <= (a + b) / 2 / length <= hi])
         alone = [Window([w.units[u]]) for w, us in zip(part, looked) for u in us]
-        dists = iter(self.tr.detect_language(self.tr.rows(self.tr.features(self.audio, alone)))
-                     if alone else [])
+        dists = iter(self.tr.detect_language(self.encodings.encode(alone)[1]) if alone else [])
         split: list[int] = []
         runs: list[Window] = []
         languages: list[str] = []

@@ -1,0 +1,80 @@
+"""Encoder output of one file's windows, each span heard alone encoded once.
+
+Whisper's encoder pads every window to 30 s, so a 3 s span encoded alone costs a full pass. A
+file that switches languages encodes spans alone to give each its language
+(multilingual.WindowDecoder), and the same span alone is then what a run of one span is decoded
+from, what a coverage retry decodes a clip's part from (coverage.recover), and what a looping
+part is decoded from once more without repeats: the same audio, so the same features and the
+same rows. The rows of windows of one span are kept here, the least recently used dropped first
+past :data:`KEPT_BYTES`, and such a window is encoded once per file. Windows of several spans
+(the packed 30 s windows, a run of spans) are not kept: they are met once.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from services.asr.batched import ClipTranscriber
+from services.asr.windows import Span, Window
+
+# Rows kept per file: 1500 x d_model float32 a window, 3 MB for Whisper base (10 windows),
+# 7.7 MB for large-v3 and its turbo (4). A switch's looked-at spans are reused within the same
+# run call or by the file's coverage retries, a few to a dozen windows after.
+KEPT_BYTES = 32 << 20
+
+
+class Encodings:
+    """Features and encoder rows of windows of one file (16 kHz ``audio``)."""
+
+    def __init__(self, tr: ClipTranscriber, audio: np.ndarray,
+                 kept_bytes: int = KEPT_BYTES) -> None:
+        self.tr, self.audio, self.kept_bytes = tr, audio, kept_bytes
+        self._rows: OrderedDict[tuple[Span, ...], np.ndarray] = OrderedDict()
+        self.encoded = 0  # windows encoded (encoder passes)
+        self.reused = 0  # windows whose kept rows served again
+
+    def encode(self, windows: Sequence[Window]) -> tuple[np.ndarray, np.ndarray]:
+        """(features, rows) of ``windows``, one each, in order; the kept rows of a window met
+        before, the others encoded in one :meth:`ClipTranscriber.rows` call. Features are
+        computed for every window (the decoder's input; a mel spectrogram, not an encoder
+        pass)."""
+        feats = self.tr.features(self.audio, windows)
+        got = [self._get(tuple(w.spans)) for w in windows]
+        todo = [j for j, r in enumerate(got) if r is None]
+        self.encoded += len(todo)
+        self.reused += len(windows) - len(todo)
+        if len(todo) == len(windows):
+            rows = self.tr.rows(feats)
+        else:
+            kept = next(r for r in got if r is not None)
+            rows = np.empty((len(windows), *kept.shape), kept.dtype)
+            if todo:
+                rows[todo] = self.tr.rows(feats[todo])
+            for j, r in enumerate(got):
+                if r is not None:
+                    rows[j] = r
+        self.keep(windows, rows)
+        return feats, rows
+
+    def keep(self, windows: Sequence[Window], rows: np.ndarray) -> None:
+        """Keeps the rows of ``windows`` of one span (encoded elsewhere: the stage's
+        language-ID looks), as the most recently used."""
+        for w, r in zip(windows, rows):
+            if len(w.units) != 1:
+                continue
+            key = tuple(w.spans)
+            if key in self._rows:
+                self._rows.move_to_end(key)
+                continue
+            self._rows[key] = r.copy()  # a view would hold its whole batch
+            while sum(x.nbytes for x in self._rows.values()) > self.kept_bytes:
+                self._rows.popitem(last=False)
+
+    def _get(self, key: tuple[Span, ...]) -> np.ndarray | None:
+        r = self._rows.get(key)
+        if r is not None:
+            self._rows.move_to_end(key)
+        return r
