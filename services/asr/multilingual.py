@@ -74,31 +74,44 @@ class WindowDecoder:
         """Texts of ``windows``, batched; the first ``len(rows)`` already encoded (``feats``);
         ``languages`` given: each window's (no language ID); ``no_repeat``: the decoder's
         no-repeat n-gram size (ClipTranscriber.transcribe; 0: off)."""
+        assert languages is None or rows is None  # rows given: the stage's language ID
         out = Decoded()
         runs: list[Window] = []  # the parts of windows that hold a switch
         run_languages: list[str] = []
         for b in range(0, len(windows), self.batch_size):
             part = windows[b:b + self.batch_size]
-            done = 0 if rows is None else len(rows[b:b + len(part)])
-            f = feats[b:b + done] if feats is not None and done else None
-            r = rows[b:b + done] if rows is not None and done else None
             with self.clock():
-                if done < len(part):  # encoded here, the stage's way (batched.py)
-                    nf, nr = self.encodings.encode(part[done:])
-                    f = nf if f is None else np.concatenate([f, nf])
-                    r = nr if r is None else np.concatenate([r, nr])
-                assert f is not None and r is not None
-                if done:  # the stage's language-ID looks
-                    self.encodings.keep(part[:done], r[:done])
-                langs: list[str | None] = (
-                    list(languages[b:b + len(part)]) if languages is not None
-                    else self._languages(part, r, runs, run_languages))
-                self._decode(part, f, r, langs, (beam, no_repeat), out)
+                if languages is not None:  # one in a language not kept: not even encoded
+                    langs: list[str | None] = list(languages[b:b + len(part)])
+                    heard = [j for j, x in enumerate(langs) if x in self.kept]
+                    f, r = (self.encodings.encode([part[j] for j in heard]) if heard
+                            else (None, None))
+                else:
+                    f, r = self._encoded(part, b, feats, rows)
+                    heard = list(range(len(part)))
+                    langs = self._languages(part, r, runs, run_languages)
+                self._decode(part, f, r, heard, langs, (beam, no_repeat), out)
         if runs:
             out.extend(self.run(runs, beam, languages=run_languages, no_repeat=no_repeat))
         if languages is None:
             self._neighbours(out, beam)
         return out
+
+    def _encoded(self, part: list[Window], b: int, feats: np.ndarray | None,
+                 rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(features, rows) of ``part``, the windows from ``b`` on of a :meth:`run`: those
+        already encoded (``feats``, ``rows``: the stage's language-ID looks) taken, the
+        others encoded here, the stage's way (batched.py)."""
+        done = 0 if rows is None else len(rows[b:b + len(part)])
+        if not done:
+            return self.encodings.encode(part)
+        assert feats is not None and rows is not None
+        f, r = feats[b:b + done], rows[b:b + done]
+        self.encodings.keep(part[:done], r)
+        if done < len(part):
+            nf, nr = self.encodings.encode(part[done:])
+            f, r = np.concatenate([f, nf]), np.concatenate([r, nr])
+        return f, r
 
     def _neighbours(self, out: Decoded, beam: int | None) -> None:
         """Windows next to one in another language (in file order), not yet looked at span by
@@ -193,18 +206,23 @@ class WindowDecoder:
                     languages.append(langs[u])
         return split, runs, languages
 
-    def _decode(self, part: list[Window], f: np.ndarray, r: np.ndarray,
-                langs: list[str | None], how: tuple[int | None, int], out: Decoded) -> None:
-        """One batched decode per language among ``part`` (one call when it has one); ``how``:
-        (beam size, no-repeat n-gram size)."""
+    def _decode(self, part: list[Window], f: np.ndarray | None, r: np.ndarray | None,
+                heard: list[int], langs: list[str | None], how: tuple[int | None, int],
+                out: Decoded) -> None:
+        """One batched decode per language among ``part`` (one call when it has one); ``f``,
+        ``r``: the features and rows of the windows ``heard`` (indices in ``part``: every
+        window in a kept language); ``how``: (beam size, no-repeat n-gram size)."""
+        at = {j: k for k, j in enumerate(heard)}
         for lang in dict.fromkeys(x for x in langs if x is not None):
             idx = [j for j, x in enumerate(langs) if x == lang]
             ws = [part[j] for j in idx]
             if lang in self.kept:
-                every = len(idx) == len(part)
-                texts = self.tr.transcribe(f if every else f[idx], lang, r if every else r[idx],
-                                           beam_size=how[0], frames=self.tr.frames(ws),
-                                           no_repeat=how[1])
+                assert f is not None and r is not None
+                sel = [at[j] for j in idx]
+                every = sel == list(range(len(f)))
+                texts = self.tr.transcribe(f if every else f[sel], lang,
+                                           r if every else r[sel], beam_size=how[0],
+                                           frames=self.tr.frames(ws), no_repeat=how[1])
             else:
                 texts = [NOT_DECODED for _ in ws]
             out.windows += ws
