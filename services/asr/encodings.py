@@ -12,7 +12,7 @@ past :data:`KEPT_BYTES`, and such a window is encoded once per file. Windows of 
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,7 +33,7 @@ class Encodings:
                  kept_bytes: int = KEPT_BYTES) -> None:
         self.tr, self.audio, self.kept_bytes = tr, audio, kept_bytes
         self._rows: OrderedDict[tuple[Span, ...], np.ndarray] = OrderedDict()
-        self.encoded = 0  # windows encoded (encoder passes)
+        self.encoded: Counter[tuple[Span, ...]] = Counter()  # encoder passes, by window
         self.reused = 0  # windows whose kept rows served again
 
     def encode(self, windows: Sequence[Window]) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +44,7 @@ class Encodings:
         feats = self.tr.features(self.audio, windows)
         got = [self._get(tuple(w.spans)) for w in windows]
         todo = [j for j, r in enumerate(got) if r is None]
-        self.encoded += len(todo)
+        self.encoded.update(tuple(windows[j].spans) for j in todo)
         self.reused += len(windows) - len(todo)
         if len(todo) == len(windows):
             rows = self.tr.rows(feats)
