@@ -1,7 +1,7 @@
 """Encoder passes and decoder calls of the asr stage on files that switch languages: the
 spliced files of tests/services/asr/test_multilingual.py (``test``, 3 files, 3.6 min) or of
 bench/wild/language.py (``wild``), one pass each, with the model calls counted (encoder rows,
-generate calls and rows, language-ID calls), the audio's seconds, and each file's segments
+generate calls and rows, language-ID calls, and the seconds in each), the audio's seconds, and each file's segments
 (start, end, language, text) written to ``OUT.json`` so two runs can be compared.
 
 ``python -m bench.asr_switch [test|wild] [OUT.json]``: one process, CPU seconds printed per
@@ -67,7 +67,7 @@ def main(which: str = "test", out: str = "") -> None:
             total_cpu += cpu
             secs = f.audio.size / SR
             enc = int(stats["encode"][1])
-            calls = " ".join(f"{k} {int(v[0])}c/{int(v[1])}r"
+            calls = " ".join(f"{k} {int(v[0])}c/{int(v[1])}r/{v[2]:.2f}s"
                              for k, v in sorted(stats.items()))
             print(f"{f.name}: {secs:.1f} s audio, encoder passes {enc} "
                   f"({enc * WINDOW_SECONDS / secs:.2f}x its audio), {calls}, "
