@@ -13,7 +13,8 @@ segments flagged ``language``. A clip whose spans differ in language is cut at t
 (:func:`by_language`): each TTS segment is in one language.
 
 Cost: one language-ID call per window; where languages differ, one encoder pass per span looked
-at and per run decoded again (docs/asr.md).
+at and per run of several spans decoded again; a span's rows are kept (encodings.py), so a run
+of one span, or a coverage retry of it, is decoded without another pass (docs/asr.md).
 """
 
 from __future__ import annotations
