@@ -185,7 +185,8 @@ class WindowDecoder:
             looked.append([u for u, (a, b) in enumerate(w.bounds())
                            if lo <= (a + b) / 2 / length <= hi])
         alone = [Window([w.units[u]]) for w, us in zip(part, looked) for u in us]
-        dists = iter(self.tr.detect_language(self.encodings.encode(alone)[1]) if alone else [])
+        rows = self.encodings.encode(alone, keep=False)[1] if alone else None
+        dists = iter(self.tr.detect_language(rows) if rows is not None else [])
         split: list[int] = []
         runs: list[Window] = []
         languages: list[str] = []
@@ -205,6 +206,9 @@ class WindowDecoder:
                     runs.append(Window([unit]))
                     self._checked.add(id(runs[-1]))
                     languages.append(langs[u])
+        if rows is not None:  # a run of one span in a kept language is decoded from these
+            self.encodings.keep(alone, rows, {tuple(r.spans) for r, x in zip(runs, languages)
+                                              if len(r.units) == 1 and x in self.kept})
         return split, runs, languages
 
     def _decode(self, part: list[Window], f: np.ndarray | None, r: np.ndarray | None,
