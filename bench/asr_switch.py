@@ -1,8 +1,9 @@
 """Encoder passes and decoder calls of the asr stage on files that switch languages: the
-spliced files of tests/services/asr/test_multilingual.py (``test``, 3 files, 3.6 min) or of
+spliced files of tests/services/asr/test_multilingual.py (``test``, 3 files, 3.5 min) or of
 bench/wild/language.py (``wild``), one pass each, with the model calls counted (encoder rows,
-generate calls and rows, language-ID calls, and the seconds in each), the audio's seconds, and each file's segments
-(start, end, language, text) written to ``OUT.json`` so two runs can be compared.
+generate calls and rows, language-ID calls, and the seconds in each), the audio's seconds,
+and each file's segments (start, end, language, kept, flag, text) written to ``OUT.json`` so
+two runs can be compared.
 
 ``python -m bench.asr_switch [test|wild] [OUT.json]``: one process, CPU seconds printed per
 file (the process's own, ``time.process_time``), so it is cheap enough for a shared machine.
