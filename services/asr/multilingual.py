@@ -13,7 +13,8 @@ segments flagged ``language``. A clip whose spans differ in language is cut at t
 (:func:`by_language`): each TTS segment is in one language.
 
 Cost: one language-ID call per window; where languages differ, one encoder pass per span looked
-at and per run decoded again (docs/asr.md).
+at and per run of several spans decoded again; a span's rows are kept (encodings.py), so a run
+of one span, or a coverage retry of it, is decoded without another pass (docs/asr.md).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from services.asr.batched import ClipText, ClipTranscriber
 from services.asr.clips import Clip
 from services.asr.coverage import Coverage, Decode, recover
+from services.asr.encodings import Encodings
 from services.asr.langid import slices, unit_languages, window_language
 from services.asr.windows import Span, Window, alone, split
 
@@ -65,6 +67,7 @@ class WindowDecoder:
         self.keep_words = keep_words  # texts only when False (windows.split)
         self.switches = 0  # windows split at a language switch
         self._checked: set[int] = set()  # windows whose spans got a language each (ids)
+        self.encodings = Encodings(tr, audio)  # a span alone encoded once (encodings.py)
 
     def run(self, windows: list[Window], beam: int | None = None, feats: np.ndarray | None = None,
             rows: np.ndarray | None = None, languages: list[str] | None = None,
@@ -72,30 +75,44 @@ class WindowDecoder:
         """Texts of ``windows``, batched; the first ``len(rows)`` already encoded (``feats``);
         ``languages`` given: each window's (no language ID); ``no_repeat``: the decoder's
         no-repeat n-gram size (ClipTranscriber.transcribe; 0: off)."""
+        assert languages is None or rows is None  # rows given: the stage's language ID
         out = Decoded()
         runs: list[Window] = []  # the parts of windows that hold a switch
         run_languages: list[str] = []
         for b in range(0, len(windows), self.batch_size):
             part = windows[b:b + self.batch_size]
-            done = 0 if rows is None else len(rows[b:b + len(part)])
-            f = feats[b:b + done] if feats is not None and done else None
-            r = rows[b:b + done] if rows is not None and done else None
             with self.clock():
-                if done < len(part):  # encoded here, the stage's way (batched.py)
-                    nf = self.tr.features(self.audio, part[done:])
-                    nr = self.tr.rows(nf)
-                    f = nf if f is None else np.concatenate([f, nf])
-                    r = nr if r is None else np.concatenate([r, nr])
-                assert f is not None and r is not None
-                langs: list[str | None] = (
-                    list(languages[b:b + len(part)]) if languages is not None
-                    else self._languages(part, r, runs, run_languages))
-                self._decode(part, f, r, langs, (beam, no_repeat), out)
+                if languages is not None:  # one in a language not kept: not even encoded
+                    langs: list[str | None] = list(languages[b:b + len(part)])
+                    heard = [j for j, x in enumerate(langs) if x in self.kept]
+                    f, r = (self.encodings.encode([part[j] for j in heard]) if heard
+                            else (None, None))
+                else:
+                    f, r = self._encoded(part, b, feats, rows)
+                    heard = list(range(len(part)))
+                    langs = self._languages(part, r, runs, run_languages)
+                self._decode(part, f, r, heard, langs, (beam, no_repeat), out)
         if runs:
             out.extend(self.run(runs, beam, languages=run_languages, no_repeat=no_repeat))
         if languages is None:
             self._neighbours(out, beam)
         return out
+
+    def _encoded(self, part: list[Window], b: int, feats: np.ndarray | None,
+                 rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(features, rows) of ``part``, the windows from ``b`` on of a :meth:`run`: those
+        already encoded (``feats``, ``rows``: the stage's language-ID looks) taken, the
+        others encoded here, the stage's way (batched.py)."""
+        done = 0 if rows is None else len(rows[b:b + len(part)])
+        if not done:
+            return self.encodings.encode(part)
+        assert feats is not None and rows is not None
+        f, r = feats[b:b + done], rows[b:b + done]
+        self.encodings.keep(part[:done], r)
+        if done < len(part):
+            nf, nr = self.encodings.encode(part[done:])
+            f, r = np.concatenate([f, nf]), np.concatenate([r, nr])
+        return f, r
 
     def _neighbours(self, out: Decoded, beam: int | None) -> None:
         """Windows next to one in another language (in file order), not yet looked at span by
@@ -168,8 +185,8 @@ class WindowDecoder:
             looked.append([u for u, (a, b) in enumerate(w.bounds())
                            if lo <= (a + b) / 2 / length <= hi])
         alone = [Window([w.units[u]]) for w, us in zip(part, looked) for u in us]
-        dists = iter(self.tr.detect_language(self.tr.rows(self.tr.features(self.audio, alone)))
-                     if alone else [])
+        rows = self.encodings.encode(alone, keep=False)[1] if alone else None
+        dists = iter(self.tr.detect_language(rows) if rows is not None else [])
         split: list[int] = []
         runs: list[Window] = []
         languages: list[str] = []
@@ -189,20 +206,28 @@ class WindowDecoder:
                     runs.append(Window([unit]))
                     self._checked.add(id(runs[-1]))
                     languages.append(langs[u])
+        if rows is not None:  # a run of one span in a kept language is decoded from these
+            self.encodings.keep(alone, rows, {tuple(r.spans) for r, x in zip(runs, languages)
+                                              if len(r.units) == 1 and x in self.kept})
         return split, runs, languages
 
-    def _decode(self, part: list[Window], f: np.ndarray, r: np.ndarray,
-                langs: list[str | None], how: tuple[int | None, int], out: Decoded) -> None:
-        """One batched decode per language among ``part`` (one call when it has one); ``how``:
-        (beam size, no-repeat n-gram size)."""
+    def _decode(self, part: list[Window], f: np.ndarray | None, r: np.ndarray | None,
+                heard: list[int], langs: list[str | None], how: tuple[int | None, int],
+                out: Decoded) -> None:
+        """One batched decode per language among ``part`` (one call when it has one); ``f``,
+        ``r``: the features and rows of the windows ``heard`` (indices in ``part``: every
+        window in a kept language); ``how``: (beam size, no-repeat n-gram size)."""
+        at = {j: k for k, j in enumerate(heard)}
         for lang in dict.fromkeys(x for x in langs if x is not None):
             idx = [j for j, x in enumerate(langs) if x == lang]
             ws = [part[j] for j in idx]
             if lang in self.kept:
-                every = len(idx) == len(part)
-                texts = self.tr.transcribe(f if every else f[idx], lang, r if every else r[idx],
-                                           beam_size=how[0], frames=self.tr.frames(ws),
-                                           no_repeat=how[1])
+                assert f is not None and r is not None
+                sel = [at[j] for j in idx]
+                every = sel == list(range(len(f)))
+                texts = self.tr.transcribe(f if every else f[sel], lang,
+                                           r if every else r[sel], beam_size=how[0],
+                                           frames=self.tr.frames(ws), no_repeat=how[1])
             else:
                 texts = [NOT_DECODED for _ in ws]
             out.windows += ws

@@ -8,6 +8,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,6 +46,24 @@ def _chord(seconds: float) -> np.ndarray:
     t = np.arange(int(seconds * SR)) / SR
     return (0.2 * np.sin(2 * np.pi * 440 * t) + 0.2 * np.sin(2 * np.pi * 554.37 * t)).astype(
         np.float32)
+
+
+class Calls:
+    """A CTranslate2 Whisper whose calls are counted by name."""
+
+    def __init__(self, model: Any) -> None:
+        self._model, self.calls = model, {}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._model, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*a: Any, **kw: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return attr(*a, **kw)
+
+        return counted
 
 
 @dataclass

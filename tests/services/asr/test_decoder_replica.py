@@ -11,25 +11,7 @@ import numpy as np
 import pytest
 
 from fixtures.speechgen import concat, silence, synth
-from tests.services.asr.conftest import EN_TEST
-
-
-class Calls:
-    """A CTranslate2 Whisper whose calls are counted by name."""
-
-    def __init__(self, model: Any) -> None:
-        self._model, self.calls = model, {}
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._model, name)
-        if not callable(attr):
-            return attr
-
-        def counted(*a: Any, **kw: Any) -> Any:
-            self.calls[name] = self.calls.get(name, 0) + 1
-            return attr(*a, **kw)
-
-        return counted
+from tests.services.asr.conftest import EN_TEST, Calls
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,10 @@ speech (bench/wild/language.py builds them)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+
 import pytest
 
 from services.asr.batched import ClipText
@@ -13,6 +17,7 @@ from services.asr.multilingual import by_language, relabel
 from services.asr.policy import build_segments
 from services.asr.settings import AsrSettings
 from services.asr.windows import Window
+from tests.services.asr.conftest import EN_TEST, SR, Calls
 from tests.system_packages import ESPEAK, POCKETSPHINX, require
 
 KEPT = ["ja", "en"]
@@ -75,6 +80,41 @@ def test_segments_in_a_language_not_kept_are_flagged_language() -> None:
 
 
 # --- real speech, the real model ------------------------------------------------------------------
+@dataclass
+class Passes:
+    """A file's encoder passes: the model's (every one), and the window decoder's windows."""
+
+    model: int = 0
+    encodings: list = field(default_factory=list)  # encodings.Encodings, one per decoder
+
+
+@contextmanager
+def counted(stage, passes: Passes | None = None) -> Iterator[Calls]:
+    """The stage's model with its calls counted (given back as it was); with ``passes``, each
+    window decoder's encodings kept there too, with no bound on the rows they keep (the bound:
+    test_encodings.py), so that what is asserted is which windows are met again."""
+    import services.asr.multilingual as ml
+
+    loaded = stage._loaded
+    calls = Calls(loaded.model.model)
+    loaded.model.model = calls
+    made = ml.Encodings
+
+    class Seen(made):
+        def __init__(self, *a, **kw) -> None:
+            super().__init__(*a, **kw)
+            if passes is not None:
+                self.kept_bytes = 1 << 40
+                passes.encodings.append(self)
+
+    ml.Encodings = Seen
+    try:
+        yield calls
+    finally:
+        ml.Encodings = made
+        loaded.model.model = calls._model
+
+
 @pytest.fixture(scope="module")
 def spliced(asr_stage):
     require(ESPEAK, POCKETSPHINX)
@@ -85,14 +125,21 @@ def spliced(asr_stage):
     files = {"ja-en-ja": splice("ja-en-ja", [("ja", 30.0), ("en", 20.0), ("ja", 30.0)], 0),
              "ja-de-ja": splice("ja-de-ja", [("ja", 30.0), ("de", 20.0), ("ja", 30.0)], 4),
              "en-real-ja": splice("real-en-ja", [("en-real", 20.0), ("ja", 15.0)], 3)}
-    return {k: (f, asr_stage.transcribe_file(k, f.audio)) for k, f in files.items()}
+    out = {}
+    for k, f in files.items():
+        passes = Passes()
+        with counted(asr_stage, passes) as calls:
+            got = asr_stage.transcribe_file(k, f.audio)
+        passes.model = calls.calls.get("encode", 0)
+        out[k] = (f, got, passes)
+    return out
 
 
 def test_english_turns_in_a_japanese_file_are_english_segments(spliced) -> None:
     from fixtures.languages import Score, score
 
     total = Score()
-    for name, (f, got) in spliced.items():
+    for name, (f, got, _) in spliced.items():
         line = got.line
         assert line.ok, (name, line.status)
         assert all(isinstance(s.language, str) for s in line.segments)
@@ -110,7 +157,7 @@ def test_no_kept_segment_ends_before_its_last_sentence_does(spliced) -> None:
     """A run of one language ends a window at each switch, and Whisper's alignment gives a
     window's last speech to the full stop and the end token: the segment trimmed to its words
     lost up to 1.5 s of its last sentence (words.run_on)."""
-    for name, (f, got) in spliced.items():
+    for name, (f, got, _) in spliced.items():
         for s in got.line.kept:
             ends = [b for a, b, _, _ in f.sentences if min(b, s.end) > max(a, s.start)]
             # a reference sentence ends with espeak's trailing silence (0.3-0.5 s)
@@ -118,7 +165,7 @@ def test_no_kept_segment_ends_before_its_last_sentence_does(spliced) -> None:
 
 
 def test_speech_in_a_language_not_kept_is_flagged_per_segment(spliced) -> None:
-    _, got = spliced["ja-de-ja"]
+    _, got, _ = spliced["ja-de-ja"]
     line = got.line
     assert line.ok and line.language == "ja"
     flagged = [s for s in line.segments if s.reason == "language"]
@@ -127,3 +174,41 @@ def test_speech_in_a_language_not_kept_is_flagged_per_segment(spliced) -> None:
     assert flagged and all(s.language in ("de", "la") and not s.text for s in flagged)
     assert sum(s.end - s.start for s in flagged) >= 10.0  # the German block's speech
     assert all(s.language == "ja" for s in line.kept) and len(line.kept) >= 3
+
+
+def test_a_span_heard_alone_is_encoded_once_per_file(spliced) -> None:
+    """Whisper's encoder pads every window to 30 s: a span looked at alone for its language is
+    not encoded again for a run of that one span or a coverage retry of it."""
+    reused = 0
+    for name, (_, _, passes) in spliced.items():
+        assert len(passes.encodings) == 1, name
+        enc = passes.encodings[0]
+        again = [k for k, n in enc.encoded.items() if len(k) == 1 and n > 1]
+        assert not again, (name, again)
+        # every pass but the language-ID looks' is the window decoder's
+        looks = passes.model - sum(enc.encoded.values())
+        assert 1 <= looks <= 3, (name, passes.model, enc.encoded)
+        reused += enc.reused
+    # ja-en-ja's run of one English span, en-real-ja's retried parts: decoded from the rows
+    # their language came from
+    assert reused >= 1
+
+
+def test_kept_rows_decode_as_fresh_ones_and_a_language_not_kept_is_not_encoded(
+        asr_stage) -> None:
+    require(ESPEAK)
+    from fixtures.speechgen import concat, silence, synth
+    from services.asr.multilingual import NOT_DECODED, WindowDecoder
+
+    speech = synth(EN_TEST[0])
+    audio = concat([silence(0.5), speech, silence(0.5)])
+    span = (0.5, 0.5 + speech.size / SR)
+    dec = WindowDecoder(asr_stage._transcriber(), audio, KEPT, 8, nullcontext)
+    with counted(asr_stage) as calls:
+        fresh = dec.run([Window([(span, 0)])], 5, languages=["en"])
+        assert calls.calls.get("encode") == 1
+        again = dec.run([Window([(span, 0)])], 5, languages=["en"])
+        german = dec.run([Window([(span, 0)])], 5, languages=["de"])
+        assert calls.calls.get("encode") == 1 and dec.encodings.reused == 1
+    assert fresh.texts[0].text and again.texts == fresh.texts
+    assert german.texts == [NOT_DECODED] and german.languages == ["de"]
