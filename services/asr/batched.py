@@ -51,9 +51,9 @@ def cpu_decode_parts(n: int, rows: int = CPU_DECODE_ROWS) -> list[slice]:
 
 def align_parts(n: int, on_cpu: bool) -> list[slice]:
     """``n`` rows as word-alignment calls: one each on a CPU, where a call holds every decoder
-    layer's cross-attention keys and values for its rows (4 rows of Whisper base held 150 MB
-    more than one at the stage's peak: a 60-min member's peak 863 -> 822 MB, docs/asr.md) and
-    one row at a time costs no more; all in one call on a GPU."""
+    layer's cross-attention keys and values for its rows, and was the stage's peak (a 3-minute
+    member's 6 rows: 859 -> 765 MB, docs/asr.md) while one row at a time costs no more CPU;
+    all in one call on a GPU."""
     return [slice(i, i + 1) for i in range(n)] if on_cpu else [slice(0, n)]
 
 

@@ -3,6 +3,9 @@ one before (greedy decoding costs a call its longest text's steps)."""
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pytest
 
 from services.asr.batched import CPU_DECODE_ROWS, cpu_decode_parts
@@ -57,3 +60,49 @@ def test_the_punctuation_prompt_is_given_per_language(on: bool, skip: list[str],
     for lang, prompted in want.items():
         options = ClipTranscriber._options(holder, _Tokenizer(lang), 5)  # type: ignore[arg-type]
         assert options.initial_prompt == (PROMPTS[lang] if prompted else None)
+
+
+class _Span:
+    """A window over ``audio[a:b]`` (batched.Window)."""
+
+    def __init__(self, a: int, b: int) -> None:
+        self.a, self.b = a, b
+
+    def audio(self, audio):
+        return audio[self.a:self.b]
+
+    def frames(self, hop: int) -> int:
+        return (self.b - self.a) // hop
+
+
+def test_words_are_aligned_one_row_at_a_time_on_a_cpu_as_in_one_call(asr_stage,
+                                                                      monkeypatch) -> None:
+    """A CPU aligns each row in a call of its own (one call held every row's cross-attention
+    keys and values at the stage's peak); the words are those of one call over every row."""
+    from fixtures.speechgen import concat, silence, synth
+    from services.asr import batched
+    from tests.services.asr.conftest import EN_TEST, Calls
+
+    assert batched.align_parts(3, on_cpu=True) == [slice(0, 1), slice(1, 2), slice(2, 3)]
+    assert batched.align_parts(3, on_cpu=False) == [slice(0, 3)]
+    speech = [concat([silence(0.3), synth(t), silence(0.3)]) for t in EN_TEST[:3]]
+    audio = concat(speech)
+    bounds = np.cumsum([0] + [s.size for s in speech])
+    windows = [_Span(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+    model = asr_stage._loaded.model
+    counted = Calls(model.model)
+    model.model = counted
+    try:
+        tr = batched.ClipTranscriber(model, asr_stage.settings)
+        feats = tr.features(audio, windows)
+        rows = tr.rows(feats)
+        apart = tr.transcribe(feats, "en", rows, frames=tr.frames(windows))
+        assert counted.calls.get("align") == len(windows)
+        monkeypatch.setattr(batched, "align_parts", lambda n, on_cpu: [slice(0, n)])
+        together = tr.transcribe(feats, "en", rows, frames=tr.frames(windows))
+        assert counted.calls["align"] == len(windows) + 1
+    finally:
+        model.model = counted._model
+    for a, b in zip(apart, together, strict=True):
+        assert a.words and [w[0] for w in a.words] == [w[0] for w in b.words]
+        assert np.allclose([w[1:3] for w in a.words], [w[1:3] for w in b.words], atol=0.021)
