@@ -94,6 +94,7 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]],
     """Each file's kept text; ``flagged``: each file's segments not kept, as (start, end,
     reasons, text), so a loss to the peer can be told apart from a filter's choice."""
     from common.node.allocator import map_large_buffers, stage_threshold_kb
+    from services.asr.overlap import files_in_flight, in_order
     from services.asr.spec import SPEC
     from services.asr.stage import AsrStage
     from services.text.forms import with_forms
@@ -110,8 +111,12 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]],
         if stage._loaded.decoder is not None:
             stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
         out: dict[str, str] = {}
-        for f in info:
-            line = with_forms(stage.transcribe_file(f["key"], audio[f["key"]]).line, stage._text)
+        # files in flight as the stage's process() runs them (services/asr/overlap.py)
+        depth = files_in_flight(stage.settings.asr_files_in_flight, stage._loaded.device,
+                                stage._separator is not None)
+        for f, outcome in in_order(iter(info), lambda f: stage.transcribe_file(
+                f["key"], audio[f["key"]]), depth):
+            line = with_forms(outcome.line, stage._text)
             joiner = "" if f["language"] == "ja" else " "
             out[f["key"]] = joiner.join(x.text for x in line.kept)
             if flagged is not None:

@@ -92,10 +92,12 @@ class InstantWhisperModel:
 
 def instant_asr(stage: Any) -> InstantTranscriber:
     """Make ``stage`` (an AsrStage) run with an instant Whisper."""
+    # one file at a time: the instant transcriber is this thread's (stage._transcriber)
+    stage.settings = stage.settings.model_copy(update={"asr_files_in_flight": 1})
     tr = InstantTranscriber(stage.settings)
-    stage._loaded = SimpleNamespace(model=tr.model, info=lambda: {"model": "instant",
-                                                                  "version": None})
-    stage._clip_transcriber = tr
+    stage._loaded = SimpleNamespace(model=tr.model, device="cpu",
+                                    info=lambda: {"model": "instant", "version": None})
+    stage._local.transcriber = tr
     return tr
 
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def main() -> int:
     rows = []
     for b in [int(x) for x in args.batches.split(",")]:
         stage.settings = settings.model_copy(update={"asr_batch_size": b})
-        stage._clip_transcriber = None  # picks up the new batch size
+        stage._local = threading.local()  # new transcribers: the new batch size
         t = time.perf_counter()
         kept = 0.0
         stage.clock.reset()
@@ -97,7 +98,7 @@ def main() -> int:
         list(segs)
         wall_plain = time.perf_counter() - t
         stage.settings = settings
-        stage._clip_transcriber = None
+        stage._local = threading.local()
         t = time.perf_counter()
         stage.transcribe_file("same", clip)
         wall_ours = time.perf_counter() - t

@@ -42,6 +42,9 @@ class AsrSettings(WhisperSettings):
     asr_beam_size: int = Field(
         5, ge=1, le=64, description="beam size (5, as faster-whisper's own default: chosen on "
         "WER first, docs/asr.md; 1 = greedy, fastest)")
+    asr_files_in_flight: int = Field(
+        0, ge=0, le=16, description="files of a shard transcribed at once (0: two on a CPU, "
+        "where the next file's encoder runs beside this one's beam search; one on a GPU)")
     asr_patience: float = Field(
         1.0, ge=0.5, le=10, description="beam search patience (CTranslate2: a beam ends when "
         "beam_size x patience hypotheses have ended)")

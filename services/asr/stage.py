@@ -7,8 +7,10 @@ model is imported and loaded lazily in :meth:`AsrStage.load` (after the worker's
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,8 @@ import numpy as np
 
 from common.stages.contract import Stage, StageResult
 from services.asr import records
-from services.asr.decode_ahead import SAMPLE_RATE, decoded_members
+from services.asr.decode_ahead import SAMPLE_RATE, Decoded, decoded_members
+from services.asr.overlap import files_in_flight, in_order
 from services.asr.settings import AsrSettings
 from services.asr.spec import SPEC
 from services.asr.stats import AsrStats
@@ -58,7 +61,7 @@ class AsrStage(Stage):
     def __init__(self, settings: AsrSettings) -> None:
         super().__init__(settings)  # its section: the spec checked it (StageSpec.section)
         self._loaded: LoadedModel | None = None  # set by load()
-        self._clip_transcriber: ClipTranscriber | None = None
+        self._local = threading.local()  # each thread's transcriber
         self._separator: Separator | None = None  # set by load() when a model is given
         # the spoken forms' normalisers, built per language on first use (services/text)
         self._text = normaliser(self.settings.asr_phonemes)
@@ -96,23 +99,28 @@ class AsrStage(Stage):
         out = Path(workdir) / f"{self.settings.shard_stem(shard_id)}.asr.jsonl"
         counts: Counter[str] = Counter()
         languages: Counter[str] = Counter()
-        seconds_in = seconds_out = decode_wait = text_seconds = 0.0
+        seconds_in = seconds_out = text_seconds = 0.0
         members = decoded_members(inputs["shard"], self.settings)
-        with open(out, "w", encoding="utf-8") as f, closing(members):
+        waited = [0.0]  # seconds this thread waited on the decoding thread
+
+        def decoded() -> Iterator[Decoded]:
             while True:
                 t_wait = time.perf_counter()
                 item = next(members, None)
-                decode_wait += time.perf_counter() - t_wait
+                waited[0] += time.perf_counter() - t_wait
                 if item is None:
-                    break
+                    return
+                yield item
+
+        assert self._loaded is not None
+        depth = files_in_flight(self.settings.asr_files_in_flight, self._loaded.device,
+                                self._separator is not None)
+        with open(out, "w", encoding="utf-8") as f, closing(members):
+            for item, outcome in in_order(decoded(), self._file, depth):
                 counts["files"] += 1
-                if item.error is not None:
-                    outcome = FileOutcome(records.line(item.key, LineStatus.ERROR, item.error))
-                else:
+                if item.error is None:
                     assert item.audio is not None
                     seconds_in += item.audio.size / SAMPLE_RATE
-                    truncated = any(n.startswith("truncated") for n in item.notes or ())
-                    outcome = self.transcribe_file(item.key, item.audio, truncated)
                     t_text, failed = time.perf_counter(), self._text.failed
                     bounded = self._text.bounded
                     outcome.line = with_forms(outcome.line, self._text)
@@ -142,20 +150,30 @@ class AsrStage(Stage):
             outputs={SPEC.output_key(self.settings, shard_id): out,
                      SPEC.side_output_key("provenance", self.settings, shard_id): prov},
             counts=dict(counts), audio_seconds_in=seconds_in, audio_seconds_out=seconds_out,
-            extra=AsrStats(languages=dict(languages), decode_wait_seconds=round(decode_wait, 3),
+            extra=AsrStats(languages=dict(languages), decode_wait_seconds=round(waited[0], 3),
                            text_seconds=round(text_seconds, 3)).to_dict(),
         )
 
     # --- one file ---------------------------------------------------------------------------------
+    def _file(self, item: Decoded) -> FileOutcome:
+        """One decoded member's outcome: its error, or its transcription (no spoken forms)."""
+        if item.error is not None:
+            return FileOutcome(records.line(item.key, LineStatus.ERROR, item.error))
+        assert item.audio is not None
+        truncated = any(n.startswith("truncated") for n in item.notes or ())
+        return self.transcribe_file(item.key, item.audio, truncated)
+
     def _transcriber(self) -> ClipTranscriber:
+        """This thread's transcriber (overlap.py: files in flight each have one)."""
         from services.asr.batched import ClipTranscriber
 
         self.load()
         assert self._loaded is not None
-        if self._clip_transcriber is None:
-            self._clip_transcriber = ClipTranscriber(self._loaded.model, self.settings,
-                                                     self._loaded.decoder)
-        return self._clip_transcriber
+        tr: ClipTranscriber | None = getattr(self._local, "transcriber", None)
+        if tr is None:
+            tr = ClipTranscriber(self._loaded.model, self.settings, self._loaded.decoder)
+            self._local.transcriber = tr
+        return tr
 
     def transcribe_file(self, key: str, audio: np.ndarray, truncated: bool = False) -> FileOutcome:
         """Language ID, then (if kept) transcription and segment flags: one JSONL line.

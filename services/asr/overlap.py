@@ -1,0 +1,52 @@
+"""A shard's files transcribed a few at a time, their outcomes handed on in shard order.
+
+On a CPU the beam search runs on the one-thread decoder replica (services/whisper/model.py) and
+the encoder, language ID and word alignment on the other replica's threads: one file at a time
+left a core idle while its beam search ran (on the held quick set, generate was 15 of the
+stage's 28 s of wall). With two files in flight the next file's VAD, language ID and encoder
+run beside this file's beam search. CTranslate2 releases the GIL in its calls and each replica
+serves one call at a time, so the threads share the two replicas; each thread has its own
+transcriber (its pipeline's proxy holds the rows of the call in progress).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def files_in_flight(setting: int, device: str, separating: bool) -> int:
+    """The setting when given (> 0); else two on a CPU, one on a GPU (not measured there) or
+    with a music separation model (its thread safety is its own)."""
+    if setting > 0:
+        return setting
+    return 1 if separating or not device.startswith("cpu") else 2
+
+
+def in_order(items: Iterator[T], work: Callable[[T], R], depth: int) -> Iterator[tuple[T, R]]:
+    """``(item, work(item))`` for each of ``items`` in their order, with up to ``depth`` calls
+    of ``work`` running at once (1: each in turn, on the calling thread). A call's exception is
+    raised where its outcome is due; the calls not yet started are then cancelled."""
+    if depth <= 1:
+        for item in items:
+            yield item, work(item)
+        return
+    with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="asr-file") as pool:
+        pending: deque[tuple[T, Future[R]]] = deque()
+        try:
+            for item in items:
+                pending.append((item, pool.submit(work, item)))
+                if len(pending) >= depth:
+                    first, fut = pending.popleft()
+                    yield first, fut.result()
+            while pending:
+                first, fut = pending.popleft()
+                yield first, fut.result()
+        finally:
+            for _, fut in pending:
+                fut.cancel()

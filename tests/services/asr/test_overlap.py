@@ -1,0 +1,86 @@
+"""Files in flight: outcomes handed on in shard order, two files' work running at once, a
+failure raised where it is due; the stage writes the same lines one file at a time."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from services.asr.overlap import files_in_flight, in_order
+
+WAIT = 10.0  # seconds a call waits for the other one before the test fails
+
+
+def test_outcomes_in_order_while_a_later_file_finishes_first() -> None:
+    second_done = threading.Event()
+    finished: list[int] = []
+
+    def work(i: int) -> int:
+        if i == 0:  # the first file waits for the second: only two calls at once can end
+            assert second_done.wait(WAIT), "the second file never ran beside the first"
+        if i == 1:
+            second_done.set()
+        finished.append(i)
+        return i * 10
+
+    got = list(in_order(iter(range(5)), work, 2))
+    assert got == [(i, i * 10) for i in range(5)]
+    assert finished[:2] == [1, 0]
+
+
+def test_one_in_flight_runs_each_in_turn_on_the_calling_thread() -> None:
+    threads: set[int] = set()
+
+    def work(i: int) -> int:
+        threads.add(threading.get_ident())
+        return i
+
+    assert list(in_order(iter(range(3)), work, 1)) == [(0, 0), (1, 1), (2, 2)]
+    assert threads == {threading.get_ident()}
+
+
+def test_a_failure_is_raised_where_its_outcome_is_due_and_later_calls_stop() -> None:
+    started: list[int] = []
+    release = threading.Event()
+
+    def work(i: int) -> int:
+        started.append(i)
+        if i == 1:
+            raise ValueError("bad file")
+        if i == 2:
+            release.wait(WAIT)
+        return i
+
+    got: list[int] = []
+    with pytest.raises(ValueError, match="bad file"):
+        for item, _ in in_order(iter(range(10)), work, 2):
+            got.append(item)
+            if item == 0:
+                release.set()
+    assert got == [0]
+    assert max(started) <= 3  # no file read past the ones already in flight
+
+
+@pytest.mark.parametrize(("setting", "device", "separating", "expected"), [
+    (0, "cpu", False, 2), (0, "cuda", False, 1), (0, "cuda:1", False, 1), (0, "cpu", True, 1),
+    (3, "cuda", False, 3), (1, "cpu", False, 1),
+])
+def test_files_in_flight(setting: int, device: str, separating: bool, expected: int) -> None:
+    assert files_in_flight(setting, device, separating) == expected
+
+
+def test_the_stage_writes_the_same_lines_one_file_at_a_time(asr_stage, asr_root, shard_run,
+                                                           tmp_path) -> None:
+    """The default on a CPU is two files in flight (shard_run's lines); one at a time, every
+    line is the same byte for byte."""
+    settings = asr_stage.settings
+    assert files_in_flight(settings.asr_files_in_flight, asr_stage._loaded.device, False) == 2
+    asr_stage.settings = settings.model_copy(update={"asr_files_in_flight": 1})
+    try:
+        result = asr_stage.process(7, {"shard": asr_root / "raw" / settings.shard_name(7)},
+                                   tmp_path)
+    finally:
+        asr_stage.settings = settings
+    out = next(p for p in result.outputs.values() if p.name.endswith(".asr.jsonl"))
+    assert out.read_text(encoding="utf-8") == shard_run.raw
