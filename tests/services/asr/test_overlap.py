@@ -1,5 +1,5 @@
 """Files in flight: outcomes handed on in shard order, two files' work running at once, a
-failure raised where it is due; the stage writes the same lines one file at a time."""
+failure raised where it is due (the stage's lines one file at a time: test_stage.py)."""
 
 from __future__ import annotations
 
@@ -68,19 +68,3 @@ def test_a_failure_is_raised_where_its_outcome_is_due_and_later_calls_stop() -> 
 ])
 def test_files_in_flight(setting: int, device: str, separating: bool, expected: int) -> None:
     assert files_in_flight(setting, device, separating) == expected
-
-
-def test_the_stage_writes_the_same_lines_one_file_at_a_time(asr_stage, asr_root, shard_run,
-                                                           tmp_path) -> None:
-    """The default on a CPU is two files in flight (shard_run's lines); one at a time, every
-    line is the same byte for byte."""
-    settings = asr_stage.settings
-    assert files_in_flight(settings.asr_files_in_flight, asr_stage._loaded.device, False) == 2
-    asr_stage.settings = settings.model_copy(update={"asr_files_in_flight": 1})
-    try:
-        result = asr_stage.process(7, {"shard": asr_root / "raw" / settings.shard_name(7)},
-                                   tmp_path)
-    finally:
-        asr_stage.settings = settings
-    out = next(p for p in result.outputs.values() if p.name.endswith(".asr.jsonl"))
-    assert out.read_text(encoding="utf-8") == shard_run.raw

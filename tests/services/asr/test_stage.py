@@ -171,3 +171,21 @@ def test_truncated_shard_raises_and_publishes_nothing(asr_stage, tmp_path) -> No
     work.mkdir()
     with pytest.raises(ShardError):
         asr_stage.process(9, {"shard": shard}, work)
+
+
+def test_the_stage_writes_the_same_lines_one_file_at_a_time(asr_stage, asr_root, shard_run,
+                                                           tmp_path) -> None:
+    """The default on a CPU is two files in flight (shard_run's lines); one at a time, every
+    line is the same byte for byte."""
+    settings = asr_stage.settings
+    from services.asr.overlap import files_in_flight
+
+    assert files_in_flight(settings.asr_files_in_flight, asr_stage._loaded.device, False) == 2
+    asr_stage.settings = settings.model_copy(update={"asr_files_in_flight": 1})
+    try:
+        result = asr_stage.process(7, {"shard": asr_root / "raw" / settings.shard_name(7)},
+                                   tmp_path)
+    finally:
+        asr_stage.settings = settings
+    out = next(p for p in result.outputs.values() if p.name.endswith(".asr.jsonl"))
+    assert out.read_text(encoding="utf-8") == shard_run.raw
