@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.asr import _settings, real_set, synthetic_set
-from bench.asr_side import Counted
+from bench.asr_side import count_calls
 from fixtures.longform import error_rate, make_longform, peer_transcribe
 
 
@@ -39,11 +39,9 @@ def main(which: str = "synthetic", only: str = "") -> None:
     with tempfile.TemporaryDirectory(prefix="onsei-asr-calls-") as d:
         stage = AsrStage(_settings(Path(d)))
         stage.load()
+        count_calls(stage, stats)
         assert stage._loaded is not None
         model = stage._loaded.model
-        model.model = Counted(model.model, stats)
-        if stage._loaded.decoder is not None:
-            stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
         s = stage.settings
         files = synthetic_set(False) if which == "synthetic" else real_set(False)
         warm = make_longform("en", 20.0, 3, seed=9).audio

@@ -54,6 +54,15 @@ class Counted:
         return counted
 
 
+def count_calls(stage: Any, stats: dict[str, list[Any]]) -> None:
+    """The loaded asr ``stage``'s model calls counted into ``stats`` (:class:`Counted`), on both
+    replicas when it has two."""
+    assert stage._loaded is not None
+    stage._loaded.model.model = Counted(stage._loaded.model.model, stats)
+    if stage._loaded.decoder is not None:
+        stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
+
+
 def _settings(tmp: Path) -> Any:
     from services.asr.settings import AsrSettings
 
@@ -106,10 +115,8 @@ def ours(info: list[dict], audio: dict[str, Any], stats: dict[str, list[int]],
                                              stage.settings.worker_mmap_threshold_kb))
         plant(os.environ.get("ONSEI_BENCH_PLANT", ""))
         stage.load()
+        count_calls(stage, stats)
         assert stage._loaded is not None
-        stage._loaded.model.model = Counted(stage._loaded.model.model, stats)
-        if stage._loaded.decoder is not None:
-            stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
         out: dict[str, str] = {}
         # files in flight as the stage's process() runs them (services/asr/overlap.py)
         depth = files_in_flight(stage.settings.asr_files_in_flight, stage._loaded.device,

@@ -12,7 +12,6 @@ file (the process's own, ``time.process_time``), so it is cheap enough for a sha
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.asr_side import Counted
+from bench.asr_side import _settings, count_calls
 from fixtures.languages import Spliced, splice
 from fixtures.longform import SR
 
@@ -35,7 +34,6 @@ def test_files() -> list[Spliced]:
 
 
 def main(which: str = "test", out: str = "") -> None:
-    from services.asr.settings import AsrSettings
     from services.asr.stage import AsrStage
 
     if which == "test":
@@ -48,16 +46,9 @@ def main(which: str = "test", out: str = "") -> None:
     dump: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="onsei-asr-switch-") as d:
         tmp = Path(d)
-        stage = AsrStage(AsrSettings(
-            asr_model=os.environ.get("ONSEI_ASR_MODEL", "bundled:whisper-base"),
-            input_url=str(tmp / "raw"), output_url=str(tmp / "out"),
-            scratch_dir=str(tmp / "scratch")))
+        stage = AsrStage(_settings(tmp))
         stage.load()
-        assert stage._loaded is not None
-        model = stage._loaded.model
-        model.model = Counted(model.model, stats)
-        if stage._loaded.decoder is not None:
-            stage._loaded.decoder = Counted(stage._loaded.decoder, stats)
+        count_calls(stage, stats)
         stage.transcribe_file("warm", fs[0].audio[:10 * SR])
         total_cpu = 0.0
         for f in fs:
