@@ -15,7 +15,11 @@ import pytest
 from common.models.cache import cached_entry
 from common.models.pinned import TamperedEntry
 
-torch = pytest.importorskip("torch")
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch() -> None:
+    # at run time, not collection (seconds in every pytest worker)
+    pytest.importorskip("torch")
 
 
 class _Plant:
@@ -29,12 +33,16 @@ class _Plant:
 
 
 def _demucs_th(path: Path, marker: Path) -> Path:
+    import torch
+
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"klass": _Plant(marker), "args": [], "kwargs": {}, "state": {}}, path)
     return path
 
 
 def _pyannote_bin(path: Path, marker: Path) -> Path:
+    import torch
+
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": {"w": torch.zeros(2)}, "hyper_parameters": {},
                 "pyannote.audio": {"architecture": {
@@ -45,6 +53,8 @@ def _pyannote_bin(path: Path, marker: Path) -> Path:
 
 def test_the_crafted_files_do_run_code_when_unpickled_in_full(tmp_path: Path) -> None:
     """What the loaders refuse below is dangerous: torch's full unpickler runs it."""
+    import torch
+
     for make in (_demucs_th, _pyannote_bin):
         marker = tmp_path / f"{make.__name__}.ran"
         f = make(tmp_path / f"{make.__name__}.pt", marker)
@@ -143,6 +153,8 @@ def test_a_checkpoint_the_operator_trusts_by_its_sha256_loads_in_full(tmp_path: 
     """A checkpoint holding a class no loader allows (harmless here: a date) is refused, and
     loads once its sha256 is in ONSEI_MODEL_TRUSTED_SHA256."""
     import datetime
+
+    import torch
 
     pytest.importorskip("pyannote.audio")
     from fixtures.pyannote_models import write_checkpoint

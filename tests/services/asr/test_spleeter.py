@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from fixtures.spleeter_models import tf_tensors, write_bundle, write_checkpoint
 from services.asr.separation import Separator, separate
@@ -72,6 +71,8 @@ def test_the_weights_land_where_spleeters_graph_has_them(ckpt: Path, model: Sple
 
 
 def test_the_masks_split_the_mix_between_the_instruments(model: SpleeterModel) -> None:
+    import torch  # here, not at collection: seconds in every pytest worker
+
     wav = torch.from_numpy(np.stack([_chords(3.0), _noise(3.0)]))  # stereo, 16 k as if 44.1 k
     with torch.inference_mode():
         parts = [model.separate_source(wav, i) for i in range(2)]

@@ -16,7 +16,12 @@ from services.enhance.quality.overlap_model import ModelTest, load_overlap_test
 from services.enhance.resampled import Resampled
 from services.enhance.settings import EnhanceSettings
 
-pytest.importorskip("pyannote.audio")
+
+@pytest.fixture(autouse=True, scope="module")
+def _pyannote() -> None:
+    # at run time, not collection: importing pyannote.audio (torch, lightning) takes seconds
+    # in every pytest worker that collects this file
+    pytest.importorskip("pyannote.audio")
 
 SR = 16000
 
