@@ -44,7 +44,8 @@ class AsrSettings(WhisperSettings):
         "WER first, docs/asr.md; 1 = greedy, fastest)")
     asr_files_in_flight: int = Field(
         0, ge=0, le=16, description="files of a shard transcribed at once (0: two on a CPU, "
-        "where the next file's encoder runs beside this one's beam search; one on a GPU)")
+        "where the next file's encoder runs beside this one's beam search, each file's beam search "
+        "on a decoder replica of its own; one on a GPU)")
     asr_patience: float = Field(
         1.0, ge=0.5, le=10, description="beam search patience (CTranslate2: a beam ends when "
         "beam_size x patience hypotheses have ended)")

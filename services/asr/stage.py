@@ -72,8 +72,12 @@ class AsrStage(Stage):
             from common.node.allocator import loading
             from services.whisper.model import load_model
 
+            # a decoder replica per file in flight on a CPU (the only device it loads on)
+            replicas = files_in_flight(self.settings.asr_files_in_flight, "cpu",
+                                       bool(self.settings.asr_separation_model))
             with loading():
-                self._loaded = load_model(self.settings, self.settings.asr_device, decoder=True)
+                self._loaded = load_model(self.settings, self.settings.asr_device, decoder=True,
+                                          decoder_replicas=replicas)
         if self.settings.asr_separation_model and self._separator is None:
             from services.asr.separation import Separator
             from services.asr.separation_model import load_separation_model

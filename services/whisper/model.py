@@ -107,7 +107,8 @@ class LoadedModel:
     resolved: ResolvedModel
     device: str
     compute_type: str
-    # a CTranslate2 Whisper on its own threads for beam search on a CPU (load_model's decoder)
+    # a CTranslate2 Whisper on its own threads for beam search on a CPU (load_model's decoder),
+    # of one replica per file in flight
     decoder: Any | None = None
 
     def info(self) -> dict[str, Any]:
@@ -128,7 +129,7 @@ def resolve_compute_type(compute_type: str, device: str) -> str:
 
 
 def load_model(settings: WhisperSettings, device: str = "auto",
-               decoder: bool = False) -> LoadedModel:
+               decoder: bool = False, decoder_replicas: int = 1) -> LoadedModel:
     """``device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (each stage has its own device
     setting: ASR's, or enhance's for the fidelity check).
 
@@ -138,7 +139,9 @@ def load_model(settings: WhisperSettings, device: str = "auto",
     (2.0-2.1 CPU s) on two or CTranslate2's default, on 2 cores, where the encoder's large
     matrices take every core (1.48-1.60 s against 2.47 s for 4 rows). A replica's threads are
     fixed when it loads, hence two; it costs the weights again and its own buffers (docs/asr.md,
-    "Choosing decoding and the allocator")."""
+    "Choosing decoding and the allocator"). ``decoder_replicas``: that many such replicas in the
+    one decoder, sharing its weights, so that as many beam searches (of files in flight,
+    services/asr/overlap.py) run side by side instead of queueing for one thread."""
     from faster_whisper import BatchedInferencePipeline, WhisperModel
 
     resolved = resolve_model(settings)
@@ -156,6 +159,7 @@ def load_model(settings: WhisperSettings, device: str = "auto",
 
         second = ctranslate2.models.Whisper(str(resolved.path), device="cpu",
                                             compute_type=compute_type,
-                                            intra_threads=settings.asr_cpu_decoder_threads)
+                                            intra_threads=settings.asr_cpu_decoder_threads,
+                                            inter_threads=max(1, decoder_replicas))
     return LoadedModel(model, BatchedInferencePipeline(model), resolved, device, compute_type,
                        second)

@@ -27,6 +27,9 @@ def test_the_stage_loads_a_decoder_replica_on_its_threads(asr_stage) -> None:
     assert isinstance(loaded.decoder, ctranslate2.models.Whisper)
     assert loaded.decoder.device == "cpu"
     assert loaded.decoder.compute_type == loaded.model.model.compute_type
+    # two files in flight on a CPU (the default): a replica each, so their beam searches run
+    # side by side instead of queueing for one thread
+    assert loaded.decoder.num_workers == 2
 
 
 def test_no_replica_when_set_to_zero_or_not_asked_for(tmp_path) -> None:
@@ -37,6 +40,16 @@ def test_no_replica_when_set_to_zero_or_not_asked_for(tmp_path) -> None:
                       decoder=True).decoder is None
     # enhance's fidelity check and the bench's peer load one replica only
     assert load_model(asr_settings(tmp_path), "cpu").decoder is None
+
+
+def test_a_decoder_replica_per_file_in_flight(tmp_path) -> None:
+    from services.asr.stage import AsrStage
+    from tests.services.asr.conftest import asr_settings
+
+    for files in (1, 3):
+        stage = AsrStage(asr_settings(tmp_path, asr_files_in_flight=files))
+        stage.load()
+        assert stage._loaded is not None and stage._loaded.decoder.num_workers == files
 
 
 @pytest.fixture
