@@ -72,12 +72,9 @@ class AsrStage(Stage):
             from common.node.allocator import loading
             from services.whisper.model import load_model
 
-            # a decoder replica per file in flight on a CPU (the only device it loads on)
-            replicas = files_in_flight(self.settings.asr_files_in_flight, "cpu",
-                                       bool(self.settings.asr_separation_model))
-            with loading():
+            with loading():  # a decoder replica per file in flight (a CPU's: only it has one)
                 self._loaded = load_model(self.settings, self.settings.asr_device, decoder=True,
-                                          decoder_replicas=replicas)
+                                          decoder_replicas=self._files_in_flight("cpu"))
         if self.settings.asr_separation_model and self._separator is None:
             from services.asr.separation import Separator
             from services.asr.separation_model import load_separation_model
@@ -117,8 +114,7 @@ class AsrStage(Stage):
                 yield item
 
         assert self._loaded is not None
-        depth = files_in_flight(self.settings.asr_files_in_flight, self._loaded.device,
-                                self._separator is not None)
+        depth = self._files_in_flight(self._loaded.device)
         with open(out, "w", encoding="utf-8") as f, closing(members):
             for item, outcome in in_order(decoded(), self._file, depth):
                 counts["files"] += 1
@@ -157,6 +153,10 @@ class AsrStage(Stage):
             extra=AsrStats(languages=dict(languages), decode_wait_seconds=round(waited[0], 3),
                            text_seconds=round(text_seconds, 3)).to_dict(),
         )
+
+    def _files_in_flight(self, device: str) -> int:
+        return files_in_flight(self.settings.asr_files_in_flight, device,
+                               bool(self.settings.asr_separation_model))
 
     # --- one file ---------------------------------------------------------------------------------
     def _file(self, item: Decoded) -> FileOutcome:
