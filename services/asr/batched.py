@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from common.node.allocator import give_back
 from services.asr.punctuation import prompt
 from services.asr.settings import AsrSettings
 
@@ -145,7 +146,10 @@ class ClipTranscriber:
         of several calls stack into one batch). On a CPU one row at a time: batching rows makes
         the encoder no cheaper there but 12-20 % slower (7 rows of whisper base, int8, 2 cores:
         2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all at once."""
-        if len(features) == 1 or self.model.model.device != "cpu":
+        if self.model.model.device != "cpu":
+            return host_rows(self.model.encode(features))
+        give_back()
+        if len(features) == 1:
             return host_rows(self.model.encode(features))
         return np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
                                for i in range(len(features))])
@@ -223,6 +227,12 @@ class ClipTranscriber:
         if rows is not None:
             self._proxy.prime(features, rows)
         self._proxy.decoding(len(features))
+        if self.model.model.device == "cpu":
+            # a beam search's buffers come and go in sizes the heap's free memory seldom fits,
+            # so that free memory, left resident by earlier calls, grew with the member (a
+            # 60-min member's heap 464 MB, 101 in use); handed back first, only what a call
+            # uses is resident (docs/asr.md, "Choosing decoding and the allocator")
+            give_back()
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)
@@ -242,6 +252,8 @@ class ClipTranscriber:
             [{"tokens": list(o["tokens"]), "start": 0.0, "end": f / 100.0, "seek": 0}]
             for o, f in zip(outputs, frames)]
         on_cpu = encoder_output.device == "cpu"
+        if on_cpu:
+            give_back()
         host = host_rows(encoder_output) if on_cpu and len(segs) > 1 else None
         for part in align_parts(len(segs), on_cpu):
             rows = encoder_output if host is None else storage(

@@ -19,10 +19,10 @@ from common.settings import Settings
 from common.shards.audio import AudioError, decode_audio
 from common.shards.members import LEAVE_IN_TAR_BYTES, KeyAudio, iter_keys
 from common.shards.readahead import read_ahead
+from common.shards.spool import ranges
 
 SAMPLE_RATE = 16000
 HOLD_SECONDS = 600.0  # longer members are spooled to scratch disk: 38 MB at most held each
-FINITE_STEP = 1 << 20  # samples checked at a time (a spooled member is read in ranges)
 
 
 @dataclass
@@ -48,8 +48,7 @@ def decode_key(k: KeyAudio, settings: Settings, spool_dir: Path | None = None,
                              spool=None if spool_dir is None else (spool_dir, hold_seconds))
     except AudioError as e:
         return Decoded(k.key, None, e.reason)
-    if not all(np.isfinite(audio[i:i + FINITE_STEP]).all()
-               for i in range(0, audio.size, FINITE_STEP)):
+    if not all(np.isfinite(r).all() for r in ranges(audio)):
         return Decoded(k.key, None, "non_finite_samples")
     return Decoded(k.key, audio, None, time.perf_counter() - t0, notes or None)
 

@@ -25,9 +25,11 @@ default.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
+
+from common.shards.spool import joined
 
 SR = 16000
 N_FFT = 1024  # 64 ms: 15.6 Hz bins, fine enough to tell a held note from a gliding harmonic
@@ -168,15 +170,20 @@ def treat_blocks(audio: np.ndarray, treat: Callable[[np.ndarray], np.ndarray | N
     """(``audio`` (16 kHz) with each block replaced by ``treat`` of its span (the block with
     its context, same length back), or left as it is where ``treat`` gives None; the number of
     blocks treated). The one block walk of the music front ends (held tones, separation)."""
-    x = np.asarray(audio, np.float32)
+    x = audio if audio.dtype == np.float32 else np.asarray(audio, np.float32)
     if x.size == 0:
         return x, 0
-    out, treated = [], 0
-    for a, b, lo, hi in blocks(x.size, BLOCK_SECONDS, CONTEXT_SECONDS):
-        y = treat(x[lo:hi])
-        out.append(x[a:b] if y is None else y[a - lo:b - lo])
-        treated += y is not None
-    return np.concatenate(out), treated
+    treated = 0
+
+    def parts() -> Iterator[np.ndarray]:
+        nonlocal treated
+        for a, b, lo, hi in blocks(x.size, BLOCK_SECONDS, CONTEXT_SECONDS):
+            y = treat(x[lo:hi])
+            treated += y is not None
+            yield x[a:b] if y is None else y[a - lo:b - lo]
+
+    out = joined(x, parts())  # a long member's spooled beside it (common/shards/spool.py)
+    return (out if treated else x), treated
 
 
 def blocks(n: int, seconds: float, context: float) -> list[tuple[int, int, int, int]]:

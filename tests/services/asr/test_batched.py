@@ -106,3 +106,49 @@ def test_words_are_aligned_one_row_at_a_time_on_a_cpu_as_in_one_call(asr_stage,
     for a, b in zip(apart, together, strict=True):
         assert a.words and [w[0] for w in a.words] == [w[0] for w in b.words]
         assert np.allclose([w[1:3] for w in a.words], [w[1:3] for w in b.words], atol=0.021)
+
+
+def test_on_a_cpu_the_heaps_free_pages_go_back_before_each_model_phase(asr_stage,
+                                                                        monkeypatch) -> None:
+    """Encoding, beam search and word alignment each start on a heap whose free pages were
+    handed back: what a call uses is resident, not what earlier calls left free (a long
+    member's heap grew with it)."""
+    from fixtures.speechgen import concat, silence, synth
+    from services.asr import batched
+    from tests.services.asr.conftest import EN_TEST
+
+    events: list[str] = []
+    monkeypatch.setattr(batched, "give_back", lambda: events.append("give_back"))
+
+    class Logged:
+        def __init__(self, model) -> None:
+            self._model = model
+
+        def __getattr__(self, name: str):
+            attr = getattr(self._model, name)
+            if not callable(attr):
+                return attr
+
+            def logged(*a, **kw):
+                events.append(name)
+                return attr(*a, **kw)
+            return logged
+
+    speech = [concat([silence(0.3), synth(t), silence(0.3)]) for t in EN_TEST[:2]]
+    audio = concat(speech)
+    bounds = np.cumsum([0] + [s.size for s in speech])
+    windows = [_Span(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+    model = asr_stage._loaded.model
+    model.model = Logged(model.model)
+    try:
+        tr = batched.ClipTranscriber(model, asr_stage.settings, Logged(asr_stage._loaded.decoder))
+        feats = tr.features(audio, windows)
+        texts = tr.transcribe(feats, "en", tr.rows(feats), frames=tr.frames(windows))
+    finally:
+        model.model = model.model._model
+    assert all(t.words for t in texts)
+    phases = [e for i, e in enumerate(events) if e != "give_back" and
+              (i == 0 or events[i - 1] != e)]
+    assert phases == ["encode", "generate", "align"]
+    for phase in phases:  # the first call of each phase comes right after a hand-back
+        assert events[events.index(phase) - 1] == "give_back"
