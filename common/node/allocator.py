@@ -155,8 +155,27 @@ def loading() -> Iterator[None]:
         give_back()
 
 
-def give_back() -> None:
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def free_bytes() -> int | None:
+    """Bytes free in the heaps (glibc's ``mallinfo2``, 2.33 and later; None elsewhere)."""
+    info = getattr(_LIBC, "mallinfo2", None)
+    if info is None:
+        return None
+    info.restype = _MallInfo2
+    return int(info().fordblks)
+
+
+def give_back(over_mb: int = 0) -> None:
     """Return the free pages of every thread's heap to the system (glibc's ``malloc_trim``; a
-    few milliseconds; elsewhere nothing)."""
-    if _LIBC is not None:
+    few milliseconds; elsewhere nothing). ``over_mb``: only when the heaps hold more than that
+    free (what is kept is faulted in again when used; where it cannot be told, always)."""
+    if _LIBC is None:
+        return
+    free = free_bytes() if over_mb else None
+    if free is None or free > over_mb << 20:
         _LIBC.malloc_trim(0)

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from common.node.allocator import give_back
+from common.node.allocator import KEPT_TOP_MB, give_back
 from services.asr.punctuation import prompt
 from services.asr.settings import AsrSettings
 
@@ -148,7 +148,7 @@ class ClipTranscriber:
         2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all at once."""
         if self.model.model.device != "cpu":
             return host_rows(self.model.encode(features))
-        give_back()
+        give_back(KEPT_TOP_MB)
         if len(features) == 1:
             return host_rows(self.model.encode(features))
         return np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
@@ -230,9 +230,10 @@ class ClipTranscriber:
         if self.model.model.device == "cpu":
             # a beam search's buffers come and go in sizes the heap's free memory seldom fits,
             # so that free memory, left resident by earlier calls, grew with the member (a
-            # 60-min member's heap 464 MB, 101 in use); handed back first, only what a call
-            # uses is resident (docs/asr.md, "Choosing decoding and the allocator")
-            give_back()
+            # 60-min member's heap 464 MB, 101 in use); handed back first when over the heap's
+            # kept top, only what a call uses is resident (docs/asr.md, "Choosing decoding and
+            # the allocator")
+            give_back(KEPT_TOP_MB)
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)
@@ -253,7 +254,7 @@ class ClipTranscriber:
             for o, f in zip(outputs, frames)]
         on_cpu = encoder_output.device == "cpu"
         if on_cpu:
-            give_back()
+            give_back(KEPT_TOP_MB)
         host = host_rows(encoder_output) if on_cpu and len(segs) > 1 else None
         for part in align_parts(len(segs), on_cpu):
             rows = encoder_output if host is None else storage(

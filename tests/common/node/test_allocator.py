@@ -172,17 +172,28 @@ keep = libc.malloc(16)  # the heap's top stays in use: freeing alone cannot shri
 for b in blocks:
     libc.free(b)
 before = rss()
-give_back()
+give_back(int(sys.argv[1]))
 print(before - rss())
 """
 
 
-def test_give_back_returns_what_the_heaps_kept() -> None:
+def _given_back(over_mb: int) -> int:
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    out = subprocess.run([sys.executable, "-c", GIVE_BACK],
+    out = subprocess.run([sys.executable, "-c", GIVE_BACK, str(over_mb)],
                          env={**inherited, "PYTHONPATH": str(REPO)}, capture_output=True,
                          text=True, check=True, timeout=60)
-    assert int(out.stdout) > 150 << 20  # most of the 200 MiB freed but kept went back
+    return int(out.stdout)
+
+
+def test_give_back_returns_what_the_heaps_kept() -> None:
+    assert _given_back(0) > 150 << 20  # most of the 200 MiB freed but kept went back
+
+
+def test_give_back_over_a_bound_keeps_what_is_under_it() -> None:
+    # 200 MiB free: kept under a 300 MiB bound (a model call would fault it in again), handed
+    # back over a 100 MiB one
+    assert _given_back(300) < 20 << 20
+    assert _given_back(100) > 150 << 20
 
 
 LOADING = LIBC + """

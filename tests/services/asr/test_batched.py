@@ -118,7 +118,7 @@ def test_on_a_cpu_the_heaps_free_pages_go_back_before_each_model_phase(asr_stage
     from tests.services.asr.conftest import EN_TEST
 
     events: list[str] = []
-    monkeypatch.setattr(batched, "give_back", lambda: events.append("give_back"))
+    monkeypatch.setattr(batched, "give_back", lambda *a: events.append("give_back"))
 
     class Logged:
         def __init__(self, model) -> None:
