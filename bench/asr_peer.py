@@ -13,7 +13,9 @@ each process's rusage: wall, CPU (user + system), system seconds, page faults, p
 
 ``python -m bench.asr_peer [dev|held|hard] [--quick] [--rounds N] [--sets NAME,...] [--config
 NAME:ENV,...]`` prints the rows as JSON lines, and the per-file error table of each side (a
-regression on one file shows).
+regression on one file shows). A config's ``PYTHONPATH`` is the checkout its side runs from
+(``--config before:PYTHONPATH=/tmp/before`` with a ``git worktree`` of the code before): the
+code before and after side by side in one run.
 """
 
 from __future__ import annotations
@@ -59,8 +61,11 @@ def run_side(side: str, sets: Path, env: dict[str, str]) -> dict:
         out_path = Path(out.name)
     try:
         t = time.perf_counter()
+        # run from the checkout the config names: ``-m`` puts the working directory first on
+        # the path, ahead of PYTHONPATH, so ROOT's code would run whatever the config said
+        code = Path(env["PYTHONPATH"].split(os.pathsep)[0]) if env.get("PYTHONPATH") else ROOT
         proc = subprocess.Popen([sys.executable, "-m", "bench.asr_side", side, str(sets),
-                                 str(out_path)], env=_env(env), cwd=ROOT,
+                                 str(out_path)], env=_env(env), cwd=code,
                                 stderr=subprocess.PIPE)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t

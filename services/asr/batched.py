@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from common.node.allocator import KEPT_TOP_MB, give_back
+from common.node.allocator import give_back
 from services.asr.punctuation import prompt
 from services.asr.settings import AsrSettings
 
@@ -36,6 +36,11 @@ CPU_DECODE_ROWS = 4
 # on CTranslate2's default threads; a 3-minute member's one call of 6 rows 4.3 s against 3.5 s
 # (Whisper base int8, 2 cores, docs/asr.md).
 REPLICA_ROWS = CPU_DECODE_ROWS
+# On a CPU the heap's free pages go back to the system before a model phase when more than this
+# is free (what is kept is faulted in again when used). 60-min member growth over 2 min: +208 MB
+# at 256, +142..+150 at 128, +175..+181 every time, +271..+292 never; page faults on held quick
+# 0.76M, 0.96-1.07M, 1.07M, 0.47M (docs/asr.md, "Choosing decoding and the allocator").
+TRIM_OVER_MB = 256
 
 
 def cpu_decode_parts(n: int, rows: int = CPU_DECODE_ROWS) -> list[slice]:
@@ -148,7 +153,7 @@ class ClipTranscriber:
         2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all at once."""
         if self.model.model.device != "cpu":
             return host_rows(self.model.encode(features))
-        give_back(KEPT_TOP_MB)
+        give_back(TRIM_OVER_MB)
         if len(features) == 1:
             return host_rows(self.model.encode(features))
         return np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
@@ -230,10 +235,9 @@ class ClipTranscriber:
         if self.model.model.device == "cpu":
             # a beam search's buffers come and go in sizes the heap's free memory seldom fits,
             # so that free memory, left resident by earlier calls, grew with the member (a
-            # 60-min member's heap 464 MB, 101 in use); handed back first when over the heap's
-            # kept top, only what a call uses is resident (docs/asr.md, "Choosing decoding and
-            # the allocator")
-            give_back(KEPT_TOP_MB)
+            # 60-min member's heap 464 MB, 101 in use); handed back first (TRIM_OVER_MB), only
+            # what a call uses is resident
+            give_back(TRIM_OVER_MB)
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)
@@ -254,7 +258,7 @@ class ClipTranscriber:
             for o, f in zip(outputs, frames)]
         on_cpu = encoder_output.device == "cpu"
         if on_cpu:
-            give_back(KEPT_TOP_MB)
+            give_back(TRIM_OVER_MB)
         host = host_rows(encoder_output) if on_cpu and len(segs) > 1 else None
         for part in align_parts(len(segs), on_cpu):
             rows = encoder_output if host is None else storage(

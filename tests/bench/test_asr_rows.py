@@ -65,3 +65,19 @@ def test_prompt_files_hear_each_clip_once() -> None:
     assert len(every) > 1 and all(f.seconds <= 25.0 for f in every)
     one = prompt_files(clips, 20.0, seed=1, files=1)
     assert len(one) == 1 and one[0].sentences == every[0].sentences
+
+
+def test_a_configs_pythonpath_is_the_checkout_its_side_runs(tmp_path) -> None:
+    """``--config before:PYTHONPATH=DIR`` runs that checkout's code (the code before and after
+    in one run), not this one's."""
+    from bench.asr_peer import run_side
+
+    side = tmp_path / "bench"
+    side.mkdir()
+    (side / "__init__.py").write_text("")
+    (side / "asr_side.py").write_text(
+        "import json, sys\n"
+        "json.dump({'texts': {}, 'from': __file__}, open(sys.argv[3], 'w'))\n")
+    got = run_side("ours", tmp_path / "sets.npz", {"PYTHONPATH": str(tmp_path)})
+    assert got["from"] == str(side / "asr_side.py")
+    assert got["cpu"] >= 0 and got["peak_mb"] > 0

@@ -22,18 +22,19 @@ class TaskEvents:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="task-events", daemon=True)
+        self._recv: Any = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 with self.app.connection() as conn:
                     recv = self.app.events.Receiver(conn, handlers={"*": self.events.append})
+                    self._recv = recv
                     self._ready.set()
-                    while not self._stop.is_set():
-                        try:
-                            recv.capture(limit=None, timeout=0.5, wakeup=False)
-                        except TimeoutError:
-                            continue
+                    # one subscription for the whole test, stopped by should_stop: a capture
+                    # per timeout left and joined the broker's fanout each time, and an event
+                    # sent between the two (a task's failure) was lost
+                    recv.capture(limit=None, timeout=None, wakeup=False)
             except Exception:  # noqa: BLE001 - the broker is away: try again
                 self._ready.set()
                 time.sleep(0.5)
@@ -45,6 +46,8 @@ class TaskEvents:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        if self._recv is not None:
+            self._recv.should_stop = True  # its capture ends within a second
         self._thread.join(5)
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
