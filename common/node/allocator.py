@@ -62,6 +62,12 @@ def stage_threshold_kb(stage_kb: int, setting_kb: int) -> int:
     return setting_kb if setting_kb != -1 else stage_kb
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
 def _glibc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -72,6 +78,8 @@ def _glibc() -> ctypes.CDLL | None:
         return None
     libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     libc.mallopt.restype = ctypes.c_int
+    if hasattr(libc, "mallinfo2"):  # glibc 2.33 and later
+        libc.mallinfo2.restype = _MallInfo2
     return libc
 
 
@@ -155,19 +163,10 @@ def loading() -> Iterator[None]:
         give_back()
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
-
 def free_bytes() -> int | None:
     """Bytes free in the heaps (glibc's ``mallinfo2``, 2.33 and later; None elsewhere)."""
     info = getattr(_LIBC, "mallinfo2", None)
-    if info is None:
-        return None
-    info.restype = _MallInfo2
-    return int(info().fordblks)
+    return None if info is None else int(info().fordblks)
 
 
 def give_back(over_mb: int = 0) -> None:

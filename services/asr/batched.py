@@ -151,13 +151,20 @@ class ClipTranscriber:
         of several calls stack into one batch). On a CPU one row at a time: batching rows makes
         the encoder no cheaper there but 12-20 % slower (7 rows of whisper base, int8, 2 cores:
         2.9-3.2 s one by one, 3.4-3.7 s in one call); a GPU gets them all at once."""
-        if self.model.model.device != "cpu":
-            return host_rows(self.model.encode(features))
-        give_back(TRIM_OVER_MB)
-        if len(features) == 1:
+        self._heap_back()
+        if len(features) == 1 or self.model.model.device != "cpu":
             return host_rows(self.model.encode(features))
         return np.concatenate([host_rows(self.model.encode(features[i:i + 1]))
                                for i in range(len(features))])
+
+    def _heap_back(self) -> None:
+        """Before a model phase on a CPU (encode, beam search, word alignment): the heap's free
+        pages handed back when more than :data:`TRIM_OVER_MB` is free. A beam search's buffers
+        come and go in sizes the heap's free memory seldom fits, so that memory, left resident
+        by earlier calls, grew with the member (a 60-min member's heap 464 MB, 101 in use);
+        handed back first, what a call uses is what is resident."""
+        if self.model.model.device == "cpu":
+            give_back(TRIM_OVER_MB)
 
     def detect_language(self, rows: np.ndarray) -> list[list[tuple[str, float]]]:
         """Each row's ``[(language token, probability), ...]`` (CTranslate2's Whisper)."""
@@ -232,12 +239,7 @@ class ClipTranscriber:
         if rows is not None:
             self._proxy.prime(features, rows)
         self._proxy.decoding(len(features))
-        if self.model.model.device == "cpu":
-            # a beam search's buffers come and go in sizes the heap's free memory seldom fits,
-            # so that free memory, left resident by earlier calls, grew with the member (a
-            # 60-min member's heap 464 MB, 101 in use); handed back first (TRIM_OVER_MB), only
-            # what a call uses is resident
-            give_back(TRIM_OVER_MB)
+        self._heap_back()
         options = self._options(tokenizer, beam_size or self.settings.asr_beam_size, no_repeat)
         encoder_output, outputs = self.pipeline.generate_segment_batched(features, tokenizer,
                                                                          options)
@@ -256,9 +258,8 @@ class ClipTranscriber:
         segs: list[list[dict[str, Any]]] = [
             [{"tokens": list(o["tokens"]), "start": 0.0, "end": f / 100.0, "seek": 0}]
             for o, f in zip(outputs, frames)]
+        self._heap_back()
         on_cpu = encoder_output.device == "cpu"
-        if on_cpu:
-            give_back(TRIM_OVER_MB)
         host = host_rows(encoder_output) if on_cpu and len(segs) > 1 else None
         for part in align_parts(len(segs), on_cpu):
             rows = encoder_output if host is None else storage(

@@ -109,25 +109,3 @@ def test_derived_from_a_spooled_member_is_spooled_beside_it(tmp_path: Path) -> N
     assert type(mapped(held, lambda r: r + 1)) is np.ndarray
     np.testing.assert_array_equal(joined(held, [held, held]), np.tile(held, 2))
 
-
-def test_a_pass_over_a_spooled_member_holds_a_range_at_a_time(tmp_path: Path) -> None:
-    # a quiet 120 MB member's peak found and the member raised (services/asr/level.py), as
-    # asr does before VAD: neither the reading nor the raised copy is held whole
-    script = textwrap.dedent(f"""
-        import numpy as np, resource
-        from common.shards.spool import Spool
-        from services.asr.level import heard_level
-        spool = Spool({str(tmp_path)!r})
-        for i in range(30):
-            spool.append(np.full(1_000_000, 0.001 * (i % 3 + 1), dtype=np.float32))
-        a = spool.samples()
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        raised = heard_level(a, -20.0)
-        assert raised is not a and raised.size == a.size
-        assert abs(float(raised[2_000_000:2_000_001][0]) - 10 ** (-6 / 20)) < 1e-4
-        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[3])
-    grew = float(out.stdout.strip())
-    assert grew < 30, f"raising a 120 MB spooled member grew peak RSS by {grew:.0f} MB"
