@@ -26,7 +26,41 @@ def test_outcomes_in_order_while_a_later_file_finishes_first() -> None:
 
     got = list(in_order(iter(range(5)), work, 2))
     assert got == [(i, i * 10) for i in range(5)]
-    assert finished[:2] == [1, 0]
+    assert finished.index(1) < finished.index(0)
+
+
+def test_a_long_first_file_does_not_hold_the_next_ones_back() -> None:
+    later_done = threading.Event()
+    finished: list[int] = []
+
+    def work(i: int) -> int:
+        if i == 0:  # runs until three later files have ended beside it
+            assert later_done.wait(WAIT), "the files after a long one waited for it"
+        finished.append(i)
+        if len(finished) == 3:
+            later_done.set()
+        return i
+
+    assert list(in_order(iter(range(6)), work, 2)) == [(i, i) for i in range(6)]
+    assert finished[:3] == [1, 2, 3]  # while the first one still ran
+
+
+def test_outcomes_held_for_their_turn_are_bounded() -> None:
+    four_done = threading.Event()
+    started: list[int] = []
+
+    def work(i: int) -> int:
+        started.append(i)
+        if i == 0:  # runs until four files after it have ended
+            assert four_done.wait(WAIT)
+        elif len(started) >= 5:
+            four_done.set()
+        return i
+
+    got = in_order(iter(range(20)), work, 2, waiting=3)
+    assert next(got) == (0, 0)
+    assert sorted(started) == [0, 1, 2, 3, 4]  # depth + waiting outcomes at most, none read on
+    assert [i for i, _ in got] == list(range(1, 20))
 
 
 def test_one_in_flight_runs_each_in_turn_on_the_calling_thread() -> None:
