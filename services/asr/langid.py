@@ -106,11 +106,19 @@ def code(token: str) -> str:
 
 def slices(frames: int, n: int = SLICES, total: int | None = None) -> list[tuple[int, int]]:
     """``n`` equal ranges of encoder rows over a window's ``frames`` rows of audio; a window
-    of under :data:`SLICED_ROWS` rows is one range, its ``total`` rows (padding included)."""
+    of under :data:`SLICED_ROWS` rows is one range, its ``total`` rows (padding included).
+    With ``total``, the last range runs on to it: Whisper hears the end of a window's audio
+    followed by its padding, and the last third of a file's last (shorter) window cut off
+    before its padding was read as another language (English as Hawaiian, Thai, Latin at
+    0.31-0.37), so the window was looked at again span by span, an encoder pass each, in
+    monolingual English files (docs/asr.md)."""
     if total is not None and frames < SLICED_ROWS:
         return [(0, total)]
     step = max(1, frames // n)
-    return [(k * step, (k + 1) * step) for k in range(n)]
+    out = [(k * step, (k + 1) * step) for k in range(n)]
+    if total is not None:
+        out[-1] = (out[-1][0], max(out[-1][1], total))
+    return out
 
 
 def _named(probs: dict[str, float], kept: list[str], sure: float) -> str | None:

@@ -12,7 +12,13 @@ import pytest
 
 from services.asr.batched import ClipText
 from services.asr.clips import Clip
-from services.asr.langid import LanguageGuess, kept_language, unit_languages, window_language
+from services.asr.langid import (
+    LanguageGuess,
+    kept_language,
+    slices,
+    unit_languages,
+    window_language,
+)
 from services.asr.multilingual import by_language, relabel
 from services.asr.policy import build_segments
 from services.asr.settings import AsrSettings
@@ -35,6 +41,14 @@ def test_window_language_names_a_switch_only_when_slices_are_sure_of_two() -> No
     # unsure between a kept language and others: the kept one (decoded: nothing lost)
     vague = [("<|zh|>", 0.4), ("<|ja|>", 0.35), ("<|ko|>", 0.1)]
     assert window_language([vague] * 3, KEPT) == ("ja", [])
+
+
+def test_the_last_slice_hears_the_window_padding_as_whisper_does() -> None:
+    # a 20 s window of a 30 s encoder output: its last third runs on into the padding
+    assert slices(1000, total=1500) == [(0, 333), (333, 666), (666, 1500)]
+    assert slices(1500, total=1500) == [(0, 500), (500, 1000), (1000, 1500)]
+    assert slices(600, total=1500) == [(0, 1500)]  # under 15 s: looked at whole
+    assert slices(900) == [(0, 300), (300, 600), (600, 900)]  # no padding known: thirds
 
 
 def test_unit_languages_switch_only_on_enough_evidence() -> None:
